@@ -20,6 +20,8 @@ type Memory struct {
 	// stateLocks serialise UpdateState per record without holding mu while
 	// fn runs, as a row lock does in PostgreSQL.
 	stateLocks map[string]*sync.Mutex
+	// idem holds idempotency records by key (idempotency.go).
+	idem map[string]*IdempotencyRecord
 }
 
 // NewMemory returns an empty in-memory store.
@@ -101,6 +103,10 @@ func (m *Memory) GetSample(_ context.Context, id string) (*Sample, error) {
 	defer m.mu.Unlock()
 	s, ok := m.samples[id]
 	if !ok {
+		return nil, ErrNotFound
+	}
+	if expired(s.ExpiresAt, time.Now()) { // lazy purge
+		delete(m.samples, id)
 		return nil, ErrNotFound
 	}
 	c := *s // elements are never mutated after creation: share them
@@ -189,7 +195,12 @@ func (m *Memory) UpdateState(_ context.Context, kind, id string, fn func(*StateR
 	defer lock.Unlock()
 
 	m.mu.Lock()
-	work := cloneState(m.states[k])
+	cur, ok := m.states[k]
+	if !ok { // deleted while we waited for the lock
+		m.mu.Unlock()
+		return ErrNotFound
+	}
+	work := cloneState(cur)
 	m.mu.Unlock()
 	charge, err := fn(work)
 	if err != nil {

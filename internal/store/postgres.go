@@ -155,8 +155,12 @@ func (p *Postgres) CreateSample(ctx context.Context, s *Sample, c *Charge) error
 		if s.Dataset != "" {
 			dataset = s.Dataset
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO samples (id, created_at, dataset, header, reported) VALUES ($1, $2, $3, $4, $5)`,
-			s.ID, s.CreatedAt, dataset, s.Header, int64(len(s.Elements)))
+		var expires any
+		if !s.ExpiresAt.IsZero() {
+			expires = s.ExpiresAt
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO samples (id, created_at, dataset, header, reported, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+			s.ID, s.CreatedAt, dataset, s.Header, int64(len(s.Elements)), expires)
 		switch {
 		case isUniqueViolation(err):
 			return ErrExists
@@ -184,8 +188,9 @@ func (p *Postgres) GetSample(ctx context.Context, id string) (*Sample, error) {
 	s := &Sample{ID: id}
 	var dataset *string
 	var reported int64
-	err := p.pool.QueryRow(ctx, `SELECT created_at, dataset, header, reported FROM samples WHERE id = $1`, id).
-		Scan(&s.CreatedAt, &dataset, &s.Header, &reported)
+	var expires *time.Time
+	err := p.pool.QueryRow(ctx, `SELECT created_at, dataset, header, reported, expires_at FROM samples WHERE id = $1 AND (expires_at IS NULL OR expires_at > $2)`, id, time.Now()).
+		Scan(&s.CreatedAt, &dataset, &s.Header, &reported, &expires)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -194,6 +199,9 @@ func (p *Postgres) GetSample(ctx context.Context, id string) (*Sample, error) {
 	}
 	if dataset != nil {
 		s.Dataset = *dataset
+	}
+	if expires != nil {
+		s.ExpiresAt = expires.UTC()
 	}
 	s.CreatedAt = s.CreatedAt.UTC()
 	s.Elements = make([]Element, 0, reported)

@@ -58,6 +58,11 @@ type Store interface {
 	// (and the charge fn returned, if any) in one transaction. If fn fails,
 	// or the charge would overspend, nothing is written.
 	UpdateState(ctx context.Context, kind, id string, fn func(rec *StateRecord) (*Charge, error)) error
+
+	// Lifecycle lists, deletes and expires resources (lifecycle.go).
+	Lifecycle
+	// Idempotency keeps the answers of keyed requests (idempotency.go).
+	Idempotency
 }
 
 // Element is one reported key of a sanitized sample.
@@ -75,6 +80,12 @@ type Sample struct {
 	Dataset   string // empty when not charged to a dataset
 	Header    []byte
 	Elements  []Element
+	// ExpiresAt is when the sample stops existing (retention); zero keeps
+	// it forever. An expired sample is not found and is purged.
+	ExpiresAt time.Time
+	// Reported is the number of elements; set by ListSamples, which
+	// returns no elements.
+	Reported int
 }
 
 // Dataset is a privacy budget and what has been spent of it.

@@ -49,6 +49,12 @@ func TestStoreBehaviour(t *testing.T) {
 				{"concurrent releases never overspend", testConcurrentBudget},
 				{"state", testState},
 				{"state updates serialise", testStateSerialised},
+				{"list and delete samples", testListSamples},
+				{"purge expired", testPurge},
+				{"list datasets with ledgers", testListDatasets},
+				{"list and delete streams and counters", testListDeleteStates},
+				{"idempotency keys", testIdempotency},
+				{"concurrent idempotency reservations", testIdempotencyConcurrent},
 			} {
 				t.Run(tc.name, func(t *testing.T) { tc.run(t, open(t)) })
 			}

@@ -1,0 +1,181 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// IdempotencyRecord is what is kept for one Idempotency-Key: while the first
+// request runs only the reservation (Done false), then a digest of the
+// request and the answer it got. Request bodies are never kept.
+type IdempotencyRecord struct {
+	Key         string // digest of the caller and its key; never the raw key
+	Done        bool
+	RequestHash []byte
+	Status      int
+	Header      map[string]string // the answer's headers that matter (Location, Content-Type)
+	Body        []byte
+	CreatedAt   time.Time
+	// LockedUntil: a record still not Done after this was abandoned by a
+	// server that stopped mid-request.
+	LockedUntil time.Time
+	ExpiresAt   time.Time
+}
+
+// Idempotency keeps the answers of keyed requests.
+type Idempotency interface {
+	// ReserveIdempotency claims key for a first request: when no unexpired
+	// record holds key it stores rec (Done false) and returns (nil, true);
+	// otherwise it returns the existing record and false. Exactly one of
+	// concurrent callers reserves.
+	ReserveIdempotency(ctx context.Context, rec *IdempotencyRecord) (*IdempotencyRecord, bool, error)
+	// GetIdempotency returns the unexpired record of key or ErrNotFound.
+	GetIdempotency(ctx context.Context, key string) (*IdempotencyRecord, error)
+	// CompleteIdempotency stores the request digest and answer of a
+	// reserved key and marks it Done.
+	CompleteIdempotency(ctx context.Context, rec *IdempotencyRecord) error
+	// ReleaseIdempotency deletes a reservation that is not Done, so that the
+	// key may be used again (the first request changed nothing).
+	ReleaseIdempotency(ctx context.Context, key string) error
+}
+
+func cloneIdem(r *IdempotencyRecord) *IdempotencyRecord {
+	c := *r
+	c.RequestHash = slices.Clone(r.RequestHash)
+	c.Header = maps.Clone(r.Header)
+	c.Body = slices.Clone(r.Body)
+	return &c
+}
+
+// ReserveIdempotency implements Idempotency.
+func (m *Memory) ReserveIdempotency(_ context.Context, rec *IdempotencyRecord) (*IdempotencyRecord, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.idem == nil {
+		m.idem = map[string]*IdempotencyRecord{}
+	}
+	if cur, ok := m.idem[rec.Key]; ok && time.Now().Before(cur.ExpiresAt) {
+		return cloneIdem(cur), false, nil
+	}
+	c := cloneIdem(rec)
+	c.Done = false
+	m.idem[rec.Key] = c
+	return nil, true, nil
+}
+
+// GetIdempotency implements Idempotency.
+func (m *Memory) GetIdempotency(_ context.Context, key string) (*IdempotencyRecord, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur, ok := m.idem[key]
+	if !ok || !time.Now().Before(cur.ExpiresAt) {
+		return nil, ErrNotFound
+	}
+	return cloneIdem(cur), nil
+}
+
+// CompleteIdempotency implements Idempotency.
+func (m *Memory) CompleteIdempotency(_ context.Context, rec *IdempotencyRecord) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur, ok := m.idem[rec.Key]
+	if !ok || cur.Done {
+		return fmt.Errorf("completing idempotency key: %w", ErrNotFound)
+	}
+	c := cloneIdem(rec)
+	c.Done, c.CreatedAt, c.LockedUntil, c.ExpiresAt = true, cur.CreatedAt, cur.LockedUntil, cur.ExpiresAt
+	m.idem[rec.Key] = c
+	return nil
+}
+
+// ReleaseIdempotency implements Idempotency.
+func (m *Memory) ReleaseIdempotency(_ context.Context, key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cur, ok := m.idem[key]; ok && !cur.Done {
+		delete(m.idem, key)
+	}
+	return nil
+}
+
+const idemColumns = `key, done, request_hash, status, header, body, created_at, locked_until, expires_at`
+
+func scanIdem(row pgx.Row) (*IdempotencyRecord, error) {
+	r := &IdempotencyRecord{}
+	err := row.Scan(&r.Key, &r.Done, &r.RequestHash, &r.Status, &r.Header, &r.Body, &r.CreatedAt, &r.LockedUntil, &r.ExpiresAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading idempotency key: %w", err)
+	}
+	r.CreatedAt, r.LockedUntil, r.ExpiresAt = r.CreatedAt.UTC(), r.LockedUntil.UTC(), r.ExpiresAt.UTC()
+	return r, nil
+}
+
+// ReserveIdempotency implements Idempotency: an expired record is replaced;
+// INSERT ... ON CONFLICT DO NOTHING lets exactly one concurrent caller in.
+func (p *Postgres) ReserveIdempotency(ctx context.Context, rec *IdempotencyRecord) (*IdempotencyRecord, bool, error) {
+	var cur *IdempotencyRecord
+	reserved := false
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM idempotency_keys WHERE key = $1 AND expires_at <= $2`, rec.Key, time.Now()); err != nil {
+			return fmt.Errorf("expiring idempotency key: %w", err)
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO idempotency_keys (key, created_at, locked_until, expires_at) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (key) DO NOTHING`, rec.Key, rec.CreatedAt, rec.LockedUntil, rec.ExpiresAt)
+		if err != nil {
+			return fmt.Errorf("reserving idempotency key: %w", err)
+		}
+		if tag.RowsAffected() == 1 {
+			reserved = true
+			return nil
+		}
+		cur, err = scanIdem(tx.QueryRow(ctx, `SELECT `+idemColumns+` FROM idempotency_keys WHERE key = $1`, rec.Key))
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return cur, reserved, nil
+}
+
+// GetIdempotency implements Idempotency.
+func (p *Postgres) GetIdempotency(ctx context.Context, key string) (*IdempotencyRecord, error) {
+	return scanIdem(p.pool.QueryRow(ctx, `SELECT `+idemColumns+` FROM idempotency_keys WHERE key = $1 AND expires_at > $2`, key, time.Now()))
+}
+
+// CompleteIdempotency implements Idempotency.
+func (p *Postgres) CompleteIdempotency(ctx context.Context, rec *IdempotencyRecord) error {
+	header := rec.Header
+	if header == nil {
+		header = map[string]string{}
+	}
+	body := rec.Body
+	if body == nil {
+		body = []byte{}
+	}
+	tag, err := p.pool.Exec(ctx, `UPDATE idempotency_keys SET done = true, request_hash = $2, status = $3, header = $4, body = $5
+		WHERE key = $1 AND NOT done`, rec.Key, rec.RequestHash, rec.Status, header, body)
+	if err != nil {
+		return fmt.Errorf("completing idempotency key: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("completing idempotency key: %w", ErrNotFound)
+	}
+	return nil
+}
+
+// ReleaseIdempotency implements Idempotency.
+func (p *Postgres) ReleaseIdempotency(ctx context.Context, key string) error {
+	if _, err := p.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE key = $1 AND NOT done`, key); err != nil {
+		return fmt.Errorf("releasing idempotency key: %w", err)
+	}
+	return nil
+}
