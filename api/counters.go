@@ -58,8 +58,9 @@ type StepsView struct {
 //	@Accept			json
 //	@Produce		json
 //	@Param			body	body		CounterRequest	true	"counter configuration"
+//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)"
 //	@Success		201		{object}	CounterView
-//	@Failure		400,422	{object}	Problem
+//	@Failure		400,409,422	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/counters [post]
 func (h *handler) createCounter(w http.ResponseWriter, r *http.Request) {
@@ -107,8 +108,9 @@ func (h *handler) getCounter(w http.ResponseWriter, r *http.Request) {
 //	@Produce		json
 //	@Param			id		path		string			true	"counter id"
 //	@Param			body	body		StepsRequest	true	"bits"
+//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)"
 //	@Success		200		{object}	StepsView
-//	@Failure		400,404,413,422	{object}	Problem
+//	@Failure		400,404,409,413,422	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/counters/{id}/steps [post]
 func (h *handler) postSteps(w http.ResponseWriter, r *http.Request) {

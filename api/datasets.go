@@ -66,6 +66,7 @@ func datasetView(d service.Dataset) DatasetView {
 //	@Accept			json
 //	@Produce		json
 //	@Param			body	body		DatasetRequest	true	"name and budget"
+//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)"
 //	@Success		201		{object}	DatasetView
 //	@Failure		400,409,422	{object}	Problem
 //	@Security		bearer
@@ -113,6 +114,7 @@ func (h *handler) serviceError(w http.ResponseWriter, r *http.Request, err error
 	var ve *service.ValidationError
 	var pve *planner.ValidationError
 	var pfe *planner.FieldError
+	var be *service.BudgetError
 	switch {
 	case errors.As(err, &p):
 		writeProblem(w, p)
@@ -136,6 +138,8 @@ func (h *handler) serviceError(w http.ResponseWriter, r *http.Request, err error
 		writeProblem(w, newProblem(http.StatusRequestEntityTooLarge, le.Msg))
 	case errors.Is(err, service.ErrNotFound):
 		writeProblem(w, newProblem(http.StatusNotFound, "no such resource"))
+	case errors.As(err, &be):
+		writeProblem(w, newProblem(http.StatusConflict, be.Error()+"; nothing was released or charged"))
 	case errors.Is(err, service.ErrBudget):
 		writeProblem(w, newProblem(http.StatusConflict, "the release would exceed the dataset's privacy budget; nothing was released"))
 	case errors.Is(err, service.ErrExists):

@@ -74,12 +74,20 @@ type SampleMeta struct {
 	Sampling  SamplingView `json:"sampling"`
 	Release   string       `json:"release"`
 	Method    string       `json:"method"`
+	// ExpiresAt is when the sample is deleted (PWSD_SAMPLE_TTL); absent:
+	// kept until deleted.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// Reported is the number of reported keys (elements) the sample holds.
+	Reported int `json:"reported"`
 }
 
 // SampleView is a stored sanitized sample.
 type SampleView struct {
 	SampleMeta
 	Elements []SanitizedElement `json:"elements"`
+	// NextCursor is the cursor of the next page of elements when the
+	// request asked for a page (limit or cursor); absent on the last page.
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 func privacyView(p sanitize.Privacy) PrivacyView {
@@ -91,8 +99,13 @@ func samplingView(s sanitize.Sampling) SamplingView {
 }
 
 func sampleMeta(s *service.Sample) SampleMeta {
-	return SampleMeta{ID: s.ID, CreatedAt: s.CreatedAt, Dataset: s.Spec.Dataset, Privacy: privacyView(s.Spec.Privacy),
-		Sampling: samplingView(s.Spec.Sampling), Release: string(s.Spec.Release), Method: string(s.Spec.Method)}
+	m := SampleMeta{ID: s.ID, CreatedAt: s.CreatedAt, Dataset: s.Spec.Dataset, Privacy: privacyView(s.Spec.Privacy),
+		Sampling: samplingView(s.Spec.Sampling), Release: string(s.Spec.Release), Method: string(s.Spec.Method), Reported: s.Reported}
+	if !s.ExpiresAt.IsZero() {
+		t := s.ExpiresAt
+		m.ExpiresAt = &t
+	}
+	return m
 }
 
 // spec validates a header into a service.SampleSpec.
@@ -142,11 +155,26 @@ func (h *handler) element(i int, e SampleElement) (string, int64, error) {
 //	@Summary		Sanitize a non-private weighted sample
 //	@Description	Each sampled key of frequency i is reported with probability pi_i/q_i; in a frequencies release it gets a sanitized ORDINAL value (Algorithm 5 max_separation, default, or Algorithm 4 discrete) and an MLE frequency estimate. Only the sanitized output is stored. The response lists reported keys only, in random order, and reveals neither how many elements came in nor which were dropped.
 //	@Description	Batch form: Content-Type application/x-ndjson, line 1 the header (SampleHeader), each further line one SampleElement. With Accept: application/x-ndjson the answer is the SampleMeta line then one SanitizedElement per line.
+//	@Description	CSV form: Content-Type text/csv, a header row naming the columns key and frequency, one element per row; the release description is in the query string (dataset, epsilon, delta, scheme, threshold, power, probabilities comma-separated, release, method), which only this form takes. With Accept: text/csv the answer is the elements as CSV (see GET /v1/samples/{id}).
+//	@Description	A dataset's remaining budget is checked before the upload is read: a release that would overspend is a 409 saying what it asks, what is spent and what remains, and nothing is sanitized or charged.
+//	@Description	Idempotency-Key: a repeat with the same key and the same request gets the first answer again (Idempotent-Replayed: true) and charges nothing; with another request it is a 422.
 //	@Tags			samples
 //	@Accept			json
 //	@Accept			application/x-ndjson
+//	@Accept			text/csv
 //	@Produce		json
 //	@Produce		application/x-ndjson
+//	@Produce		text/csv
+//	@Param			Idempotency-Key	header	string	false	"makes retries safe: 1 to 255 visible ASCII characters, remembered for PWSD_IDEMPOTENCY_TTL"
+//	@Param			dataset		query	string	false	"CSV form only: charge the release to this dataset"
+//	@Param			epsilon		query	number	false	"CSV form only (required there): privacy.epsilon"
+//	@Param			delta		query	number	false	"CSV form only (required there): privacy.delta"
+//	@Param			scheme		query	string	false	"CSV form only (required there): sampling.scheme"	Enums(ppswor, priority, none, custom)
+//	@Param			threshold	query	number	false	"CSV form only: sampling.threshold"
+//	@Param			power		query	number	false	"CSV form only: sampling.power"
+//	@Param			probabilities	query	string	false	"CSV form only: sampling.probabilities, comma-separated"
+//	@Param			release		query	string	false	"CSV form only: release"	Enums(keys, frequencies)
+//	@Param			method		query	string	false	"CSV form only: method"	Enums(max_separation, discrete)
 //	@Param			body	body		SampleRequest	true	"release description and raw elements"
 //	@Success		201		{object}	SampleView
 //	@Header			201		{string}	Location	"/v1/samples/{id}"
@@ -211,9 +239,21 @@ func (h *handler) createSample(w http.ResponseWriter, r *http.Request) {
 			i++
 			return h.element(i-1, req.Elements[i-1])
 		}
+	case csvMediaType:
+		var err error
+		if spec, src, err = h.csvSample(r); err != nil {
+			writeError(w, err)
+			return
+		}
 	default:
-		writeProblem(w, newProblem(http.StatusUnsupportedMediaType, "send application/json or application/x-ndjson"))
+		writeProblem(w, newProblem(http.StatusUnsupportedMediaType, "send application/json, application/x-ndjson or text/csv"))
 		return
+	}
+	if mediaType(r) != csvMediaType {
+		if p := csvOnlyParams(r); p != nil {
+			writeProblem(w, p)
+			return
+		}
 	}
 	smp, err := h.svc.CreateSample(r.Context(), spec, h.limits.MaxElements, src)
 	if err != nil {
@@ -228,25 +268,60 @@ func (h *handler) createSample(w http.ResponseWriter, r *http.Request) {
 //
 //	@Summary		A stored sanitized sample
 //	@Description	Same shapes as the answer of POST /v1/samples; NDJSON with Accept: application/x-ndjson. Values are ordinal tokens, not frequencies.
+//	@Description	JSON answers may be paged: with limit and/or cursor the answer holds that page of elements (in stored order) and next_cursor, absent on the last page; without them it holds every element. NDJSON and CSV always stream every element (limit and cursor are a 400 there).
+//	@Description	CSV (Accept: text/csv): a header row key,value,estimate and one row per element; a keys release leaves value and estimate empty.
 //	@Tags			samples
 //	@Produce		json
 //	@Produce		application/x-ndjson
-//	@Param			id	path		string	true	"sample id"
-//	@Success		200	{object}	SampleView
-//	@Failure		404	{object}	Problem
+//	@Produce		text/csv
+//	@Param			id		path		string	true	"sample id"
+//	@Param			limit	query		int		false	"elements per page (1 to 1000, default 100 when cursor is given)"	minimum(1)	maximum(1000)
+//	@Param			cursor	query		string	false	"next_cursor of the previous page (opaque)"
+//	@Success		200		{object}	SampleView
+//	@Failure		400,404,422	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/samples/{id} [get]
 func (h *handler) getSample(w http.ResponseWriter, r *http.Request) {
+	if paged(r) && (wantsNDJSON(r) || wantsCSV(r)) {
+		writeProblem(w, newProblem(http.StatusBadRequest, "limit and cursor page JSON answers; NDJSON and CSV answers stream every element"))
+		return
+	}
+	pg, err := page(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	smp, err := h.svc.GetSample(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
 		h.serviceError(w, r, err)
 		return
 	}
-	h.writeSample(w, r, http.StatusOK, smp)
+	if !paged(r) {
+		h.writeSample(w, r, http.StatusOK, smp)
+		return
+	}
+	els, next, err := service.PageElements(smp, pg)
+	if err != nil {
+		h.serviceError(w, r, err)
+		return
+	}
+	pageOf := *smp
+	pageOf.Elements = els
+	h.writeSamplePage(w, r, http.StatusOK, &pageOf, next)
 }
 
 // writeSample renders a sample as JSON or NDJSON, streaming the elements.
 func (h *handler) writeSample(w http.ResponseWriter, r *http.Request, status int, smp *service.Sample) {
+	h.writeSamplePage(w, r, status, smp, "")
+}
+
+// writeSamplePage renders a sample (or a page of its elements, with the
+// next page's cursor in JSON) as JSON, NDJSON or CSV.
+func (h *handler) writeSamplePage(w http.ResponseWriter, r *http.Request, status int, smp *service.Sample, next string) {
+	if wantsCSV(r) && !wantsNDJSON(r) {
+		writeSampleCSV(w, status, smp.Elements)
+		return
+	}
 	meta, err := json.Marshal(sampleMeta(smp))
 	if err != nil {
 		writeError(w, err)
@@ -280,7 +355,12 @@ func (h *handler) writeSample(w http.ResponseWriter, r *http.Request, status int
 		}
 	}
 	if !nd {
-		bw.WriteString("]}\n")
+		bw.WriteString("]")
+		if next != "" {
+			bw.WriteString(`,"next_cursor":`)
+			bw.Write(appendJSONString(nil, next))
+		}
+		bw.WriteString("}\n")
 	}
 }
 

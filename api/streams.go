@@ -99,6 +99,7 @@ type StreamReleaseView struct {
 //	@Accept			json
 //	@Produce		json
 //	@Param			body	body		StreamRequest	true	"stream configuration"
+//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)"
 //	@Success		201		{object}	StreamView
 //	@Failure		400,404,409,422	{object}	Problem
 //	@Security		bearer
@@ -155,8 +156,9 @@ func (h *handler) getStream(w http.ResponseWriter, r *http.Request) {
 //	@Produce		json
 //	@Param			id		path		string			true	"stream id"
 //	@Param			body	body		EventsRequest	true	"events"
+//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)"
 //	@Success		200		{object}	StreamView
-//	@Failure		400,404,413,422	{object}	Problem
+//	@Failure		400,404,409,413,422	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/streams/{id}/events [post]
 func (h *handler) postEvents(w http.ResponseWriter, r *http.Request) {
@@ -192,8 +194,9 @@ func (h *handler) postEvents(w http.ResponseWriter, r *http.Request) {
 //	@Tags			streams
 //	@Produce		json
 //	@Param			id	path		string	true	"stream id"
+//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)"
 //	@Success		200	{object}	StreamReleaseView
-//	@Failure		404,409	{object}	Problem
+//	@Failure		400,404,409,422	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/streams/{id}/releases [post]
 func (h *handler) postRelease(w http.ResponseWriter, r *http.Request) {

@@ -24,6 +24,10 @@ type config struct {
 	IdleTimeout     time.Duration
 	ShutdownTimeout time.Duration
 	Limits          api.Limits
+	// SampleTTL, IdempotencyTTL and PurgeInterval: retention (lifecycle).
+	SampleTTL      time.Duration
+	IdempotencyTTL time.Duration
+	PurgeInterval  time.Duration
 }
 
 // envVar documents one variable; usage() prints the table.
@@ -52,6 +56,9 @@ var envVars = []envVar{
 	{"PWSD_WRITE_TIMEOUT", "120s", "server write timeout"},
 	{"PWSD_IDLE_TIMEOUT", "120s", "keep-alive idle timeout"},
 	{"PWSD_SHUTDOWN_TIMEOUT", "30s", "how long in-flight requests may finish after SIGTERM/SIGINT"},
+	{"PWSD_SAMPLE_TTL", "0", "how long a sample is kept (Go duration, e.g. 720h); 0 keeps samples until deleted. Ledgers are never deleted"},
+	{"PWSD_IDEMPOTENCY_TTL", "24h", "how long an Idempotency-Key and its answer are remembered"},
+	{"PWSD_PURGE_INTERVAL", "1m", "how often expired samples and idempotency keys are deleted"},
 }
 
 func usage() string {
@@ -120,6 +127,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 			RequestTimeout:    durVar("PWSD_REQUEST_TIMEOUT"),
 		},
 	}
+	if d, err := time.ParseDuration(get("PWSD_SAMPLE_TTL")); err != nil || d < 0 {
+		errs = append(errs, "PWSD_SAMPLE_TTL must be 0 or a positive duration such as 720h")
+	} else {
+		c.SampleTTL = d
+	}
+	c.IdempotencyTTL = durVar("PWSD_IDEMPOTENCY_TTL")
+	c.PurgeInterval = durVar("PWSD_PURGE_INTERVAL")
 	if c.Limits.MaxFrequency > sanitize.MaxFrequency {
 		errs = append(errs, fmt.Sprintf("PWSD_MAX_FREQUENCY must be at most %d", sanitize.MaxFrequency))
 	}

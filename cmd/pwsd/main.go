@@ -76,10 +76,12 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		log.Warn("PWSD_API_TOKENS_FILE is unset: the API is open to anyone who can reach it")
 	}
 
-	svc, err := service.New(service.Config{Store: st, Logger: log})
+	svc, err := service.New(service.Config{Store: st, Logger: log, SampleTTL: cfg.SampleTTL,
+		IdempotencyTTL: cfg.IdempotencyTTL, IdempotencyWait: cfg.Limits.RequestTimeout})
 	if err != nil {
 		return err
 	}
+	go svc.RunJanitor(ctx, cfg.PurgeInterval)
 	reg := prometheus.NewRegistry()
 	srv := &http.Server{
 		Addr:              cfg.Addr,

@@ -75,8 +75,11 @@ func paramFieldErr(prefix string, err error) error {
 type Sample struct {
 	ID        string
 	CreatedAt time.Time
+	// ExpiresAt is when the sample is deleted (PWSD_SAMPLE_TTL); zero: never.
+	ExpiresAt time.Time
 	Spec      SampleSpec
-	Elements  []store.Element
+	Elements  []store.Element // nil in listings
+	Reported  int             // number of elements
 }
 
 // ElementSource yields the raw elements of a sample one at a time; it returns
@@ -103,6 +106,14 @@ type sampleHeader struct {
 // The result holds reported keys only, in random order: it reveals neither how
 // many elements came in nor which were dropped.
 func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements int, src ElementSource) (*Sample, error) {
+	// Refuse an unknown dataset or an overspend before reading the upload;
+	// the store charges atomically below, so a concurrent release that
+	// spends the rest meanwhile is still refused there.
+	if spec.Dataset != "" {
+		if err := s.checkBudget(ctx, spec.Dataset, spec.Privacy.Epsilon, spec.Privacy.Delta); err != nil {
+			return nil, err
+		}
+	}
 	table, err := s.tables.get(spec.Privacy, spec.Sampling, spec.Method)
 	if err != nil {
 		return nil, err
@@ -166,14 +177,17 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 		return nil, fmt.Errorf("encoding sample header: %w", err)
 	}
 	smp := &store.Sample{ID: newID(), CreatedAt: time.Now().UTC().Truncate(time.Microsecond), Dataset: spec.Dataset, Header: header, Elements: out}
+	if s.sampleTTL > 0 {
+		smp.ExpiresAt = smp.CreatedAt.Add(s.sampleTTL)
+	}
 	var charge *store.Charge
 	if spec.Dataset != "" {
 		charge = &store.Charge{Dataset: spec.Dataset, Kind: "sample", Ref: smp.ID, Epsilon: spec.Privacy.Epsilon, Delta: spec.Privacy.Delta}
 	}
 	if err := s.store.CreateSample(ctx, smp, charge); err != nil {
-		return nil, storeErr(err, "storing sample")
+		return nil, s.budgetError(ctx, err, "storing sample", spec.Dataset, spec.Privacy.Epsilon, spec.Privacy.Delta)
 	}
-	return &Sample{ID: smp.ID, CreatedAt: smp.CreatedAt, Spec: spec, Elements: out}, nil
+	return &Sample{ID: smp.ID, CreatedAt: smp.CreatedAt, ExpiresAt: smp.ExpiresAt, Spec: spec, Elements: out, Reported: len(out)}, nil
 }
 
 // GetSample returns a stored sample.
@@ -182,12 +196,7 @@ func (s *Service) GetSample(ctx context.Context, id string) (*Sample, error) {
 	if err != nil {
 		return nil, storeErr(err, "reading sample")
 	}
-	var h sampleHeader
-	if err := json.Unmarshal(smp.Header, &h); err != nil {
-		return nil, fmt.Errorf("decoding sample header: %w", err)
-	}
-	spec := SampleSpec{Dataset: h.Dataset, Privacy: h.Privacy, Sampling: h.Sampling, Release: h.Release, Method: h.Method}
-	return &Sample{ID: smp.ID, CreatedAt: smp.CreatedAt, Spec: spec, Elements: smp.Elements}, nil
+	return sampleOf(smp)
 }
 
 // newID returns a random 128-bit identifier in hex.

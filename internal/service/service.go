@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sync/singleflight"
 
@@ -29,6 +30,15 @@ type Config struct {
 	NewRand func() *rand.Rand
 	// TableCacheSize bounds the sanitizer tables kept in memory (default 64).
 	TableCacheSize int
+	// SampleTTL is how long a sample is kept (PWSD_SAMPLE_TTL); 0 keeps
+	// samples forever.
+	SampleTTL time.Duration
+	// IdempotencyTTL is how long an Idempotency-Key is remembered
+	// (PWSD_IDEMPOTENCY_TTL; default 24h).
+	IdempotencyTTL time.Duration
+	// IdempotencyWait bounds how long a duplicate waits for the first
+	// request with its key (default 60s, the request timeout).
+	IdempotencyWait time.Duration
 }
 
 // Service implements pwsd's use cases. It is safe for concurrent use.
@@ -44,6 +54,8 @@ type Service struct {
 	flight singleflight.Group
 	// computed counts table computations (cache misses); tests read it.
 	computed atomic.Int64
+	// sampleTTL, idemTTL and idemWait: see Config.
+	sampleTTL, idemTTL, idemWait time.Duration
 }
 
 // New returns a Service; nil Noise and NewRand default to the secure ones.
@@ -63,8 +75,17 @@ func New(cfg Config) (*Service, error) {
 	if cfg.TableCacheSize <= 0 {
 		cfg.TableCacheSize = 64
 	}
+	if cfg.SampleTTL < 0 {
+		return nil, errors.New("service: SampleTTL must not be negative")
+	}
+	if cfg.IdempotencyTTL <= 0 {
+		cfg.IdempotencyTTL = DefaultIdempotencyTTL
+	}
+	if cfg.IdempotencyWait <= 0 {
+		cfg.IdempotencyWait = time.Minute
+	}
 	return &Service{store: cfg.Store, log: cfg.Logger, noise: cfg.Noise, newRand: cfg.NewRand, tables: newTableRegistry(cfg.TableCacheSize),
-		estimators: newEstimatorCache(cfg.TableCacheSize)}, nil
+		estimators: newEstimatorCache(cfg.TableCacheSize), sampleTTL: cfg.SampleTTL, idemTTL: cfg.IdempotencyTTL, idemWait: cfg.IdempotencyWait}, nil
 }
 
 // Ready reports whether the store is reachable and migrated.

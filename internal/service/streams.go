@@ -107,6 +107,9 @@ func (s *Service) CreateStream(ctx context.Context, spec StreamSpec) (Stream, er
 		charge = &store.Charge{Dataset: spec.Dataset, Kind: kindStream, Ref: rec.ID, Epsilon: cfg.Density.Epsilon}
 	}
 	if err := s.store.CreateState(ctx, rec, charge); err != nil {
+		if charge != nil {
+			return Stream{}, s.budgetError(ctx, err, "creating stream", charge.Dataset, charge.Epsilon, charge.Delta)
+		}
 		return Stream{}, storeErr(err, "creating stream")
 	}
 	return s.streamView(rec)
@@ -246,6 +249,7 @@ type StreamRelease struct {
 // transaction. Past the stream's max_releases it fails with ErrLimit.
 func (s *Service) ReleaseStream(ctx context.Context, id string) (StreamRelease, error) {
 	var out StreamRelease
+	var charged *store.Charge
 	err := s.store.UpdateState(ctx, kindStream, id, func(rec *store.StateRecord) (*store.Charge, error) {
 		cfg, err := streamConfigOf(rec)
 		if err != nil {
@@ -283,8 +287,12 @@ func (s *Service) ReleaseStream(ctx context.Context, id string) (StreamRelease, 
 		if rec.Dataset == "" {
 			return nil, nil
 		}
-		return &store.Charge{Dataset: rec.Dataset, Kind: kindStream, Ref: rec.ID, Epsilon: r.EpsilonSpent}, nil
+		charged = &store.Charge{Dataset: rec.Dataset, Kind: kindStream, Ref: rec.ID, Epsilon: r.EpsilonSpent}
+		return charged, nil
 	})
+	if err != nil && charged != nil {
+		return StreamRelease{}, s.budgetError(ctx, err, "releasing", charged.Dataset, charged.Epsilon, charged.Delta)
+	}
 	if err != nil {
 		return StreamRelease{}, storeErr(err, "releasing")
 	}

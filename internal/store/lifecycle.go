@@ -183,3 +183,7 @@ func (m *Memory) PurgeExpired(_ context.Context, now time.Time) (PurgeCount, err
 	}
 	return n, nil
 }
+
+// Fits reports whether charging (eps, delta) to d stays within its budget,
+// with the same rounding slack the stores apply when they charge.
+func Fits(d Dataset, eps, delta float64) bool { return fits(d, eps, delta) }

@@ -1,0 +1,215 @@
+package api
+
+import (
+	"bufio"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/pwsd/pwsd/internal/service"
+	"github.com/pwsd/pwsd/internal/store"
+)
+
+// csvMediaType is the media type of CSV samples, in and out.
+const csvMediaType = "text/csv"
+
+// csvReleaseParams are the query parameters of a CSV sample upload: the
+// fields of SampleHeader, flattened (probabilities comma-separated).
+var csvReleaseParams = []string{"dataset", "epsilon", "delta", "scheme", "threshold", "power", "probabilities", "release", "method"}
+
+// wantsCSV reports whether the client asked for a CSV answer.
+func wantsCSV(r *http.Request) bool { return strings.Contains(r.Header.Get("Accept"), csvMediaType) }
+
+// csvHeader reads the release description of a CSV upload from the query
+// string. Errors name the query parameter.
+func csvHeader(r *http.Request) (SampleHeader, error) {
+	v := r.URL.Query()
+	var errs []FieldError
+	num := func(name string) *float64 {
+		s := v.Get(name)
+		if s == "" {
+			return nil
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			errs = append(errs, FieldError{Field: name, Message: "must be a finite number"})
+			return nil
+		}
+		return &f
+	}
+	hd := SampleHeader{
+		Dataset:  v.Get("dataset"),
+		Privacy:  PrivacyParams{Epsilon: num("epsilon"), Delta: num("delta")},
+		Sampling: SamplingParams{Scheme: v.Get("scheme"), Threshold: num("threshold"), Power: num("power")},
+		Release:  v.Get("release"),
+		Method:   v.Get("method"),
+	}
+	if s := v.Get("probabilities"); s != "" {
+		for i, p := range strings.Split(s, ",") {
+			f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+				errs = append(errs, FieldError{Field: fmt.Sprintf("probabilities[%d]", i), Message: "must be a finite number"})
+				break
+			}
+			hd.Sampling.Probabilities = append(hd.Sampling.Probabilities, f)
+		}
+	}
+	if len(errs) > 0 {
+		return hd, newProblem(http.StatusUnprocessableEntity, "the query is not valid", errs...)
+	}
+	return hd, nil
+}
+
+// queryNames renames the JSON paths of a release-description problem to the
+// query parameters of a CSV upload ("privacy.epsilon" -> "epsilon").
+func queryNames(err error) error {
+	var p *Problem
+	if !errors.As(err, &p) {
+		return err
+	}
+	q := *p
+	q.Errors = make([]FieldError, len(p.Errors))
+	for i, fe := range p.Errors {
+		fe.Field = strings.TrimPrefix(strings.TrimPrefix(fe.Field, "privacy."), "sampling.")
+		q.Errors[i] = fe
+	}
+	return &q
+}
+
+// csvSample reads a text/csv upload: the release parameters from the query
+// string, then a header row naming the columns key and frequency (in any
+// order), then one element per row. Errors never quote a row.
+func (h *handler) csvSample(r *http.Request) (service.SampleSpec, service.ElementSource, error) {
+	hd, err := csvHeader(r)
+	if err != nil {
+		return service.SampleSpec{}, nil, err
+	}
+	spec, err := h.spec(hd)
+	if err != nil {
+		return spec, nil, queryNames(err)
+	}
+	cr := csv.NewReader(bufio.NewReaderSize(r.Body, 64<<10))
+	cr.ReuseRecord = true
+	header, err := cr.Read()
+	if errors.Is(err, io.EOF) {
+		return spec, nil, newProblem(http.StatusBadRequest, "the CSV body is empty; line 1 must be a header row naming the columns key and frequency")
+	}
+	if err != nil {
+		return spec, nil, csvProblem(err)
+	}
+	keyCol, freqCol := -1, -1
+	for i, name := range header {
+		name = strings.TrimSpace(strings.TrimPrefix(name, "\uFEFF"))
+		switch {
+		case name == "key" && keyCol < 0:
+			keyCol = i
+		case name == "frequency" && freqCol < 0:
+			freqCol = i
+		default:
+			return spec, nil, newProblem(http.StatusBadRequest, fmt.Sprintf("CSV line 1: column %d must be named key or frequency, once each (write pandas frames with index=False)", i+1))
+		}
+	}
+	if keyCol < 0 || freqCol < 0 {
+		return spec, nil, newProblem(http.StatusBadRequest, "CSV line 1: the header row must name the columns key and frequency")
+	}
+	i := 0
+	src := func() (string, int64, error) {
+		rec, err := cr.Read()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return "", 0, io.EOF
+			}
+			return "", 0, csvProblem(err)
+		}
+		line, _ := cr.FieldPos(0)
+		i++
+		k, f, err := h.element(i-1, SampleElement{Key: rec[keyCol], Frequency: json.Number(strings.TrimSpace(rec[freqCol]))})
+		if err != nil {
+			return "", 0, atCSVLine(err, line)
+		}
+		return k, f, nil
+	}
+	return spec, src, nil
+}
+
+// csvProblem maps an error of encoding/csv (whose messages quote no data).
+func csvProblem(err error) error {
+	var pe *csv.ParseError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return tooLarge(mbe.Limit)
+	case errors.As(err, &pe):
+		return newProblem(http.StatusBadRequest, fmt.Sprintf("CSV line %d: %v", pe.Line, pe.Err))
+	default:
+		return fmt.Errorf("reading CSV body: %w", err)
+	}
+}
+
+// atCSVLine adds the CSV line number to an element problem's messages.
+func atCSVLine(err error, line int) error {
+	var p *Problem
+	if !errors.As(err, &p) {
+		return err
+	}
+	q := *p
+	q.Errors = make([]FieldError, len(p.Errors))
+	for i, fe := range p.Errors {
+		fe.Message = fmt.Sprintf("%s (CSV line %d)", fe.Message, line)
+		q.Errors[i] = fe
+	}
+	return &q
+}
+
+// csvColumns are the columns of a CSV sample answer, one per field of
+// SanitizedElement; a keys release leaves value and estimate empty.
+var csvColumns = []string{"key", "value", "estimate"}
+
+// writeSampleCSV renders a sample's elements as CSV with a header row. The
+// sample's description is in the JSON and NDJSON forms (and in
+// GET /v1/samples); CSV holds the elements only.
+func writeSampleCSV(w http.ResponseWriter, status int, els []store.Element) {
+	w.Header().Set("Content-Type", csvMediaType+"; charset=utf-8; header=present")
+	w.WriteHeader(status)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	defer bw.Flush()
+	cw := csv.NewWriter(bw)
+	_ = cw.Write(csvColumns)
+	rec := make([]string, len(csvColumns))
+	for _, e := range els {
+		rec[0], rec[1], rec[2] = e.Key, csvFloat(e.Value), csvFloat(e.Estimate)
+		_ = cw.Write(rec)
+	}
+	cw.Flush()
+}
+
+// csvFloat renders a number for CSV; NaN and infinities (absent values)
+// are empty cells.
+func csvFloat(f float64) string {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return ""
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+// csvOnlyParams refuses the CSV release parameters on a JSON or NDJSON
+// upload, whose body holds the release description.
+func csvOnlyParams(r *http.Request) *Problem {
+	q := r.URL.Query()
+	var errs []FieldError
+	for _, name := range csvReleaseParams {
+		if q.Has(name) {
+			errs = append(errs, FieldError{Field: name, Message: "is a query parameter of text/csv uploads only; JSON and NDJSON bodies describe the release themselves"})
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return newProblem(http.StatusBadRequest, "the query has parameters this request does not take", errs...)
+}

@@ -1,0 +1,113 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pwsd/pwsd/internal/store"
+)
+
+// DefaultIdempotencyTTL is how long an Idempotency-Key is remembered when
+// PWSD_IDEMPOTENCY_TTL is unset.
+const DefaultIdempotencyTTL = 24 * time.Hour
+
+// Idempotency outcomes the API maps to statuses.
+var (
+	// ErrIdempotencyInProgress: the first request with the key still runs
+	// and did not finish while the duplicate waited (409).
+	ErrIdempotencyInProgress = errors.New("a request with this Idempotency-Key is still in progress; retry later")
+	// ErrIdempotencyAbandoned: the server stopped while the first request
+	// with the key ran, so its outcome is unknown; the key is never run
+	// again (that could charge twice) until it expires (409).
+	ErrIdempotencyAbandoned = errors.New("the first request with this Idempotency-Key was interrupted by a server stop, so its outcome is unknown; check the dataset's ledger and retry with a new key")
+)
+
+// IdempotentAnswer is a recorded answer: status, the headers that matter,
+// and the body.
+type IdempotentAnswer struct {
+	Status int
+	Header map[string]string
+	Body   []byte
+}
+
+// IdempotencyClaim is the outcome of BeginIdempotent. When Reserved, the
+// caller runs the request and must call FinishIdempotent or
+// AbandonIdempotent; otherwise the first request with the key is done and
+// RequestHash and Answer are its digest and answer.
+type IdempotencyClaim struct {
+	Key         string
+	Reserved    bool
+	RequestHash []byte
+	Answer      *IdempotentAnswer
+}
+
+// BeginIdempotent claims key (a digest naming the caller and its
+// Idempotency-Key). Exactly one of concurrent callers with a key is
+// Reserved; the others wait until it finishes and get its answer, or
+// ErrIdempotencyInProgress when ctx ends or the wait passes
+// Config.IdempotencyWait. A key whose first request was interrupted by a
+// server stop answers ErrIdempotencyAbandoned until it expires.
+func (s *Service) BeginIdempotent(ctx context.Context, key string) (*IdempotencyClaim, error) {
+	deadline := time.Now().Add(s.idemWait)
+	pause := 5 * time.Millisecond
+	for {
+		now := time.Now().UTC()
+		// The lease outlives the request timeout: a record still running
+		// after it belonged to a server that stopped.
+		rec := &store.IdempotencyRecord{Key: key, CreatedAt: now, LockedUntil: now.Add(s.idemWait + 30*time.Second), ExpiresAt: now.Add(s.idemTTL)}
+		cur, reserved, err := s.store.ReserveIdempotency(ctx, rec)
+		if err != nil {
+			return nil, fmt.Errorf("reserving idempotency key: %w", err)
+		}
+		if reserved {
+			return &IdempotencyClaim{Key: key, Reserved: true}, nil
+		}
+		for !cur.Done {
+			if now.After(cur.LockedUntil) {
+				return nil, ErrIdempotencyAbandoned
+			}
+			if now.After(deadline) {
+				return nil, ErrIdempotencyInProgress
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ErrIdempotencyInProgress
+			case <-time.After(pause):
+			}
+			pause = min(2*pause, 200*time.Millisecond)
+			now = time.Now().UTC()
+			cur, err = s.store.GetIdempotency(ctx, key)
+			if errors.Is(err, store.ErrNotFound) {
+				break // the first request failed and freed the key: claim it
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading idempotency key: %w", err)
+			}
+		}
+		if cur != nil && cur.Done {
+			return &IdempotencyClaim{Key: key, RequestHash: cur.RequestHash,
+				Answer: &IdempotentAnswer{Status: cur.Status, Header: cur.Header, Body: cur.Body}}, nil
+		}
+	}
+}
+
+// FinishIdempotent records the digest of the reserved request and its
+// answer; later requests with the key get the answer again.
+func (s *Service) FinishIdempotent(ctx context.Context, key string, requestHash []byte, a IdempotentAnswer) error {
+	err := s.store.CompleteIdempotency(ctx, &store.IdempotencyRecord{Key: key, RequestHash: requestHash, Status: a.Status, Header: a.Header, Body: a.Body})
+	if err != nil {
+		return fmt.Errorf("recording idempotent answer: %w", err)
+	}
+	return nil
+}
+
+// AbandonIdempotent frees a reserved key whose request changed nothing
+// (it failed with a server error), so that a retry runs it again.
+func (s *Service) AbandonIdempotent(ctx context.Context, key string) error {
+	if err := s.store.ReleaseIdempotency(ctx, key); err != nil {
+		return fmt.Errorf("freeing idempotency key: %w", err)
+	}
+	return nil
+}
