@@ -82,6 +82,57 @@ const docTemplate = `{
             }
         },
         "/v1/counters": {
+            "get": {
+                "security": [
+                    {
+                        "bearer": []
+                    }
+                ],
+                "description": "Oldest first, ordered by (created_at, id). Pass next_cursor as cursor for the next page.",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "counters"
+                ],
+                "summary": "List counters",
+                "parameters": [
+                    {
+                        "maximum": 1000,
+                        "minimum": 1,
+                        "type": "integer",
+                        "description": "items per page (1 to 1000, default 100)",
+                        "name": "limit",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "next_cursor of the previous page (opaque)",
+                        "name": "cursor",
+                        "in": "query"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/api.CounterList"
+                        }
+                    },
+                    "400": {
+                        "description": "Bad Request",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "422": {
+                        "description": "Unprocessable Entity",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    }
+                }
+            },
             "post": {
                 "security": [
                     {
@@ -108,6 +159,12 @@ const docTemplate = `{
                         "schema": {
                             "$ref": "#/definitions/api.CounterRequest"
                         }
+                    },
+                    {
+                        "type": "string",
+                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)",
+                        "name": "Idempotency-Key",
+                        "in": "header"
                     }
                 ],
                 "responses": {
@@ -119,6 +176,12 @@ const docTemplate = `{
                     },
                     "400": {
                         "description": "Bad Request",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "409": {
+                        "description": "Conflict",
                         "schema": {
                             "$ref": "#/definitions/api.Problem"
                         }
@@ -169,6 +232,37 @@ const docTemplate = `{
                         }
                     }
                 }
+            },
+            "delete": {
+                "security": [
+                    {
+                        "bearer": []
+                    }
+                ],
+                "tags": [
+                    "counters"
+                ],
+                "summary": "Delete a counter",
+                "parameters": [
+                    {
+                        "type": "string",
+                        "description": "counter id",
+                        "name": "id",
+                        "in": "path",
+                        "required": true
+                    }
+                ],
+                "responses": {
+                    "204": {
+                        "description": "No Content"
+                    },
+                    "404": {
+                        "description": "Not Found",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    }
+                }
             }
         },
         "/v1/counters/{id}/steps": {
@@ -206,6 +300,12 @@ const docTemplate = `{
                         "schema": {
                             "$ref": "#/definitions/api.StepsRequest"
                         }
+                    },
+                    {
+                        "type": "string",
+                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)",
+                        "name": "Idempotency-Key",
+                        "in": "header"
                     }
                 ],
                 "responses": {
@@ -227,6 +327,12 @@ const docTemplate = `{
                             "$ref": "#/definitions/api.Problem"
                         }
                     },
+                    "409": {
+                        "description": "Conflict",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
                     "413": {
                         "description": "Request Entity Too Large",
                         "schema": {
@@ -243,6 +349,57 @@ const docTemplate = `{
             }
         },
         "/v1/datasets": {
+            "get": {
+                "security": [
+                    {
+                        "bearer": []
+                    }
+                ],
+                "description": "Oldest first, ordered by (created_at, name). Pass next_cursor as cursor for the next page. Datasets and ledgers are never deleted: they are the audit trail.",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "budgets"
+                ],
+                "summary": "List datasets with their budgets, spend and ledgers",
+                "parameters": [
+                    {
+                        "maximum": 1000,
+                        "minimum": 1,
+                        "type": "integer",
+                        "description": "items per page (1 to 1000, default 100)",
+                        "name": "limit",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "next_cursor of the previous page (opaque)",
+                        "name": "cursor",
+                        "in": "query"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/api.DatasetList"
+                        }
+                    },
+                    "400": {
+                        "description": "Bad Request",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "422": {
+                        "description": "Unprocessable Entity",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    }
+                }
+            },
             "post": {
                 "security": [
                     {
@@ -269,6 +426,12 @@ const docTemplate = `{
                         "schema": {
                             "$ref": "#/definitions/api.DatasetRequest"
                         }
+                    },
+                    {
+                        "type": "string",
+                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)",
+                        "name": "Idempotency-Key",
+                        "in": "header"
                     }
                 ],
                 "responses": {
@@ -763,26 +926,153 @@ const docTemplate = `{
             }
         },
         "/v1/samples": {
+            "get": {
+                "security": [
+                    {
+                        "bearer": []
+                    }
+                ],
+                "description": "Oldest first, ordered by (created_at, id). Pass next_cursor as cursor for the next page; the last page has no next_cursor. Expired samples (PWSD_SAMPLE_TTL) are not listed.",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "samples"
+                ],
+                "summary": "List stored samples (metadata only)",
+                "parameters": [
+                    {
+                        "maximum": 1000,
+                        "minimum": 1,
+                        "type": "integer",
+                        "description": "items per page (1 to 1000, default 100)",
+                        "name": "limit",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "next_cursor of the previous page (opaque)",
+                        "name": "cursor",
+                        "in": "query"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/api.SampleList"
+                        }
+                    },
+                    "400": {
+                        "description": "Bad Request",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "422": {
+                        "description": "Unprocessable Entity",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    }
+                }
+            },
             "post": {
                 "security": [
                     {
                         "bearer": []
                     }
                 ],
-                "description": "Each sampled key of frequency i is reported with probability pi_i/q_i; in a frequencies release it gets a sanitized ORDINAL value (Algorithm 5 max_separation, default, or Algorithm 4 discrete) and an MLE frequency estimate. Only the sanitized output is stored. The response lists reported keys only, in random order, and reveals neither how many elements came in nor which were dropped.\nBatch form: Content-Type application/x-ndjson, line 1 the header (SampleHeader), each further line one SampleElement. With Accept: application/x-ndjson the answer is the SampleMeta line then one SanitizedElement per line.",
+                "description": "Each sampled key of frequency i is reported with probability pi_i/q_i; in a frequencies release it gets a sanitized ORDINAL value (Algorithm 5 max_separation, default, or Algorithm 4 discrete) and an MLE frequency estimate. Only the sanitized output is stored. The response lists reported keys only, in random order, and reveals neither how many elements came in nor which were dropped.\nBatch form: Content-Type application/x-ndjson, line 1 the header (SampleHeader), each further line one SampleElement. With Accept: application/x-ndjson the answer is the SampleMeta line then one SanitizedElement per line.\nCSV form: Content-Type text/csv, a header row naming the columns key and frequency, one element per row; the release description is in the query string (dataset, epsilon, delta, scheme, threshold, power, probabilities comma-separated, release, method), which only this form takes. With Accept: text/csv the answer is the elements as CSV (see GET /v1/samples/{id}).\nA dataset's remaining budget is checked before the upload is read: a release that would overspend is a 409 saying what it asks, what is spent and what remains, and nothing is sanitized or charged.\nIdempotency-Key: a repeat with the same key and the same request gets the first answer again (Idempotent-Replayed: true) and charges nothing; with another request it is a 422.",
                 "consumes": [
                     "application/json",
-                    "application/x-ndjson"
+                    "application/x-ndjson",
+                    "text/csv"
                 ],
                 "produces": [
                     "application/json",
-                    "application/x-ndjson"
+                    "application/x-ndjson",
+                    "text/csv"
                 ],
                 "tags": [
                     "samples"
                 ],
                 "summary": "Sanitize a non-private weighted sample",
                 "parameters": [
+                    {
+                        "type": "string",
+                        "description": "makes retries safe: 1 to 255 visible ASCII characters, remembered for PWSD_IDEMPOTENCY_TTL",
+                        "name": "Idempotency-Key",
+                        "in": "header"
+                    },
+                    {
+                        "type": "string",
+                        "description": "CSV form only: charge the release to this dataset",
+                        "name": "dataset",
+                        "in": "query"
+                    },
+                    {
+                        "type": "number",
+                        "description": "CSV form only (required there): privacy.epsilon",
+                        "name": "epsilon",
+                        "in": "query"
+                    },
+                    {
+                        "type": "number",
+                        "description": "CSV form only (required there): privacy.delta",
+                        "name": "delta",
+                        "in": "query"
+                    },
+                    {
+                        "enum": [
+                            "ppswor",
+                            "priority",
+                            "none",
+                            "custom"
+                        ],
+                        "type": "string",
+                        "description": "CSV form only (required there): sampling.scheme",
+                        "name": "scheme",
+                        "in": "query"
+                    },
+                    {
+                        "type": "number",
+                        "description": "CSV form only: sampling.threshold",
+                        "name": "threshold",
+                        "in": "query"
+                    },
+                    {
+                        "type": "number",
+                        "description": "CSV form only: sampling.power",
+                        "name": "power",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "CSV form only: sampling.probabilities, comma-separated",
+                        "name": "probabilities",
+                        "in": "query"
+                    },
+                    {
+                        "enum": [
+                            "keys",
+                            "frequencies"
+                        ],
+                        "type": "string",
+                        "description": "CSV form only: release",
+                        "name": "release",
+                        "in": "query"
+                    },
+                    {
+                        "enum": [
+                            "max_separation",
+                            "discrete"
+                        ],
+                        "type": "string",
+                        "description": "CSV form only: method",
+                        "name": "method",
+                        "in": "query"
+                    },
                     {
                         "description": "release description and raw elements",
                         "name": "body",
@@ -852,10 +1142,11 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
-                "description": "Same shapes as the answer of POST /v1/samples; NDJSON with Accept: application/x-ndjson. Values are ordinal tokens, not frequencies.",
+                "description": "Same shapes as the answer of POST /v1/samples; NDJSON with Accept: application/x-ndjson. Values are ordinal tokens, not frequencies.\nJSON answers may be paged: with limit and/or cursor the answer holds that page of elements (in stored order) and next_cursor, absent on the last page; without them it holds every element. NDJSON and CSV always stream every element (limit and cursor are a 400 there).\nCSV (Accept: text/csv): a header row key,value,estimate and one row per element; a keys release leaves value and estimate empty.",
                 "produces": [
                     "application/json",
-                    "application/x-ndjson"
+                    "application/x-ndjson",
+                    "text/csv"
                 ],
                 "tags": [
                     "samples"
@@ -868,6 +1159,20 @@ const docTemplate = `{
                         "name": "id",
                         "in": "path",
                         "required": true
+                    },
+                    {
+                        "maximum": 1000,
+                        "minimum": 1,
+                        "type": "integer",
+                        "description": "elements per page (1 to 1000, default 100 when cursor is given)",
+                        "name": "limit",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "next_cursor of the previous page (opaque)",
+                        "name": "cursor",
+                        "in": "query"
                     }
                 ],
                 "responses": {
@@ -876,6 +1181,50 @@ const docTemplate = `{
                         "schema": {
                             "$ref": "#/definitions/api.SampleView"
                         }
+                    },
+                    "400": {
+                        "description": "Bad Request",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "404": {
+                        "description": "Not Found",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "422": {
+                        "description": "Unprocessable Entity",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    }
+                }
+            },
+            "delete": {
+                "security": [
+                    {
+                        "bearer": []
+                    }
+                ],
+                "description": "Deletes the sanitized sample and its elements. The release stays in its dataset's ledger: the budget it spent is never returned.",
+                "tags": [
+                    "samples"
+                ],
+                "summary": "Delete a sample",
+                "parameters": [
+                    {
+                        "type": "string",
+                        "description": "sample id",
+                        "name": "id",
+                        "in": "path",
+                        "required": true
+                    }
+                ],
+                "responses": {
+                    "204": {
+                        "description": "No Content"
                     },
                     "404": {
                         "description": "Not Found",
@@ -1131,6 +1480,57 @@ const docTemplate = `{
             }
         },
         "/v1/streams": {
+            "get": {
+                "security": [
+                    {
+                        "bearer": []
+                    }
+                ],
+                "description": "Oldest first, ordered by (created_at, id). Pass next_cursor as cursor for the next page.",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "streams"
+                ],
+                "summary": "List streams (configuration and counts)",
+                "parameters": [
+                    {
+                        "maximum": 1000,
+                        "minimum": 1,
+                        "type": "integer",
+                        "description": "items per page (1 to 1000, default 100)",
+                        "name": "limit",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "next_cursor of the previous page (opaque)",
+                        "name": "cursor",
+                        "in": "query"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/api.StreamList"
+                        }
+                    },
+                    "400": {
+                        "description": "Bad Request",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "422": {
+                        "description": "Unprocessable Entity",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    }
+                }
+            },
             "post": {
                 "security": [
                     {
@@ -1157,6 +1557,12 @@ const docTemplate = `{
                         "schema": {
                             "$ref": "#/definitions/api.StreamRequest"
                         }
+                    },
+                    {
+                        "type": "string",
+                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)",
+                        "name": "Idempotency-Key",
+                        "in": "header"
                     }
                 ],
                 "responses": {
@@ -1230,6 +1636,38 @@ const docTemplate = `{
                         }
                     }
                 }
+            },
+            "delete": {
+                "security": [
+                    {
+                        "bearer": []
+                    }
+                ],
+                "description": "Deletes the stream and its pan-private state. Its releases stay in its dataset's ledger.",
+                "tags": [
+                    "streams"
+                ],
+                "summary": "Delete a stream",
+                "parameters": [
+                    {
+                        "type": "string",
+                        "description": "stream id",
+                        "name": "id",
+                        "in": "path",
+                        "required": true
+                    }
+                ],
+                "responses": {
+                    "204": {
+                        "description": "No Content"
+                    },
+                    "404": {
+                        "description": "Not Found",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    }
+                }
             }
         },
         "/v1/streams/{id}/events": {
@@ -1267,6 +1705,12 @@ const docTemplate = `{
                         "schema": {
                             "$ref": "#/definitions/api.EventsRequest"
                         }
+                    },
+                    {
+                        "type": "string",
+                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)",
+                        "name": "Idempotency-Key",
+                        "in": "header"
                     }
                 ],
                 "responses": {
@@ -1284,6 +1728,12 @@ const docTemplate = `{
                     },
                     "404": {
                         "description": "Not Found",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "409": {
+                        "description": "Conflict",
                         "schema": {
                             "$ref": "#/definitions/api.Problem"
                         }
@@ -1365,6 +1815,12 @@ const docTemplate = `{
                         "name": "id",
                         "in": "path",
                         "required": true
+                    },
+                    {
+                        "type": "string",
+                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)",
+                        "name": "Idempotency-Key",
+                        "in": "header"
                     }
                 ],
                 "responses": {
@@ -1372,6 +1828,12 @@ const docTemplate = `{
                         "description": "OK",
                         "schema": {
                             "$ref": "#/definitions/api.StreamReleaseView"
+                        }
+                    },
+                    "400": {
+                        "description": "Bad Request",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
                         }
                     },
                     "404": {
@@ -1382,6 +1844,12 @@ const docTemplate = `{
                     },
                     "409": {
                         "description": "Conflict",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "422": {
+                        "description": "Unprocessable Entity",
                         "schema": {
                             "$ref": "#/definitions/api.Problem"
                         }
@@ -1684,6 +2152,22 @@ const docTemplate = `{
                 }
             }
         },
+        "api.CounterList": {
+            "type": "object",
+            "properties": {
+                "items": {
+                    "description": "Items are the counters of this page, oldest first.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/api.CounterView"
+                    }
+                },
+                "next_cursor": {
+                    "description": "NextCursor is the cursor of the next page; absent on the last page.",
+                    "type": "string"
+                }
+            }
+        },
         "api.CounterRequest": {
             "type": "object",
             "required": [
@@ -1747,6 +2231,22 @@ const docTemplate = `{
                 },
                 "steps": {
                     "type": "integer"
+                }
+            }
+        },
+        "api.DatasetList": {
+            "type": "object",
+            "properties": {
+                "items": {
+                    "description": "Items are the datasets of this page, oldest first.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/api.DatasetView"
+                    }
+                },
+                "next_cursor": {
+                    "description": "NextCursor is the cursor of the next page; absent on the last page.",
+                    "type": "string"
                 }
             }
         },
@@ -2082,6 +2582,56 @@ const docTemplate = `{
                 }
             }
         },
+        "api.SampleList": {
+            "type": "object",
+            "properties": {
+                "items": {
+                    "description": "Items are the samples of this page, oldest first.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/api.SampleMeta"
+                    }
+                },
+                "next_cursor": {
+                    "description": "NextCursor is the cursor of the next page; absent on the last page.",
+                    "type": "string"
+                }
+            }
+        },
+        "api.SampleMeta": {
+            "type": "object",
+            "properties": {
+                "created_at": {
+                    "type": "string"
+                },
+                "dataset": {
+                    "type": "string"
+                },
+                "expires_at": {
+                    "description": "ExpiresAt is when the sample is deleted (PWSD_SAMPLE_TTL); absent:\nkept until deleted.",
+                    "type": "string"
+                },
+                "id": {
+                    "type": "string"
+                },
+                "method": {
+                    "type": "string"
+                },
+                "privacy": {
+                    "$ref": "#/definitions/api.PrivacyView"
+                },
+                "release": {
+                    "type": "string"
+                },
+                "reported": {
+                    "description": "Reported is the number of reported keys (elements) the sample holds.",
+                    "type": "integer"
+                },
+                "sampling": {
+                    "$ref": "#/definitions/api.SamplingView"
+                }
+            }
+        },
         "api.SampleRequest": {
             "type": "object",
             "required": [
@@ -2138,10 +2688,18 @@ const docTemplate = `{
                         "$ref": "#/definitions/api.SanitizedElement"
                     }
                 },
+                "expires_at": {
+                    "description": "ExpiresAt is when the sample is deleted (PWSD_SAMPLE_TTL); absent:\nkept until deleted.",
+                    "type": "string"
+                },
                 "id": {
                     "type": "string"
                 },
                 "method": {
+                    "type": "string"
+                },
+                "next_cursor": {
+                    "description": "NextCursor is the cursor of the next page of elements when the\nrequest asked for a page (limit or cursor); absent on the last page.",
                     "type": "string"
                 },
                 "privacy": {
@@ -2149,6 +2707,10 @@ const docTemplate = `{
                 },
                 "release": {
                     "type": "string"
+                },
+                "reported": {
+                    "description": "Reported is the number of reported keys (elements) the sample holds.",
+                    "type": "integer"
                 },
                 "sampling": {
                     "$ref": "#/definitions/api.SamplingView"
@@ -2256,6 +2818,22 @@ const docTemplate = `{
                     "items": {
                         "type": "number"
                     }
+                }
+            }
+        },
+        "api.StreamList": {
+            "type": "object",
+            "properties": {
+                "items": {
+                    "description": "Items are the streams of this page, oldest first.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/api.StreamView"
+                    }
+                },
+                "next_cursor": {
+                    "description": "NextCursor is the cursor of the next page; absent on the last page.",
+                    "type": "string"
                 }
             }
         },
