@@ -222,6 +222,9 @@ func (p *Postgres) GetSample(ctx context.Context, id string) (*Sample, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("reading sample elements: %w", err)
 	}
+	if int64(len(s.Elements)) != reported { // deleted or purged between the two reads
+		return nil, ErrNotFound
+	}
 	return s, nil
 }
 
