@@ -182,6 +182,7 @@ type hashingBody struct {
 	h hash.Hash
 }
 
+// Read reads from the body and hashes what it read.
 func (b *hashingBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.h.Write(p[:n])
@@ -198,6 +199,7 @@ type recorder struct {
 	failed bool
 }
 
+// WriteHeader sends and records the status once.
 func (rw *recorder) WriteHeader(code int) {
 	if rw.status == 0 {
 		rw.status = code
@@ -205,6 +207,7 @@ func (rw *recorder) WriteHeader(code int) {
 	}
 }
 
+// Write records p and sends it while the client still reads.
 func (rw *recorder) Write(p []byte) (int, error) {
 	if rw.status == 0 {
 		rw.WriteHeader(http.StatusOK)

@@ -271,6 +271,8 @@ func (e *BudgetError) RemainingEpsilon() float64 { return max(0, e.BudgetEpsilon
 // RemainingDelta is what is left of the delta budget.
 func (e *BudgetError) RemainingDelta() float64 { return max(0, e.BudgetDelta-e.SpentDelta) }
 
+// Error says what was asked, spent and remains; it names the dataset
+// (the client's own name) and no request data.
 func (e *BudgetError) Error() string {
 	return fmt.Sprintf("the release asks epsilon %g and delta %g but dataset %q has spent epsilon %g and delta %g of its budget (%g, %g): remaining epsilon %g and delta %g",
 		e.RequestedEpsilon, e.RequestedDelta, e.Dataset, e.SpentEpsilon, e.SpentDelta, e.BudgetEpsilon, e.BudgetDelta, e.RemainingEpsilon(), e.RemainingDelta())
