@@ -51,7 +51,7 @@ func testListSamples(t *testing.T, s store.Store) {
 		exp time.Duration // 0: never; negative: already expired
 	}{{"s5", 0, 0}, {"s3", time.Second, 0}, {"s2", time.Second, time.Hour}, {"s9", 2 * time.Second, -time.Minute}, {"s1", 3 * time.Second, 0}}
 	for _, sp := range specs {
-		smp := &store.Sample{ID: sp.id, CreatedAt: base.Add(sp.at), Dataset: "d", Header: []byte(`{}`), Elements: []store.Element{{Key: "k", Value: 1, Estimate: 2}}}
+		smp := &store.Sample{ID: sp.id, CreatedAt: base.Add(sp.at), Dataset: "d", Header: []byte(`{}`), Elements: []store.Element{{Key: "k", Value: 1}}}
 		if sp.exp != 0 {
 			smp.ExpiresAt = time.Now().UTC().Add(sp.exp)
 		}

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+// TestRetentionConfig: PWSD_SAMPLE_TTL accepts 0 (keep forever) and
+// positive durations; PWSD_IDEMPOTENCY_TTL and PWSD_PURGE_INTERVAL must be
+// positive; defaults are 0, 24h and 1m.
+func TestRetentionConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		env              map[string]string
+		ok               bool
+		sample, idem, pi time.Duration
+	}{
+		{"defaults", nil, true, 0, 24 * time.Hour, time.Minute},
+		{"ttl", map[string]string{"PWSD_SAMPLE_TTL": "720h", "PWSD_IDEMPOTENCY_TTL": "1h", "PWSD_PURGE_INTERVAL": "5s"}, true, 720 * time.Hour, time.Hour, 5 * time.Second},
+		{"zero ttl", map[string]string{"PWSD_SAMPLE_TTL": "0"}, true, 0, 24 * time.Hour, time.Minute},
+		{"negative ttl", map[string]string{"PWSD_SAMPLE_TTL": "-1s"}, false, 0, 0, 0},
+		{"bad ttl", map[string]string{"PWSD_SAMPLE_TTL": "forever"}, false, 0, 0, 0},
+		{"zero idempotency ttl", map[string]string{"PWSD_IDEMPOTENCY_TTL": "0"}, false, 0, 0, 0},
+		{"zero purge interval", map[string]string{"PWSD_PURGE_INTERVAL": "0s"}, false, 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := loadConfig(func(k string) string { return tc.env[k] })
+			if (err == nil) != tc.ok {
+				t.Fatalf("err = %v, want ok=%v", err, tc.ok)
+			}
+			if tc.ok && (c.SampleTTL != tc.sample || c.IdempotencyTTL != tc.idem || c.PurgeInterval != tc.pi) {
+				t.Fatalf("got %v %v %v", c.SampleTTL, c.IdempotencyTTL, c.PurgeInterval)
+			}
+		})
+	}
+}
