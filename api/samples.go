@@ -182,6 +182,12 @@ func (h *handler) element(i int, e SampleElement) (string, int64, error) {
 //	@Security		bearer
 //	@Router			/v1/samples [post]
 func (h *handler) createSample(w http.ResponseWriter, r *http.Request) {
+	if mediaType(r) != csvMediaType {
+		if p := csvOnlyParams(r); p != nil {
+			writeProblem(w, p)
+			return
+		}
+	}
 	var spec service.SampleSpec
 	var src service.ElementSource
 	switch mt := mediaType(r); mt {
@@ -248,12 +254,6 @@ func (h *handler) createSample(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeProblem(w, newProblem(http.StatusUnsupportedMediaType, "send application/json, application/x-ndjson or text/csv"))
 		return
-	}
-	if mediaType(r) != csvMediaType {
-		if p := csvOnlyParams(r); p != nil {
-			writeProblem(w, p)
-			return
-		}
 	}
 	smp, err := h.svc.CreateSample(r.Context(), spec, h.limits.MaxElements, src)
 	if err != nil {
