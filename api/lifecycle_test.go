@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -11,7 +12,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/pwsd/pwsd/api"
 	"github.com/pwsd/pwsd/internal/store"
 )
 
@@ -388,5 +391,23 @@ func TestSampleElementsPagedAndCSV(t *testing.T) {
 	}
 	if r := ts.postJSON(t, "/v1/samples?epsilon=1", noPrivacySample("", 2)); r.status != http.StatusBadRequest {
 		t.Fatalf("CSV parameters on a JSON upload: %d", r.status)
+	}
+}
+
+// TestIdempotencyKeepsNoServerErrors: an answer with a 5xx status (here a
+// request past PWSD_REQUEST_TIMEOUT, which stores nothing) is not kept, so a
+// retry with the same key runs again instead of replaying the failure.
+func TestIdempotencyKeepsNoServerErrors(t *testing.T) {
+	st := store.NewMemory()
+	ts := newServer(t, st, withLimits(func(l *api.Limits) { l.RequestTimeout = time.Nanosecond }))
+	for i := 0; i < 2; i++ {
+		r := ts.postJSON(t, "/v1/samples", noPrivacySample("", 3), "Idempotency-Key", "k5xx")
+		if r.status != http.StatusServiceUnavailable || r.header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("attempt %d: %d replayed=%q, want a fresh 503", i, r.status, r.header.Get("Idempotent-Replayed"))
+		}
+	}
+	n, err := st.PurgeExpired(context.Background(), time.Now().Add(1000*time.Hour))
+	if err != nil || n.IdempotencyKeys != 0 {
+		t.Fatalf("%d idempotency keys kept after server errors (%v), want 0", n.IdempotencyKeys, err)
 	}
 }

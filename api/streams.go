@@ -134,7 +134,7 @@ func (h *handler) createStream(w http.ResponseWriter, r *http.Request) {
 //	@Produce	json
 //	@Param		id	path		string	true	"stream id"
 //	@Success	200	{object}	StreamView
-//	@Failure	404	{object}	Problem
+//	@Failure	400,404	{object}	Problem
 //	@Security	bearer
 //	@Router		/v1/streams/{id} [get]
 func (h *handler) getStream(w http.ResponseWriter, r *http.Request) {

@@ -1629,6 +1629,12 @@ const docTemplate = `{
                             "$ref": "#/definitions/api.StreamView"
                         }
                     },
+                    "400": {
+                        "description": "Bad Request",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
                     "404": {
                         "description": "Not Found",
                         "schema": {
