@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"hash"
 	"io"
@@ -122,7 +123,7 @@ func (h *handler) idempotent(next http.Handler) http.Handler {
 			h.abandon(r, key)
 			return
 		}
-		a := service.IdempotentAnswer{Status: status, Header: map[string]string{}, Body: rec.body.Bytes()}
+		a := service.IdempotentAnswer{Status: status, Header: map[string]string{}, Body: rec.body.Bytes(), Ref: rec.Header().Get("Location")}
 		for _, k := range keptHeaders {
 			if v := rec.Header().Get(k); v != "" {
 				a.Header[k] = v
@@ -240,4 +241,19 @@ func notIdempotent(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// redactAnswers replaces the recorded answers of the request that created
+// the resource at ref (just deleted): a repeat of it then gets a 409 saying
+// so, and is still not run again. A failure is logged: the answers then
+// expire with PWSD_IDEMPOTENCY_TTL.
+func (h *handler) redactAnswers(r *http.Request, ref string) {
+	p := newProblem(http.StatusConflict, "the resource the first request with this Idempotency-Key created has been deleted; its answer is no longer kept and the request is not run again")
+	body, _ := json.Marshal(p)
+	a := service.IdempotentAnswer{Status: p.Status, Header: map[string]string{"Content-Type": "application/problem+json"}, Body: append(body, '\n')}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
+	defer cancel()
+	if err := h.svc.RedactIdempotent(ctx, ref, a); err != nil {
+		h.log.Error("redacting idempotent answers failed", "route", routePattern(r), "error", err)
+	}
 }

@@ -103,10 +103,12 @@ func (h *handler) listSamples(w http.ResponseWriter, r *http.Request) {
 //	@Security		bearer
 //	@Router			/v1/samples/{id} [delete]
 func (h *handler) deleteSample(w http.ResponseWriter, r *http.Request) {
-	if err := h.svc.DeleteSample(r.Context(), chi.URLParam(r, "id")); err != nil {
+	id := chi.URLParam(r, "id")
+	if err := h.svc.DeleteSample(r.Context(), id); err != nil {
 		h.serviceError(w, r, err)
 		return
 	}
+	h.redactAnswers(r, "/v1/samples/"+id)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -181,10 +183,12 @@ func (h *handler) listStreams(w http.ResponseWriter, r *http.Request) {
 //	@Security		bearer
 //	@Router			/v1/streams/{id} [delete]
 func (h *handler) deleteStream(w http.ResponseWriter, r *http.Request) {
-	if err := h.svc.DeleteStream(r.Context(), chi.URLParam(r, "id")); err != nil {
+	id := chi.URLParam(r, "id")
+	if err := h.svc.DeleteStream(r.Context(), id); err != nil {
 		h.serviceError(w, r, err)
 		return
 	}
+	h.redactAnswers(r, "/v1/streams/"+id)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -228,9 +232,11 @@ func (h *handler) listCounters(w http.ResponseWriter, r *http.Request) {
 //	@Security	bearer
 //	@Router		/v1/counters/{id} [delete]
 func (h *handler) deleteCounter(w http.ResponseWriter, r *http.Request) {
-	if err := h.svc.DeleteCounter(r.Context(), chi.URLParam(r, "id")); err != nil {
+	id := chi.URLParam(r, "id")
+	if err := h.svc.DeleteCounter(r.Context(), id); err != nil {
 		h.serviceError(w, r, err)
 		return
 	}
+	h.redactAnswers(r, "/v1/counters/"+id)
 	w.WriteHeader(http.StatusNoContent)
 }

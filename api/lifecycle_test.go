@@ -145,6 +145,18 @@ func TestIdempotentRetries(t *testing.T) {
 		if d := ts.dataset(t, "d"); len(d.Releases) != 3 {
 			t.Fatalf("after a retried stream release %d releases, want 3", len(d.Releases))
 		}
+		// Deleting the sample redacts its recorded answer: a repeat of the
+		// request that created it gets a 409 and is still not run.
+		if r := ts.do(t, http.MethodDelete, res[0].header.Get("Location"), "", ""); r.status != http.StatusNoContent {
+			t.Fatalf("delete: %d", r.status)
+		}
+		gone := ts.postJSON(t, "/v1/samples", body, "Idempotency-Key", "retry-1")
+		if gone.status != http.StatusConflict || gone.header.Get("Idempotent-Replayed") != "true" || strings.Contains(string(gone.body), `"elements"`) {
+			t.Fatalf("repeat after delete: %d %.200s", gone.status, gone.body)
+		}
+		if d := ts.dataset(t, "d"); len(d.Releases) != 3 {
+			t.Fatalf("after a repeat of a deleted sample's request %d releases, want 3", len(d.Releases))
+		}
 		// Intrusions do not take a key (their answer is never kept).
 		if r := ts.postJSON(t, "/v1/streams/"+sv.ID+"/intrusions", "", "Idempotency-Key", "i1"); r.status != http.StatusBadRequest {
 			t.Fatalf("intrusion with a key: %d", r.status)

@@ -18,8 +18,12 @@ CREATE TABLE idempotency_keys (
     status       integer NOT NULL DEFAULT 0,
     header       jsonb NOT NULL DEFAULT '{}',
     body         bytea NOT NULL DEFAULT '',
+    -- ref is the Location of the resource the first request created, so that
+    -- deleting the resource also removes its answer here.
+    ref          text,
     created_at   timestamptz NOT NULL,
     locked_until timestamptz NOT NULL,
     expires_at   timestamptz NOT NULL
 );
 CREATE INDEX idempotency_keys_expiry ON idempotency_keys (expires_at);
+CREATE INDEX idempotency_keys_ref ON idempotency_keys (ref) WHERE ref IS NOT NULL;

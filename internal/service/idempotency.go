@@ -30,6 +30,9 @@ type IdempotentAnswer struct {
 	Status int
 	Header map[string]string
 	Body   []byte
+	// Ref names the resource the request created (its Location), if any:
+	// RedactIdempotent finds the answer by it when the resource is deleted.
+	Ref string
 }
 
 // IdempotencyClaim is the outcome of BeginIdempotent. When Reserved, the
@@ -96,7 +99,7 @@ func (s *Service) BeginIdempotent(ctx context.Context, key string) (*Idempotency
 // FinishIdempotent records the digest of the reserved request and its
 // answer; later requests with the key get the answer again.
 func (s *Service) FinishIdempotent(ctx context.Context, key string, requestHash []byte, a IdempotentAnswer) error {
-	err := s.store.CompleteIdempotency(ctx, &store.IdempotencyRecord{Key: key, RequestHash: requestHash, Status: a.Status, Header: a.Header, Body: a.Body})
+	err := s.store.CompleteIdempotency(ctx, &store.IdempotencyRecord{Key: key, RequestHash: requestHash, Status: a.Status, Header: a.Header, Body: a.Body, Ref: a.Ref})
 	if err != nil {
 		return fmt.Errorf("recording idempotent answer: %w", err)
 	}
@@ -108,6 +111,17 @@ func (s *Service) FinishIdempotent(ctx context.Context, key string, requestHash 
 func (s *Service) AbandonIdempotent(ctx context.Context, key string) error {
 	if err := s.store.ReleaseIdempotency(ctx, key); err != nil {
 		return fmt.Errorf("freeing idempotency key: %w", err)
+	}
+	return nil
+}
+
+// RedactIdempotent replaces every recorded answer that created ref (a
+// resource now deleted) by a: the deleted resource's content does not
+// outlive it in the idempotency records, and a repeat of the request that
+// created it still runs nothing (it would charge again).
+func (s *Service) RedactIdempotent(ctx context.Context, ref string, a IdempotentAnswer) error {
+	if err := s.store.RedactIdempotency(ctx, ref, a.Status, a.Header, a.Body); err != nil {
+		return fmt.Errorf("redacting idempotent answers: %w", err)
 	}
 	return nil
 }

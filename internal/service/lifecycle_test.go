@@ -78,6 +78,10 @@ func TestSampleRetention(t *testing.T) {
 	if !smp.ExpiresAt.IsZero() {
 		t.Fatalf("expires_at %v without a TTL", smp.ExpiresAt)
 	}
+	// A recorded sample answer never outlives the sample.
+	if capped, _ := New(Config{Store: store.NewMemory(), SampleTTL: time.Hour}); capped.idemTTL != time.Hour {
+		t.Fatalf("idempotency TTL %v with a sample TTL of 1h, want 1h", capped.idemTTL)
+	}
 	if _, err := New(Config{Store: store.NewMemory(), SampleTTL: -time.Second}); err == nil {
 		t.Fatal("a negative TTL was accepted")
 	}

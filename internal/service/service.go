@@ -34,7 +34,8 @@ type Config struct {
 	// samples forever.
 	SampleTTL time.Duration
 	// IdempotencyTTL is how long an Idempotency-Key is remembered
-	// (PWSD_IDEMPOTENCY_TTL; default 24h).
+	// (PWSD_IDEMPOTENCY_TTL; default 24h), at most SampleTTL when that is
+	// set, so that a recorded sample answer never outlives the sample.
 	IdempotencyTTL time.Duration
 	// IdempotencyWait bounds how long a duplicate waits for the first
 	// request with its key (default 60s, the request timeout).
@@ -80,6 +81,10 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.IdempotencyTTL <= 0 {
 		cfg.IdempotencyTTL = DefaultIdempotencyTTL
+	}
+	if cfg.SampleTTL > 0 && cfg.IdempotencyTTL > cfg.SampleTTL {
+		// A sample's answer must not outlive the sample's retention.
+		cfg.IdempotencyTTL = cfg.SampleTTL
 	}
 	if cfg.IdempotencyWait <= 0 {
 		cfg.IdempotencyWait = time.Minute

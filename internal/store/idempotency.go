@@ -21,7 +21,10 @@ type IdempotencyRecord struct {
 	Status      int
 	Header      map[string]string // the answer's headers that matter (Location, Content-Type)
 	Body        []byte
-	CreatedAt   time.Time
+	// Ref names the resource the first request created (its Location), so
+	// that its answer can be redacted when the resource is deleted.
+	Ref       string
+	CreatedAt time.Time
 	// LockedUntil: a record still not Done after this was abandoned by a
 	// server that stopped mid-request.
 	LockedUntil time.Time
@@ -43,6 +46,10 @@ type Idempotency interface {
 	// ReleaseIdempotency deletes a reservation that is not Done, so that the
 	// key may be used again (the first request changed nothing).
 	ReleaseIdempotency(ctx context.Context, key string) error
+	// RedactIdempotency replaces the answers recorded with ref (the
+	// resource was deleted) by status, header and body, so that the deleted
+	// resource's content does not outlive it while repeats still run nothing.
+	RedactIdempotency(ctx context.Context, ref string, status int, header map[string]string, body []byte) error
 }
 
 func cloneIdem(r *IdempotencyRecord) *IdempotencyRecord {
@@ -94,6 +101,18 @@ func (m *Memory) CompleteIdempotency(_ context.Context, rec *IdempotencyRecord) 
 	return nil
 }
 
+// RedactIdempotency implements Idempotency.
+func (m *Memory) RedactIdempotency(_ context.Context, ref string, status int, header map[string]string, body []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.idem {
+		if r.Done && r.Ref == ref {
+			r.Status, r.Header, r.Body = status, maps.Clone(header), slices.Clone(body)
+		}
+	}
+	return nil
+}
+
 // ReleaseIdempotency implements Idempotency.
 func (m *Memory) ReleaseIdempotency(_ context.Context, key string) error {
 	m.mu.Lock()
@@ -104,11 +123,11 @@ func (m *Memory) ReleaseIdempotency(_ context.Context, key string) error {
 	return nil
 }
 
-const idemColumns = `key, done, request_hash, status, header, body, created_at, locked_until, expires_at`
+const idemColumns = `key, done, request_hash, status, header, body, coalesce(ref, ''), created_at, locked_until, expires_at`
 
 func scanIdem(row pgx.Row) (*IdempotencyRecord, error) {
 	r := &IdempotencyRecord{}
-	err := row.Scan(&r.Key, &r.Done, &r.RequestHash, &r.Status, &r.Header, &r.Body, &r.CreatedAt, &r.LockedUntil, &r.ExpiresAt)
+	err := row.Scan(&r.Key, &r.Done, &r.RequestHash, &r.Status, &r.Header, &r.Body, &r.Ref, &r.CreatedAt, &r.LockedUntil, &r.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -161,13 +180,28 @@ func (p *Postgres) CompleteIdempotency(ctx context.Context, rec *IdempotencyReco
 	if body == nil {
 		body = []byte{}
 	}
-	tag, err := p.pool.Exec(ctx, `UPDATE idempotency_keys SET done = true, request_hash = $2, status = $3, header = $4, body = $5
-		WHERE key = $1 AND NOT done`, rec.Key, rec.RequestHash, rec.Status, header, body)
+	var ref any
+	if rec.Ref != "" {
+		ref = rec.Ref
+	}
+	tag, err := p.pool.Exec(ctx, `UPDATE idempotency_keys SET done = true, request_hash = $2, status = $3, header = $4, body = $5, ref = $6
+		WHERE key = $1 AND NOT done`, rec.Key, rec.RequestHash, rec.Status, header, body, ref)
 	if err != nil {
 		return fmt.Errorf("completing idempotency key: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("completing idempotency key: %w", ErrNotFound)
+	}
+	return nil
+}
+
+// RedactIdempotency implements Idempotency.
+func (p *Postgres) RedactIdempotency(ctx context.Context, ref string, status int, header map[string]string, body []byte) error {
+	if header == nil {
+		header = map[string]string{}
+	}
+	if _, err := p.pool.Exec(ctx, `UPDATE idempotency_keys SET status = $2, header = $3, body = $4 WHERE ref = $1 AND done`, ref, status, header, body); err != nil {
+		return fmt.Errorf("redacting idempotent answers: %w", err)
 	}
 	return nil
 }

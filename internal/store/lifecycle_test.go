@@ -229,7 +229,7 @@ func testIdempotency(t *testing.T, s store.Store) {
 	if err != nil || ok || cur == nil || cur.Done || !cur.LockedUntil.Equal(rec.LockedUntil) {
 		t.Fatalf("second reserve: %+v %v %v", cur, ok, err)
 	}
-	done := &store.IdempotencyRecord{Key: "k", RequestHash: []byte{1, 2}, Status: 201, Header: map[string]string{"Location": "/v1/samples/x"}, Body: []byte(`{"id":"x"}`)}
+	done := &store.IdempotencyRecord{Key: "k", RequestHash: []byte{1, 2}, Status: 201, Header: map[string]string{"Location": "/v1/samples/x"}, Body: []byte(`{"id":"x"}`), Ref: "/v1/samples/x"}
 	if err := s.CompleteIdempotency(ctx, done); err != nil {
 		t.Fatal(err)
 	}
@@ -243,6 +243,20 @@ func testIdempotency(t *testing.T, s store.Store) {
 	if err != nil || !got.Done || got.Status != 201 || string(got.Body) != `{"id":"x"}` || got.Header["Location"] != "/v1/samples/x" ||
 		string(got.RequestHash) != "\x01\x02" || !got.ExpiresAt.Equal(rec.ExpiresAt) {
 		t.Fatalf("completed record: %+v %v", got, err)
+	}
+	// Redaction replaces the answer of the records with the ref, and only those.
+	if err := s.RedactIdempotency(ctx, "/v1/samples/other", 409, nil, []byte("no")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.GetIdempotency(ctx, "k"); got.Status != 201 {
+		t.Fatalf("redaction of another ref changed the answer: %d", got.Status)
+	}
+	if err := s.RedactIdempotency(ctx, "/v1/samples/x", 409, map[string]string{"Content-Type": "application/problem+json"}, []byte("gone")); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.GetIdempotency(ctx, "k")
+	if err != nil || !got.Done || got.Status != 409 || string(got.Body) != "gone" || got.Header["Location"] != "" || string(got.RequestHash) != "\x01\x02" {
+		t.Fatalf("redacted record: %+v %v", got, err)
 	}
 	if _, err := s.GetIdempotency(ctx, "other"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown key: %v", err)
