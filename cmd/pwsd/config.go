@@ -57,7 +57,7 @@ var envVars = []envVar{
 	{"PWSD_IDLE_TIMEOUT", "120s", "keep-alive idle timeout"},
 	{"PWSD_SHUTDOWN_TIMEOUT", "30s", "how long in-flight requests may finish after SIGTERM/SIGINT"},
 	{"PWSD_SAMPLE_TTL", "0", "how long a sample is kept (Go duration, e.g. 720h); 0 keeps samples until deleted. Ledgers are never deleted"},
-	{"PWSD_IDEMPOTENCY_TTL", "24h", "how long an Idempotency-Key and its answer are remembered"},
+	{"PWSD_IDEMPOTENCY_TTL", "24h", "how long an Idempotency-Key and its answer are remembered (at most PWSD_SAMPLE_TTL when that is set)"},
 	{"PWSD_PURGE_INTERVAL", "1m", "how often expired samples and idempotency keys are deleted"},
 }
 
