@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
 	"github.com/pwsd/pwsd/internal/service"
 	"github.com/pwsd/pwsd/internal/store"
@@ -43,12 +44,17 @@ type SampleRequest struct {
 
 // SanitizedElement is one reported key. Value is the sanitized value: an
 // ORDINAL token (Algorithm 4: the integer token j; Algorithm 5: a uniform
-// draw inside the chosen piece), not a frequency. Estimate is the MLE
-// estimate of the key's frequency. A keys release has neither.
+// draw inside the chosen piece), not a frequency. Frequency is the point
+// estimate (MLE) of this key's own frequency, with no inverse-probability
+// weighting. Contribution is this key's term in the estimate of a sum of
+// frequencies under the sample's estimator (with sampling it includes the
+// inverse inclusion probability: it is not a frequency). A keys release has
+// none of the three.
 type SanitizedElement struct {
-	Key      string   `json:"key"`
-	Value    *float64 `json:"value,omitempty"`
-	Estimate *float64 `json:"estimate,omitempty"`
+	Key          string   `json:"key"`
+	Value        *float64 `json:"value,omitempty"`
+	Frequency    *float64 `json:"frequency,omitempty"`
+	Contribution *float64 `json:"contribution,omitempty"`
 }
 
 // PrivacyView echoes a release's guarantee.
@@ -74,6 +80,9 @@ type SampleMeta struct {
 	Sampling  SamplingView `json:"sampling"`
 	Release   string       `json:"release"`
 	Method    string       `json:"method"`
+	// Estimator names the estimator of the elements' contribution (mle or
+	// biased_down); absent for a keys release.
+	Estimator string `json:"estimator,omitempty" enums:"mle,biased_down"`
 }
 
 // SampleView is a stored sanitized sample.
@@ -92,7 +101,7 @@ func samplingView(s sanitize.Sampling) SamplingView {
 
 func sampleMeta(s *service.Sample) SampleMeta {
 	return SampleMeta{ID: s.ID, CreatedAt: s.CreatedAt, Dataset: s.Spec.Dataset, Privacy: privacyView(s.Spec.Privacy),
-		Sampling: samplingView(s.Spec.Sampling), Release: string(s.Spec.Release), Method: string(s.Spec.Method)}
+		Sampling: samplingView(s.Spec.Sampling), Release: string(s.Spec.Release), Method: string(s.Spec.Method), Estimator: string(s.Spec.Estimator)}
 }
 
 // spec validates a header into a service.SampleSpec.
@@ -147,13 +156,19 @@ func (h *handler) element(i int, e SampleElement) (string, int64, error) {
 //	@Accept			application/x-ndjson
 //	@Produce		json
 //	@Produce		application/x-ndjson
-//	@Param			body	body		SampleRequest	true	"release description and raw elements"
+//	@Param			body		body		SampleRequest	true	"release description and raw elements"
+//	@Param			estimator	query		string			false	"estimator of each key's contribution: mle | biased_down"	default(mle)	Enums(mle, biased_down)
 //	@Success		201		{object}	SampleView
 //	@Header			201		{string}	Location	"/v1/samples/{id}"
 //	@Failure		400,404,409,413,415,422	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/samples [post]
 func (h *handler) createSample(w http.ResponseWriter, r *http.Request) {
+	est, err := sampleEstimator(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	var spec service.SampleSpec
 	var src service.ElementSource
 	switch mt := mediaType(r); mt {
@@ -215,6 +230,7 @@ func (h *handler) createSample(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, newProblem(http.StatusUnsupportedMediaType, "send application/json or application/x-ndjson"))
 		return
 	}
+	spec.Estimator = est
 	smp, err := h.svc.CreateSample(r.Context(), spec, h.limits.MaxElements, src)
 	if err != nil {
 		h.serviceError(w, r, err)
@@ -231,18 +247,35 @@ func (h *handler) createSample(w http.ResponseWriter, r *http.Request) {
 //	@Tags			samples
 //	@Produce		json
 //	@Produce		application/x-ndjson
-//	@Param			id	path		string	true	"sample id"
+//	@Param			id			path		string	true	"sample id"
+//	@Param			estimator	query		string	false	"estimator of each key's contribution: mle | biased_down"	default(mle)	Enums(mle, biased_down)
 //	@Success		200	{object}	SampleView
-//	@Failure		404	{object}	Problem
+//	@Failure		404,422	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/samples/{id} [get]
 func (h *handler) getSample(w http.ResponseWriter, r *http.Request) {
-	smp, err := h.svc.GetSample(r.Context(), chi.URLParam(r, "id"))
+	est, err := sampleEstimator(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	smp, err := h.svc.GetSampleView(r.Context(), chi.URLParam(r, "id"), est)
 	if err != nil {
 		h.serviceError(w, r, err)
 		return
 	}
 	h.writeSample(w, r, http.StatusOK, smp)
+}
+
+// sampleEstimator reads the estimator query parameter of a sample release
+// view: mle (default) or biased_down.
+func sampleEstimator(r *http.Request) (estimate.Estimator, error) {
+	q := newQuery(r)
+	e := q.estimator()
+	if q.problem() == nil && e != estimate.MLE && e != estimate.BiasedDown {
+		q.fail("estimator", "must be mle or biased_down")
+	}
+	return e, q.problem()
 }
 
 // writeSample renders a sample as JSON or NDJSON, streaming the elements.
@@ -270,7 +303,11 @@ func (h *handler) writeSample(w http.ResponseWriter, r *http.Request, status int
 		bw.WriteString(`,"elements":[`)
 	}
 	for i, e := range smp.Elements {
-		buf = appendElement(buf[:0], e)
+		var ke *service.KeyEstimate
+		if i < len(smp.Keys) {
+			ke = &smp.Keys[i]
+		}
+		buf = appendElement(buf[:0], e, ke)
 		if !nd && i > 0 {
 			bw.WriteByte(',')
 		}
@@ -285,19 +322,28 @@ func (h *handler) writeSample(w http.ResponseWriter, r *http.Request, status int
 }
 
 // appendElement renders one SanitizedElement without reflection.
-func appendElement(b []byte, e store.Element) []byte {
+// ke is nil for a keys release.
+func appendElement(b []byte, e store.Element, ke *service.KeyEstimate) []byte {
 	b = append(b, `{"key":`...)
 	b = appendJSONString(b, e.Key)
 	if !math.IsNaN(e.Value) {
 		b = append(b, `,"value":`...)
 		b = strconv.AppendFloat(b, e.Value, 'g', -1, 64)
 	}
-	if !math.IsNaN(e.Estimate) && !math.IsInf(e.Estimate, 0) {
-		b = append(b, `,"estimate":`...)
-		b = strconv.AppendFloat(b, e.Estimate, 'g', -1, 64)
+	if ke != nil {
+		if finite(ke.Frequency) {
+			b = append(b, `,"frequency":`...)
+			b = strconv.AppendFloat(b, ke.Frequency, 'g', -1, 64)
+		}
+		if finite(ke.Contribution) {
+			b = append(b, `,"contribution":`...)
+			b = strconv.AppendFloat(b, ke.Contribution, 'g', -1, 64)
+		}
 	}
 	return append(b, '}')
 }
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 // appendJSONString appends s as a JSON string literal.
 func appendJSONString(b []byte, s string) []byte {

@@ -343,3 +343,23 @@ func TestSumWithErrorHandCase(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupKey: prefix before the first delimiter, or the first N runes.
+func TestGroupKey(t *testing.T) {
+	for _, c := range []struct {
+		key, delim string
+		n          int
+		want       string
+	}{
+		{"a/b/c", "/", 0, "a"},
+		{"abc", "/", 0, "abc"},
+		{"/x", "/", 0, ""},
+		{"a::b", "::", 0, "a"},
+		{"héllo", "", 2, "hé"},
+		{"ab", "", 5, "ab"},
+	} {
+		if got := GroupKey(c.key, c.delim, c.n); got != c.want {
+			t.Errorf("GroupKey(%q, %q, %d) = %q, want %q", c.key, c.delim, c.n, got, c.want)
+		}
+	}
+}
