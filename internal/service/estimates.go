@@ -57,7 +57,14 @@ func (s *Service) sampleTable(ctx context.Context, smp *Sample, g estimate.G, e 
 	for _, el := range smp.Elements {
 		maxValue = math.Max(maxValue, el.Value)
 	}
-	return s.estimatorTable(ctx, t, estimate.Spec{MaxFrequency: estimatorSize(t, maxValue), G: g, Estimator: e})
+	et, err := s.estimatorTable(ctx, t, estimate.Spec{MaxFrequency: estimatorSize(t, maxValue), G: g, Estimator: e})
+	var fe *FieldError
+	if err != nil && g.Kind == estimate.GPower && !errors.As(err, &fe) {
+		// Only powers overflow float64 (w^P / pi_w): a property of the
+		// parameters, answered as a 422 naming g, never a 500.
+		return nil, fieldErr("g", "%s overflows floating point for the frequencies in this sample; use a smaller power", g)
+	}
+	return et, err
 }
 
 // GroupBy groups the selected keys of an estimate: by the part of the key

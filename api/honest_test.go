@@ -1,0 +1,208 @@
+package api_test
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+)
+
+type estimateResp struct {
+	Selected      int     `json:"selected"`
+	Estimate      float64 `json:"estimate"`
+	StandardError float64 `json:"standard_error"`
+	Interval      struct {
+		Level, Lower, Upper float64
+	} `json:"interval"`
+	Reliability struct {
+		Reliable      bool   `json:"reliable"`
+		SupportedFrom int64  `json:"supported_from"`
+		Note          string `json:"note"`
+	} `json:"reliability"`
+	Groups []struct {
+		Group         string  `json:"group"`
+		Selected      int     `json:"selected"`
+		Estimate      float64 `json:"estimate"`
+		StandardError float64 `json:"standard_error"`
+		Interval      struct {
+			Level, Lower, Upper float64
+		} `json:"interval"`
+	} `json:"groups"`
+}
+
+// honestSample posts 300 keys a/…, b/…, c/… with frequencies 200..499 at
+// eps = 1, delta = 1e-6 (L about 14: every key is reported with near
+// certainty) and returns its id.
+func honestSample(t *testing.T, ts *testServer, query string) (sampleResp, response) {
+	t.Helper()
+	var els []string
+	for i := 0; i < 300; i++ {
+		els = append(els, fmt.Sprintf(`{"key":"%c/k%03d","frequency":%d}`, "abc"[i%3], i, 200+i))
+	}
+	r := ts.postJSON(t, "/v1/samples"+query, `{"privacy":{"epsilon":1,"delta":1e-6},"sampling":{"scheme":"none"},"elements":[`+strings.Join(els, ",")+`]}`)
+	var s sampleResp
+	if r.status == http.StatusCreated {
+		r.json(t, &s)
+	}
+	return s, r
+}
+
+// TestSampleEstimatorChoice: the per-key contribution follows estimator=
+// (mle by default, biased_down on request, on POST and GET alike), the
+// frequency does not, and the answer names the estimator; unbiased and
+// unknown names are 422s naming estimator.
+func TestSampleEstimatorChoice(t *testing.T) {
+	ts := newServer(t, nil)
+	bd, r := honestSample(t, ts, "?estimator=biased_down")
+	if r.status != http.StatusCreated || bd.Estimator != "biased_down" || len(bd.Elements) < 250 {
+		t.Fatalf("POST biased_down: %d %.300s", r.status, r.body)
+	}
+	var ml sampleResp
+	g := ts.get(t, "/v1/samples/"+bd.ID)
+	g.json(t, &ml)
+	if ml.Estimator != "mle" || len(ml.Elements) != len(bd.Elements) {
+		t.Fatalf("GET default: estimator %q", ml.Estimator)
+	}
+	lower := 0
+	for i, e := range bd.Elements {
+		m := ml.Elements[i]
+		if e.Key != m.Key || *e.Frequency != *m.Frequency || e.Estimate != nil {
+			t.Fatalf("element %d: %s/%s frequency %v vs %v", i, e.Key, m.Key, *e.Frequency, *m.Frequency)
+		}
+		if *e.Contribution < *m.Contribution {
+			lower++
+		}
+	}
+	if lower == 0 {
+		t.Error("biased_down contributions never below the MLE ones: the parameter has no effect")
+	}
+	var bd2 sampleResp
+	ts.get(t, "/v1/samples/"+bd.ID+"?estimator=biased_down").json(t, &bd2)
+	if bd2.Estimator != "biased_down" || *bd2.Elements[0].Contribution != *bd.Elements[0].Contribution {
+		t.Errorf("GET biased_down differs from POST biased_down")
+	}
+	for _, q := range []string{"?estimator=unbiased", "?estimator=nope"} {
+		for _, r := range []response{ts.get(t, "/v1/samples/"+bd.ID+q), func() response { _, r := honestSample(t, ts, q); return r }()} {
+			if r.status != http.StatusUnprocessableEntity || !slices.Contains(r.problem(t).fields(), "estimator") {
+				t.Errorf("%s: %d %s", q, r.status, r.body)
+			}
+		}
+	}
+}
+
+// TestGroupBySumsAddUp: group estimates and variances over a partition add
+// up to the ungrouped ones (keys are independent, so variances add), groups
+// appear only for reported keys, delimiter and length group alike here, and
+// every estimate carries an interval at the asked level.
+func TestGroupBySumsAddUp(t *testing.T) {
+	ts := newServer(t, nil)
+	s, r := honestSample(t, ts, "")
+	if r.status != http.StatusCreated {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	for _, g := range []string{"identity", "count", "cap:300"} {
+		var all estimateResp
+		ts.get(t, "/v1/samples/"+s.ID+"/estimate?g="+g+"&level=0.9").json(t, &all)
+		// count: every key is reported with pi ~ 1, so its SE may be ~0.
+		if all.Interval.Level != 0.9 || !(all.Interval.Lower <= all.Estimate && all.Estimate <= all.Interval.Upper) || !(all.StandardError > 0 || g == "count") {
+			t.Fatalf("%s: interval %+v around %g", g, all.Interval, all.Estimate)
+		}
+		for _, by := range []string{"delimiter=/", "length=1"} {
+			var gr estimateResp
+			rr := ts.get(t, "/v1/samples/"+s.ID+"/estimate?g="+g+"&level=0.9&group_by=prefix&"+by)
+			rr.json(t, &gr)
+			if rr.status != 200 || len(gr.Groups) != 3 {
+				t.Fatalf("%s %s: %d %.400s", g, by, rr.status, rr.body)
+			}
+			var sum, v float64
+			n := 0
+			for k, x := range gr.Groups {
+				if x.Group != string("abc"[k]) {
+					t.Errorf("group %d is %q", k, x.Group)
+				}
+				sum += x.Estimate
+				v += x.StandardError * x.StandardError
+				n += x.Selected
+			}
+			if math.Abs(sum-all.Estimate) > 1e-9*all.Estimate || math.Abs(v-all.StandardError*all.StandardError) > 1e-9*v || n != all.Selected {
+				t.Errorf("%s %s: groups add to %g (var %g, %d keys), ungrouped %g (var %g, %d keys)", g, by, sum, v, n, all.Estimate, all.StandardError*all.StandardError, all.Selected)
+			}
+			if gr.Estimate != all.Estimate {
+				t.Errorf("%s %s: the overall answer changed with grouping", g, by)
+			}
+		}
+	}
+	var sel estimateResp
+	ts.get(t, "/v1/samples/"+s.ID+"/estimate?key_prefix=a/&group_by=prefix&delimiter=/").json(t, &sel)
+	if len(sel.Groups) != 1 || sel.Groups[0].Group != "a" {
+		t.Errorf("groups come from selected reported keys only: %+v", sel.Groups)
+	}
+}
+
+// TestEstimateQueryErrors: bad level and group-by parameters are 422s
+// naming the parameter; a non-finite estimate is a 422 naming g, not a 500.
+func TestEstimateQueryErrors(t *testing.T) {
+	ts := newServer(t, nil)
+	s, r := honestSample(t, ts, "")
+	if r.status != http.StatusCreated {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	for q, field := range map[string]string{
+		"level=1":                              "level",
+		"level=0":                              "level",
+		"level=NaN":                            "level",
+		"level=x":                              "level",
+		"group_by=suffix&delimiter=/":          "group_by",
+		"delimiter=/":                          "group_by",
+		"group_by=prefix":                      "delimiter",
+		"group_by=prefix&delimiter=/&length=2": "delimiter",
+		"group_by=prefix&length=0":             "length",
+		"g=power:400":                          "g",
+		"g=power:400&group_by=prefix&delimiter=/": "g",
+	} {
+		rr := ts.get(t, "/v1/samples/"+s.ID+"/estimate?"+q)
+		if rr.status != http.StatusUnprocessableEntity || !slices.Contains(rr.problem(t).fields(), field) {
+			t.Errorf("%s: %d %s, want a 422 naming %s", q, rr.status, rr.body, field)
+		}
+	}
+}
+
+// TestQuantilesPopulation: quantiles report frequencies (MLE, near the truth
+// here since every key is well above L), say from which frequency they are
+// supported, and answer over reported keys on request.
+func TestQuantilesPopulation(t *testing.T) {
+	ts := newServer(t, nil)
+	s, r := honestSample(t, ts, "")
+	if r.status != http.StatusCreated {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	for _, pop := range []string{"", "&population=all", "&population=reported"} {
+		var v struct {
+			Population    string `json:"population"`
+			SupportedFrom int64  `json:"supported_from"`
+			Quantiles     []struct {
+				Q, Frequency float64
+				Supported    bool
+			} `json:"quantiles"`
+		}
+		rr := ts.get(t, "/v1/samples/"+s.ID+"/quantiles?q=0.5&q=0.9"+pop)
+		rr.json(t, &v)
+		want := strings.TrimPrefix(pop, "&population=")
+		if want == "" {
+			want = "all"
+		}
+		if rr.status != 200 || v.Population != want || v.SupportedFrom < 1 || v.SupportedFrom > 100 || len(v.Quantiles) != 2 {
+			t.Fatalf("%q: %d %s", pop, rr.status, rr.body)
+		}
+		for k, truth := range []float64{349, 469} { // 200+149, 200+269
+			if q := v.Quantiles[k]; math.Abs(q.Frequency-truth) > 0.05*truth || !q.Supported {
+				t.Errorf("%q: quantile %g = %g (supported %v), truth %g", pop, q.Q, q.Frequency, q.Supported, truth)
+			}
+		}
+	}
+	if rr := ts.get(t, "/v1/samples/"+s.ID+"/quantiles?q=0.5&population=some"); rr.status != 422 || !slices.Contains(rr.problem(t).fields(), "population") {
+		t.Errorf("bad population: %d %s", rr.status, rr.body)
+	}
+}
