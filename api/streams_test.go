@@ -73,17 +73,31 @@ func TestStreamLifecycle(t *testing.T) {
 			t.Fatalf("intrusions = %d", sv.Intrusions)
 		}
 
-		// release_noise = calibrated: every release costs exactly epsilon.
-		cr := ts.postJSON(t, "/v1/streams", `{"estimator":"density","algorithm":"dwork","epsilon":0.25,"universe_size":1000,"sample_size":500,"release_noise":"calibrated"}`)
-		var crv struct {
+		// By default (release_noise = calibrated) every release costs exactly
+		// the asked epsilon, and the create response says so, with the total
+		// max_releases may spend; paper states its exact cost (4 eps/eps = 4
+		// for Dwork's pair) and total.
+		type streamPrivacy struct {
 			ID      string `json:"id"`
 			Privacy struct {
-				ReleaseEpsilon float64 `json:"release_epsilon"`
+				ReleaseEpsilon  float64  `json:"release_epsilon"`
+				ReleaseNoise    string   `json:"release_noise"`
+				MaxTotalEpsilon *float64 `json:"max_total_epsilon"`
 			} `json:"privacy"`
 		}
+		pr := ts.postJSON(t, "/v1/streams", `{"estimator":"density","algorithm":"dwork","epsilon":0.25,"universe_size":1000,"sample_size":500,"release_noise":"paper","max_releases":10}`)
+		var prv streamPrivacy
+		pr.json(t, &prv)
+		if pr.status != 201 || prv.Privacy.ReleaseNoise != "paper" || math.Abs(prv.Privacy.ReleaseEpsilon-4) > 1e-9 ||
+			prv.Privacy.MaxTotalEpsilon == nil || math.Abs(*prv.Privacy.MaxTotalEpsilon-40) > 1e-9 {
+			t.Fatalf("paper stream: %d %s", pr.status, pr.body)
+		}
+		cr := ts.postJSON(t, "/v1/streams", `{"estimator":"density","algorithm":"dwork","epsilon":0.25,"universe_size":1000,"sample_size":500,"max_releases":10}`)
+		var crv streamPrivacy
 		cr.json(t, &crv)
-		if cr.status != 201 || crv.Privacy.ReleaseEpsilon != 0.25 {
-			t.Fatalf("calibrated stream: %d %s", cr.status, cr.body)
+		if cr.status != 201 || crv.Privacy.ReleaseEpsilon != 0.25 || crv.Privacy.ReleaseNoise != "calibrated" ||
+			crv.Privacy.MaxTotalEpsilon == nil || *crv.Privacy.MaxTotalEpsilon != 2.5 {
+			t.Fatalf("default (calibrated) stream: %d %s", cr.status, cr.body)
 		}
 		var crel struct {
 			EpsilonSpent float64 `json:"epsilon_spent"`
