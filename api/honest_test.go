@@ -206,3 +206,55 @@ func TestQuantilesPopulation(t *testing.T) {
 		t.Errorf("bad population: %d %s", rr.status, rr.body)
 	}
 }
+
+// TestCounterMonotone: postprocess=monotone publishes beside each raw output
+// a count within [0, t], non-decreasing across batches, and GET shows the
+// latest one beside the raw count; an unknown postprocess is a 422.
+func TestCounterMonotone(t *testing.T) {
+	ts := newServer(t, nil)
+	c := ts.postJSON(t, "/v1/counters", `{"epsilon":0.5,"horizon":1000,"algorithm":"simple","postprocess":"monotone"}`)
+	var cv struct {
+		ID          string `json:"id"`
+		Postprocess string `json:"postprocess"`
+	}
+	c.json(t, &cv)
+	if c.status != 201 || cv.Postprocess != "monotone" {
+		t.Fatalf("create: %d %s", c.status, c.body)
+	}
+	prev, step := 0.0, 0
+	for batch := 0; batch < 5; batch++ {
+		var sv struct {
+			Outputs  []float64 `json:"outputs"`
+			Monotone []float64 `json:"monotone"`
+		}
+		r := ts.postJSON(t, "/v1/counters/"+cv.ID+"/steps", `{"bits":[0,1,1,0,1,0,0,1]}`)
+		r.json(t, &sv)
+		if r.status != 200 || len(sv.Outputs) != 8 || len(sv.Monotone) != 8 {
+			t.Fatalf("steps: %d %s", r.status, r.body)
+		}
+		for _, m := range sv.Monotone {
+			step++
+			if m < prev || m < 0 || m > float64(step) {
+				t.Fatalf("step %d: monotone %g after %g", step, m, prev)
+			}
+			prev = m
+		}
+	}
+	var gv struct {
+		Count         float64  `json:"count"`
+		MonotoneCount *float64 `json:"monotone_count"`
+	}
+	ts.get(t, "/v1/counters/"+cv.ID).json(t, &gv)
+	if gv.MonotoneCount == nil || *gv.MonotoneCount != prev {
+		t.Fatalf("GET: monotone_count %v, want %g", gv.MonotoneCount, prev)
+	}
+	plain := ts.postJSON(t, "/v1/counters", `{"epsilon":0.5,"horizon":10}`)
+	var pv struct{ ID string }
+	plain.json(t, &pv)
+	if r := ts.postJSON(t, "/v1/counters/"+pv.ID+"/steps", `{"bits":[1]}`); strings.Contains(string(r.body), "monotone") {
+		t.Errorf("no postprocess asked, yet: %s", r.body)
+	}
+	if r := ts.postJSON(t, "/v1/counters", `{"epsilon":0.5,"horizon":10,"postprocess":"smooth"}`); r.status != 422 || !slices.Contains(r.problem(t).fields(), "postprocess") {
+		t.Errorf("bad postprocess: %d %s", r.status, r.body)
+	}
+}
