@@ -22,7 +22,7 @@ type IntervalView struct {
 // ReliabilityView says how much of an answer rests on keys the release
 // mostly hides.
 type ReliabilityView struct {
-	// Reliable is false when more than a quarter of the answer comes from
+	// Reliable is false when more than a fifth of the answer comes from
 	// keys near or below SupportedFrom.
 	Reliable bool `json:"reliable"`
 	// SupportedFrom is the frequency below which keys are mostly unreported
@@ -109,8 +109,14 @@ type QuantilesView struct {
 	Population string `json:"population" enums:"all,reported"`
 	// SupportedFrom: below this frequency keys are mostly unreported
 	// (pi_i < 1/2); quantiles below it rest on few reports with large weights.
-	SupportedFrom int64          `json:"supported_from"`
-	Quantiles     []QuantileView `json:"quantiles"`
+	SupportedFrom int64 `json:"supported_from"`
+	// Reliable is false (population all) when more than a fifth of the
+	// estimated keys sit at frequencies below 2*supported_from: the number of
+	// keys, and so every quantile's rank, is then uncertain; Note says why.
+	Reliable         bool           `json:"reliable"`
+	NearOrBelowShare float64        `json:"near_or_below_share"`
+	Note             string         `json:"note,omitempty"`
+	Quantiles        []QuantileView `json:"quantiles"`
 }
 
 func rankedView(r service.RankedElement) RankedView {
@@ -132,7 +138,7 @@ const maxGroupLength = 1 << 16
 //
 //	@Summary		Estimate sum_x L(x) g(w_x) from a sanitized sample, with error bars
 //	@Description	Selection L(x) by key (repeatable), key_prefix and key_regex (RE2, length-limited); none selects all keys. Estimators: mle (default), biased_down (never over-estimates in expectation), unbiased (exactly unbiased, but can be negative with huge variance). 422 for a keys-only sample.
-//	@Description	standard_error: square root of the plug-in Horvitz-Thompson variance sum over selected reported keys of V(i)/pi_i at the key's MLE frequency i, V(i) the exact per-frequency variance of the estimator (sampling and sanitizer noise). interval: estimate -/+ z*standard_error at level (default 0.95), lower end clamped at 0. reliability: supported_from (pi_i >= 1/2 from there), the share of the answer carried by keys with MLE frequency below 2*supported_from, reliable=false with a note when that share exceeds 1/4.
+//	@Description	standard_error: square root of the plug-in Horvitz-Thompson variance sum over selected reported keys of V(i)/pi_i at the key's MLE frequency i, V(i) the exact per-frequency variance of the estimator (sampling and sanitizer noise). interval: estimate -/+ z*standard_error at level (default 0.95), lower end clamped at 0. reliability: supported_from (pi_i >= 1/2 from there), the share of the answer carried by keys with MLE frequency below 2*supported_from, reliable=false with a note when that share exceeds 1/5. The interval covers sampling and sanitizer noise, not the bias from keys well below supported_from, which are almost never reported.
 //	@Description	group_by=prefix with delimiter=D (the part of the key before the first D; the whole key without D) or length=N (its first N characters) answers every group that has a selected reported key.
 //	@Tags			samples
 //	@Produce		json
@@ -312,7 +318,8 @@ func (h *handler) quantiles(w http.ResponseWriter, r *http.Request) {
 		h.serviceError(w, r, err)
 		return
 	}
-	v := QuantilesView{Sample: id, Population: string(res.Population), SupportedFrom: res.SupportedFrom, Quantiles: make([]QuantileView, len(res.Quantiles))}
+	v := QuantilesView{Sample: id, Population: string(res.Population), SupportedFrom: res.SupportedFrom, Reliable: res.Reliable,
+		NearOrBelowShare: res.NearOrBelowShare, Note: res.Note, Quantiles: make([]QuantileView, len(res.Quantiles))}
 	for i, x := range res.Quantiles {
 		v.Quantiles[i] = QuantileView{Q: x.Q, Frequency: x.Frequency, Supported: x.Supported}
 	}

@@ -258,3 +258,40 @@ func TestCounterMonotone(t *testing.T) {
 		t.Errorf("bad postprocess: %d %s", r.status, r.body)
 	}
 }
+
+// TestZipfFlaggedUnreliable: on 20,000 Zipf keys (most of frequency below L)
+// the number of keys (g = count) and the quantiles of all keys are flagged
+// unreliable with a note, every quantile unsupported; the sum of frequencies,
+// carried by heavy keys, is not flagged.
+func TestZipfFlaggedUnreliable(t *testing.T) {
+	ts := newServer(t, nil)
+	var b strings.Builder
+	b.WriteString(`{"privacy":{"epsilon":1,"delta":1e-6},"sampling":{"scheme":"none"}}` + "\n")
+	for k := 1; k <= 20000; k++ {
+		fmt.Fprintf(&b, `{"key":"item-%d","frequency":%d}`+"\n", k, (20000+k-1)/k)
+	}
+	r := ts.do(t, "POST", "/v1/samples", "application/x-ndjson", b.String())
+	var s sampleResp
+	r.json(t, &s)
+	if r.status != http.StatusCreated {
+		t.Fatalf("%d %.300s", r.status, r.body)
+	}
+	for g, reliable := range map[string]bool{"count": false, "identity": true} {
+		var ev estimateResp
+		ts.get(t, "/v1/samples/"+s.ID+"/estimate?g="+g).json(t, &ev)
+		if ev.Reliability.Reliable != reliable || (!reliable && ev.Reliability.Note == "") || ev.Reliability.SupportedFrom < 1 {
+			t.Errorf("g=%s: reliability %+v, want reliable=%v", g, ev.Reliability, reliable)
+		}
+	}
+	var qv struct {
+		Reliable  bool   `json:"reliable"`
+		Note      string `json:"note"`
+		Quantiles []struct {
+			Supported bool `json:"supported"`
+		} `json:"quantiles"`
+	}
+	ts.get(t, "/v1/samples/"+s.ID+"/quantiles?q=0.5&q=0.99").json(t, &qv)
+	if qv.Reliable || qv.Note == "" || len(qv.Quantiles) != 2 || qv.Quantiles[0].Supported || qv.Quantiles[1].Supported {
+		t.Errorf("Zipf quantiles of all keys must be flagged: %+v", qv)
+	}
+}

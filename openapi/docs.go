@@ -921,7 +921,7 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
-                "description": "Selection L(x) by key (repeatable), key_prefix and key_regex (RE2, length-limited); none selects all keys. Estimators: mle (default), biased_down (never over-estimates in expectation), unbiased (exactly unbiased, but can be negative with huge variance). 422 for a keys-only sample.\nstandard_error: square root of the plug-in Horvitz-Thompson variance sum over selected reported keys of V(i)/pi_i at the key's MLE frequency i, V(i) the exact per-frequency variance of the estimator (sampling and sanitizer noise). interval: estimate -/+ z*standard_error at level (default 0.95), lower end clamped at 0. reliability: supported_from (pi_i \u003e= 1/2 from there), the share of the answer carried by keys with MLE frequency below 2*supported_from, reliable=false with a note when that share exceeds 1/4.\ngroup_by=prefix with delimiter=D (the part of the key before the first D; the whole key without D) or length=N (its first N characters) answers every group that has a selected reported key.",
+                "description": "Selection L(x) by key (repeatable), key_prefix and key_regex (RE2, length-limited); none selects all keys. Estimators: mle (default), biased_down (never over-estimates in expectation), unbiased (exactly unbiased, but can be negative with huge variance). 422 for a keys-only sample.\nstandard_error: square root of the plug-in Horvitz-Thompson variance sum over selected reported keys of V(i)/pi_i at the key's MLE frequency i, V(i) the exact per-frequency variance of the estimator (sampling and sanitizer noise). interval: estimate -/+ z*standard_error at level (default 0.95), lower end clamped at 0. reliability: supported_from (pi_i \u003e= 1/2 from there), the share of the answer carried by keys with MLE frequency below 2*supported_from, reliable=false with a note when that share exceeds 1/5. The interval covers sampling and sanitizer noise, not the bias from keys well below supported_from, which are almost never reported.\ngroup_by=prefix with delimiter=D (the part of the key before the first D; the whole key without D) or length=N (its first N characters) answers every group that has a selected reported key.",
                 "produces": [
                     "application/json"
                 ],
@@ -2114,6 +2114,12 @@ const docTemplate = `{
         "api.QuantilesView": {
             "type": "object",
             "properties": {
+                "near_or_below_share": {
+                    "type": "number"
+                },
+                "note": {
+                    "type": "string"
+                },
                 "population": {
                     "type": "string",
                     "enum": [
@@ -2126,6 +2132,10 @@ const docTemplate = `{
                     "items": {
                         "$ref": "#/definitions/api.QuantileView"
                     }
+                },
+                "reliable": {
+                    "description": "Reliable is false (population all) when more than a fifth of the\nestimated keys sit at frequencies below 2*supported_from: the number of\nkeys, and so every quantile's rank, is then uncertain; Note says why.",
+                    "type": "boolean"
                 },
                 "sample": {
                     "type": "string"
@@ -2218,7 +2228,7 @@ const docTemplate = `{
                     "type": "string"
                 },
                 "reliable": {
-                    "description": "Reliable is false when more than a quarter of the answer comes from\nkeys near or below SupportedFrom.",
+                    "description": "Reliable is false when more than a fifth of the answer comes from\nkeys near or below SupportedFrom.",
                     "type": "boolean"
                 },
                 "supported_from": {

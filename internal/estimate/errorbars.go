@@ -83,13 +83,16 @@ type Reliability struct {
 
 // UnreliableShare is the share of an answer carried by keys near or below
 // the supported frequency above which the answer is flagged unreliable: more
-// than a quarter of it then comes from keys the release mostly hides or
-// barely shows, where the estimate extrapolates from few reports with large
-// weights 1/pi_i, the MLE frequency (and so the plug-in standard error) is
-// poorly estimated, and keys entirely below the threshold are missing from the
-// answer without trace. A quarter keeps sums over heavy keys (and sums under
-// moderate sampling, q >= 0.3) reliable and flags counts over Zipf data.
-const UnreliableShare = 0.25
+// than a fifth of it then comes from keys the release mostly hides or barely
+// shows, where the estimate extrapolates from few reports with large weights
+// 1/pi_i and the MLE frequency (and so the plug-in standard error) is poorly
+// estimated. It is also a proxy for what no estimate can see: keys well below
+// the supported frequency are almost never reported, so their mass is
+// missing from the answer (a bias the interval does not contain), and a large
+// share near the threshold signals that such keys are many. A fifth keeps sums
+// over heavy keys (and sums under moderate sampling, q >= 0.3) reliable and
+// flags counts over Zipf data and sums where light keys matter.
+const UnreliableShare = 0.2
 
 // SumError is a sum estimate with its standard error, interval and
 // reliability.
@@ -126,9 +129,11 @@ type SumError struct {
 // accurate (mass below SupportedFrom) the answer is flagged unreliable.
 //
 // The interval is s^ -/+ z SE with z = Phi^{-1}((1 + level)/2), its lower end
-// clamped at 0 (every g is nonnegative, so the statistic is). It ignores the
-// estimator's bias (for MLE and biased_down: small where keys are well above
-// SupportedFrom, see Stats(i).Bias).
+// clamped at 0 (every g is nonnegative, so the statistic is). It covers the
+// sampling and sanitizer noise, not the estimator's bias: small where keys
+// are well above SupportedFrom (see Stats(i).Bias), but keys well below it
+// are almost never reported and their mass is missing from the estimate —
+// the reliability block flags answers where that matters.
 func SumWithError(t *Table, keys []ReportedKey, level float64) (SumError, error) {
 	if !(level > 0 && level < 1) {
 		return SumError{}, errors.New("estimate: interval level must lie strictly between 0 and 1")

@@ -306,7 +306,15 @@ type Quantile struct {
 type QuantileAnswer struct {
 	Population    Population
 	SupportedFrom int64 // smallest frequency with pi_i >= 1/2; 0: none in range
-	Quantiles     []Quantile
+	// NearOrBelowShare is the share of the weight (estimated keys) at MLE
+	// frequencies below 2*SupportedFrom. Reliable is false when it exceeds
+	// estimate.UnreliableShare (population all only): keys below
+	// SupportedFrom are mostly unreported, so the number of keys, and with it
+	// the rank of every quantile, is then uncertain. Note explains it.
+	NearOrBelowShare float64
+	Reliable         bool
+	Note             string
+	Quantiles        []Quantile
 }
 
 // Quantiles returns quantiles of the frequency distribution. Each reported key
@@ -317,7 +325,9 @@ type QuantileAnswer struct {
 // alpha-quantile is the lower inverse-CDF quantile of that weighted
 // distribution (ties at random). Below SupportedFrom keys are mostly
 // unreported and a quantile there rests on few reports with large weights:
-// such quantiles are marked unsupported.
+// such quantiles are marked unsupported; so is every quantile of all keys when
+// much of the weight sits near or below SupportedFrom (the answer is then
+// flagged unreliable, with a note), because keys far below it are invisible.
 func (s *Service) Quantiles(ctx context.Context, id string, qs []float64, pop Population) (QuantileAnswer, error) {
 	if pop == "" {
 		pop = PopulationAll
@@ -354,9 +364,25 @@ func (s *Service) Quantiles(ctx context.Context, id string, qs []float64, pop Po
 	if err != nil {
 		return QuantileAnswer{}, fmt.Errorf("quantiles: %w", err)
 	}
-	out := QuantileAnswer{Population: pop, SupportedFrom: ctT.SupportedFrom(), Quantiles: make([]Quantile, len(ps))}
+	out := QuantileAnswer{Population: pop, SupportedFrom: ctT.SupportedFrom(), Reliable: true, Quantiles: make([]Quantile, len(ps))}
+	var near, total float64
+	for _, it := range items {
+		total += it.Weight
+		if out.SupportedFrom == 0 || it.Value < 2*float64(out.SupportedFrom) {
+			near += it.Weight
+		}
+	}
+	if total > 0 {
+		out.NearOrBelowShare = near / total
+	}
+	if pop == PopulationAll && out.NearOrBelowShare > estimate.UnreliableShare {
+		out.Reliable = false
+		out.Note = fmt.Sprintf("%.0f%% of the estimated keys have estimated frequency below %d, twice the frequency %d below which keys are mostly unreported; "+
+			"keys well below it are almost never reported, so the number of keys and the rank of every quantile are uncertain: quantiles of all keys may be far too high", 100*out.NearOrBelowShare, 2*out.SupportedFrom, out.SupportedFrom)
+	}
 	for i, p := range ps {
-		out.Quantiles[i] = Quantile{Q: qs[i], Frequency: p.Value, Supported: out.SupportedFrom > 0 && p.Value >= float64(out.SupportedFrom)}
+		supported := out.Reliable && out.SupportedFrom > 0 && p.Value >= float64(out.SupportedFrom)
+		out.Quantiles[i] = Quantile{Q: qs[i], Frequency: p.Value, Supported: supported}
 	}
 	return out, nil
 }
