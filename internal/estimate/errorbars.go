@@ -175,7 +175,8 @@ func SumWithError(t *Table, keys []ReportedKey, level float64) (SumError, error)
 		if from == 0 {
 			rel.Note = "no frequency in range is reported with probability 1/2 or more: the whole answer extrapolates from few reports with large inverse-probability weights"
 		} else {
-			rel.Note = fmt.Sprintf("%.0f%% of this answer comes from keys with estimated frequency below %d, twice the frequency %d below which keys are mostly unreported: it extrapolates from few reports with large weights, and its standard error is itself uncertain", 100*rel.NearOrBelowShare, 2*from, from)
+			rel.Note = fmt.Sprintf("%.0f%% of this answer comes from keys with estimated frequency below %d, twice the frequency %d below which keys are mostly unreported: "+
+				"it extrapolates from few reports with large weights, its standard error is itself uncertain, and keys well below %d, almost never reported, are missing from it (a bias the interval does not contain)", 100*rel.NearOrBelowShare, 2*from, from, from)
 		}
 	}
 	out.Reliability = rel
