@@ -247,9 +247,9 @@ func TestBudgetNeverOverspends(t *testing.T) {
 			}
 		}
 		// A stream on the dataset: its releases are charged, and refused once spent.
-		// An OptBern release at eps = 0.25 costs eps/tanh(eps/2) = 2.01: a
-		// budget of 5 holds two.
-		if r := ts.postJSON(t, "/v1/datasets", `{"name":"s","epsilon_budget":5,"delta_budget":0}`); r.status != 201 {
+		// A release at eps = 0.25 costs exactly 0.25 by default (calibrated
+		// noise): a budget of 0.6 holds two.
+		if r := ts.postJSON(t, "/v1/datasets", `{"name":"s","epsilon_budget":0.6,"delta_budget":0}`); r.status != 201 {
 			t.Fatal(r.status)
 		}
 		r := ts.postJSON(t, "/v1/streams", `{"dataset":"s","estimator":"density","epsilon":0.25,"universe_size":1000,"sample_size":100}`)
@@ -262,13 +262,13 @@ func TestBudgetNeverOverspends(t *testing.T) {
 			statuses = append(statuses, ts.postJSON(t, "/v1/streams/"+sv.ID+"/releases", "").status)
 		}
 		if statuses[0] != 200 || statuses[1] != 200 || statuses[2] != 409 || statuses[3] != 409 {
-			t.Fatalf("stream releases on a budget of 5: %v", statuses)
+			t.Fatalf("stream releases on a budget of 0.6: %v", statuses)
 		}
 		var ds struct {
 			Spent struct{ Epsilon float64 } `json:"spent"`
 		}
 		ts.get(t, "/v1/datasets/s").json(t, &ds)
-		if math.Abs(ds.Spent.Epsilon-2*0.25/math.Tanh(0.125)) > 1e-6 {
+		if math.Abs(ds.Spent.Epsilon-2*0.25) > 1e-12 {
 			t.Fatalf("overspent: %g", ds.Spent.Epsilon)
 		}
 	})
