@@ -307,9 +307,13 @@ func (h *handler) quantiles(w http.ResponseWriter, r *http.Request) {
 		}
 		qs[i] = f
 	}
-	pop := service.Population(r.URL.Query().Get("population"))
+	q := newQuery(r)
+	pop := service.Population(q.v.Get("population"))
 	if pop != "" && pop != service.PopulationAll && pop != service.PopulationReported {
-		writeProblem(w, invalid("population", "must be all or reported"))
+		q.fail("population", "must be all or reported")
+	}
+	if err := q.problem(); err != nil {
+		writeError(w, err)
 		return
 	}
 	id := chi.URLParam(r, "id")

@@ -90,7 +90,8 @@ func trueQuantile(w []int64, q float64) float64 {
 //     average (mean ratio and mean absolute relative error), i.e. carries no
 //     1/q inflation;
 //   - quantiles 0.5 and 0.9 of the frequency distribution (reported keys
-//     weighted by 1/pi of their MLE frequency) are within 15% of the truth.
+//     weighted by 1/pi of their MLE frequency) are within 15% of the truth
+//     in every release.
 //
 // Scenario (a) has no sampling; (b) ppswor-samples the same keys with q_i
 // from 0.3 (w = 10L) to 0.97 (w = 100L). With 200 releases the coverage
@@ -130,7 +131,7 @@ func TestErrorBarsBySimulation(t *testing.T) {
 			var ests, ses []float64
 			var ratio, absRel float64
 			var nKeys int
-			var q50, q90 float64
+			var q50, q90, worstQ float64
 			for r := 0; r < releases; r++ {
 				rel := h.release(t, w, rng)
 				var sel []ReportedKey
@@ -164,6 +165,10 @@ func TestErrorBarsBySimulation(t *testing.T) {
 				}
 				q50 += qs[0].Value / releases
 				q90 += qs[1].Value / releases
+				for k, q := range []float64{0.5, 0.9} {
+					truth := trueQuantile(w, q)
+					worstQ = math.Max(worstQ, math.Abs(qs[k].Value-truth)/truth)
+				}
 				if !se.Reliability.Reliable {
 					t.Fatalf("release %d flagged unreliable: %+v", r, se.Reliability)
 				}
@@ -171,9 +176,9 @@ func TestErrorBarsBySimulation(t *testing.T) {
 			mean, sd := meanSD(ests)
 			meanSE, _ := meanSD(ses)
 			cov := float64(covered) / releases
-			t.Logf("%s: releases %d, coverage %.3f, mean SE %.1f vs empirical SD %.1f (ratio %.3f), mean estimate %.1f vs truth %.0f; frequency/w %.3f, mean |rel err| %.3f; q50 %.1f (truth %.0f), q90 %.1f (truth %.0f)",
+			t.Logf("%s: releases %d, coverage %.3f, mean SE %.1f vs empirical SD %.1f (ratio %.3f), mean estimate %.1f vs truth %.0f; frequency/w %.3f, mean |rel err| %.3f; q50 %.1f (truth %.0f), q90 %.1f (truth %.0f), worst quantile error %.1f%%",
 				sc.name, releases, cov, meanSE, sd, meanSE/sd, mean, truthSum, ratio/float64(nKeys), absRel/float64(nKeys),
-				q50, trueQuantile(w, 0.5), q90, trueQuantile(w, 0.9))
+				q50, trueQuantile(w, 0.5), q90, trueQuantile(w, 0.9), 100*worstQ)
 			if cov < 0.90 {
 				t.Errorf("coverage %.3f < 0.90", cov)
 			}
@@ -186,13 +191,8 @@ func TestErrorBarsBySimulation(t *testing.T) {
 			if e := absRel / float64(nKeys); e > 0.25 {
 				t.Errorf("mean |frequency - w|/w = %.3f > 0.25", e)
 			}
-			for _, c := range []struct {
-				q, got float64
-			}{{0.5, q50}, {0.9, q90}} {
-				truth := trueQuantile(w, c.q)
-				if math.Abs(c.got-truth) > 0.15*truth {
-					t.Errorf("quantile %.1f: mean %.1f, truth %.0f (more than 15%% off)", c.q, c.got, truth)
-				}
+			if worstQ > 0.15 {
+				t.Errorf("a quantile 0.5 or 0.9 was %.1f%% off the truth in some release (more than 15%%)", 100*worstQ)
 			}
 		})
 	}
