@@ -143,7 +143,8 @@ func TestSampleLifecycle(t *testing.T) {
 		k := ts.postJSON(t, "/v1/samples", `{"privacy":{"epsilon":1,"delta":0.5},"sampling":{"scheme":"none"},"release":"keys","elements":[{"key":"a","frequency":40}]}`)
 		var ks sampleResp
 		k.json(t, &ks)
-		if k.status != 201 || len(ks.Elements) != 1 || ks.Elements[0].Value != nil {
+		if k.status != 201 || len(ks.Elements) != 1 || ks.Elements[0].Value != nil || ks.Elements[0].Frequency != nil ||
+			ks.Elements[0].Contribution != nil || ks.Estimator != "" {
 			t.Fatalf("keys release: %d %s", k.status, k.body)
 		}
 		if r := ts.get(t, "/v1/samples/"+ks.ID+"/estimate"); r.status != 422 {

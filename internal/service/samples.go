@@ -187,7 +187,7 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 	if err := s.store.CreateSample(ctx, smp, charge); err != nil {
 		return nil, storeErr(err, "storing sample")
 	}
-	return &Sample{ID: smp.ID, CreatedAt: smp.CreatedAt, Spec: spec, Elements: out, Keys: view.Keys}, nil
+	return &Sample{ID: smp.ID, CreatedAt: smp.CreatedAt, Spec: view.Spec, Elements: out, Keys: view.Keys}, nil
 }
 
 // attachKeys fills smp.Keys for a frequencies release under
