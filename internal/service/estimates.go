@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/pwsd/pwsd/internal/estimate"
+	"github.com/pwsd/pwsd/internal/sanitize"
 	"github.com/pwsd/pwsd/internal/store"
 )
 
@@ -49,6 +50,13 @@ func (s *Service) frequencySample(ctx context.Context, id string) (*Sample, erro
 
 // sampleTable returns the estimator table of (g, e) covering smp's values.
 func (s *Service) sampleTable(ctx context.Context, smp *Sample, g estimate.G, e estimate.Estimator) (*estimate.Table, error) {
+	return s.sampleTableMargin(ctx, smp, g, e, 0)
+}
+
+// sampleTableMargin is sampleTable covering margin more than the largest
+// value: per-frequency statistics are read at MLE frequencies, which lie
+// above the values (a key of frequency i is reported near i - L).
+func (s *Service) sampleTableMargin(ctx context.Context, smp *Sample, g estimate.G, e estimate.Estimator, margin float64) (*estimate.Table, error) {
 	t, err := s.tables.get(smp.Spec.Privacy, smp.Spec.Sampling, smp.Spec.Method)
 	if err != nil {
 		return nil, err
@@ -56,6 +64,9 @@ func (s *Service) sampleTable(ctx context.Context, smp *Sample, g estimate.G, e 
 	maxValue := 0.0
 	for _, el := range smp.Elements {
 		maxValue = math.Max(maxValue, el.Value)
+	}
+	if maxValue > 0 {
+		maxValue += margin
 	}
 	et, err := s.estimatorTable(ctx, t, estimate.Spec{MaxFrequency: estimatorSize(t, maxValue), G: g, Estimator: e})
 	var fe *FieldError
@@ -114,7 +125,9 @@ func (s *Service) EstimateSample(ctx context.Context, id string, g estimate.G, e
 	if err != nil {
 		return SampleEstimate{}, err
 	}
-	et, err := s.sampleTable(ctx, smp, g, e)
+	// Statistics are read at MLE frequencies, up to about 2L above the
+	// largest value; 4L + 8 leaves room.
+	et, err := s.sampleTableMargin(ctx, smp, g, e, 4*sanitize.L(smp.Spec.Privacy)+8)
 	if err != nil {
 		return SampleEstimate{}, err
 	}
