@@ -21,6 +21,11 @@ type CounterRequest struct {
 	D         int      `json:"d,omitempty" validate:"omitempty,gte=1"`
 	L         float64  `json:"l,omitempty" validate:"omitempty,gt=0"`
 	Kappa     float64  `json:"kappa,omitempty" validate:"omitempty,gt=0"`
+	// Postprocess "monotone" publishes, beside each raw output, the count
+	// clamped to [0, t] and made non-decreasing (isotonic regression by
+	// PAVA, given the counts already published): post-processing, free of
+	// privacy cost.
+	Postprocess string `json:"postprocess,omitempty" validate:"omitempty,oneof=monotone" enums:"monotone"`
 }
 
 // CounterView is a counter's public view.
@@ -33,11 +38,20 @@ type CounterView struct {
 	Steps     int64     `json:"steps"`
 	Count     float64   `json:"count"`
 	Guarantee string    `json:"guarantee"`
+	// Postprocess echoes the post-processing; MonotoneCount is its latest
+	// output (beside count, the raw one).
+	Postprocess   string   `json:"postprocess,omitempty"`
+	MonotoneCount *float64 `json:"monotone_count,omitempty"`
 }
 
 func counterView(c service.Counter) CounterView {
-	return CounterView{ID: c.ID, CreatedAt: c.CreatedAt, Algorithm: string(c.State.Algorithm), Epsilon: c.State.Epsilon,
-		Horizon: c.State.Horizon, Steps: c.State.Steps, Count: c.State.Count, Guarantee: c.Level}
+	v := CounterView{ID: c.ID, CreatedAt: c.CreatedAt, Algorithm: string(c.State.Algorithm), Epsilon: c.State.Epsilon,
+		Horizon: c.State.Horizon, Steps: c.State.Steps, Count: c.State.Count, Guarantee: c.Level, Postprocess: string(c.Postprocess)}
+	if c.Postprocess == panprivate.PostprocessMonotone {
+		m := c.Monotone
+		v.MonotoneCount = &m
+	}
+	return v
 }
 
 // StepsRequest is a batch of input bits.
@@ -45,15 +59,17 @@ type StepsRequest struct {
 	Bits []int `json:"bits" example:"0,1,1,0"`
 }
 
-// StepsView holds one output per step.
+// StepsView holds one output per step; with postprocess monotone also the
+// post-processed output per step, beside the raw ones.
 type StepsView struct {
-	Outputs []float64 `json:"outputs"`
+	Outputs  []float64 `json:"outputs"`
+	Monotone []float64 `json:"monotone,omitempty"`
 }
 
 // createCounter creates a counter.
 //
 //	@Summary		Create a counter under continual observation
-//	@Description	algorithm: simple (Laplace per step), randomized_response, cascading (buffers, Fig. 2; d, l, kappa optional, else Corollary 6.1), tree (binary-tree counter, noised from initialisation). Without algorithm pwsd picks the lowest-error one for the horizon.
+//	@Description	algorithm: simple (Laplace per step), randomized_response, cascading (buffers, Fig. 2; d, l, kappa optional, else Corollary 6.1), tree (binary-tree counter, noised from initialisation). Without algorithm pwsd picks the lowest-error one for the horizon. postprocess: monotone adds, beside each raw output, a count clamped to [0, t] and non-decreasing (PAVA isotonic regression given what was published; free post-processing).
 //	@Tags			counters
 //	@Accept			json
 //	@Produce		json
@@ -70,7 +86,7 @@ func (h *handler) createCounter(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, err := h.svc.CreateCounter(r.Context(), panprivate.CounterConfig{Algorithm: panprivate.CounterAlgorithm(req.Algorithm),
-		Epsilon: *req.Epsilon, Horizon: *req.Horizon, D: req.D, L: req.L, Kappa: req.Kappa})
+		Epsilon: *req.Epsilon, Horizon: *req.Horizon, D: req.D, L: req.L, Kappa: req.Kappa, Postprocess: panprivate.CounterPostprocess(req.Postprocess)})
 	if err != nil {
 		h.serviceError(w, r, err)
 		return
@@ -138,5 +154,9 @@ func (h *handler) postSteps(w http.ResponseWriter, r *http.Request) {
 		h.serviceError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, StepsView{Outputs: out})
+	v := StepsView{Outputs: out.Raw, Monotone: out.Monotone}
+	if out.Postprocess == panprivate.PostprocessMonotone && v.Monotone == nil {
+		v.Monotone = []float64{}
+	}
+	writeJSON(w, http.StatusOK, v)
 }

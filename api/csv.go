@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/pwsd/pwsd/internal/service"
-	"github.com/pwsd/pwsd/internal/store"
 )
 
 // csvMediaType is the media type of CSV samples, in and out.
@@ -168,13 +167,14 @@ func atCSVLine(err error, line int) error {
 }
 
 // csvColumns are the columns of a CSV sample answer, one per field of
-// SanitizedElement; a keys release leaves value and estimate empty.
-var csvColumns = []string{"key", "value", "estimate"}
+// SanitizedElement; a keys release leaves value, frequency and
+// contribution empty.
+var csvColumns = []string{"key", "value", "frequency", "contribution"}
 
 // writeSampleCSV renders a sample's elements as CSV with a header row. The
 // sample's description is in the JSON and NDJSON forms (and in
 // GET /v1/samples); CSV holds the elements only.
-func writeSampleCSV(w http.ResponseWriter, status int, els []store.Element) {
+func writeSampleCSV(w http.ResponseWriter, status int, smp *service.Sample) {
 	w.Header().Set("Content-Type", csvMediaType+"; charset=utf-8; header=present")
 	w.WriteHeader(status)
 	bw := bufio.NewWriterSize(w, 64<<10)
@@ -182,8 +182,11 @@ func writeSampleCSV(w http.ResponseWriter, status int, els []store.Element) {
 	cw := csv.NewWriter(bw)
 	_ = cw.Write(csvColumns)
 	rec := make([]string, len(csvColumns))
-	for _, e := range els {
-		rec[0], rec[1], rec[2] = e.Key, csvFloat(e.Value), csvFloat(e.Estimate)
+	for i, e := range smp.Elements {
+		rec[0], rec[1], rec[2], rec[3] = e.Key, csvFloat(e.Value), "", ""
+		if i < len(smp.Keys) {
+			rec[2], rec[3] = csvFloat(smp.Keys[i].Frequency), csvFloat(smp.Keys[i].Contribution)
+		}
 		_ = cw.Write(rec)
 	}
 	cw.Flush()

@@ -8,27 +8,74 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/service"
 )
 
-// EstimateView is a linear statistic estimated from a sanitized sample.
+// IntervalView is a two-sided confidence interval.
+type IntervalView struct {
+	Level float64 `json:"level" example:"0.95"`
+	Lower float64 `json:"lower"`
+	Upper float64 `json:"upper"`
+}
+
+// ReliabilityView says how much of an answer rests on keys the release
+// mostly hides.
+type ReliabilityView struct {
+	// Reliable is false when more than a fifth of the answer comes from
+	// keys near or below SupportedFrom.
+	Reliable bool `json:"reliable"`
+	// SupportedFrom is the frequency below which keys are mostly unreported
+	// (pi_i < 1/2, end to end); 0 when no frequency reaches 1/2.
+	SupportedFrom int64 `json:"supported_from"`
+	// NearOrBelowShare is the estimated share of the answer carried by
+	// reported keys whose MLE frequency is below 2*supported_from.
+	NearOrBelowShare float64 `json:"near_or_below_share"`
+	// Note explains an unreliable answer.
+	Note string `json:"note,omitempty"`
+}
+
+// GroupView is the estimate of one group of a group-by.
+type GroupView struct {
+	Group         string          `json:"group"`
+	Selected      int             `json:"selected"`
+	Estimate      float64         `json:"estimate"`
+	StandardError float64         `json:"standard_error"`
+	Interval      IntervalView    `json:"interval"`
+	Reliability   ReliabilityView `json:"reliability"`
+}
+
+// EstimateView is a linear statistic estimated from a sanitized sample, with
+// its standard error (plug-in Horvitz-Thompson over the exact per-frequency
+// variances: sampling and sanitizer noise), a normal interval and a
+// reliability statement; with group_by, the same for every group.
 type EstimateView struct {
-	Sample    string  `json:"sample"`
-	G         string  `json:"g"`
-	Estimator string  `json:"estimator"`
-	Selected  int     `json:"selected"`
-	Estimate  float64 `json:"estimate"`
+	Sample        string          `json:"sample"`
+	G             string          `json:"g"`
+	Estimator     string          `json:"estimator"`
+	Selected      int             `json:"selected"`
+	Estimate      float64         `json:"estimate"`
+	StandardError float64         `json:"standard_error"`
+	Interval      IntervalView    `json:"interval"`
+	Reliability   ReliabilityView `json:"reliability"`
+	// GroupBy echoes the grouping ("prefix"), absent without one.
+	GroupBy   string      `json:"group_by,omitempty"`
+	Delimiter string      `json:"delimiter,omitempty"`
+	Length    int         `json:"length,omitempty"`
+	Groups    []GroupView `json:"groups,omitempty"`
 	// Note labels the unbiased estimator.
 	Note string `json:"note,omitempty"`
 }
 
-// RankedView is a reported key in the sanitized order. Value is an ordinal
-// token, not a frequency; Estimate is the MLE frequency estimate.
+// RankedView is a reported key in the order of estimated frequency. Value is
+// an ordinal token, not a frequency; Frequency is the MLE estimate of the
+// key's own frequency; Contribution its term in the MLE sum estimate.
 type RankedView struct {
-	Rank     int     `json:"rank"`
-	Key      string  `json:"key"`
-	Value    float64 `json:"value"`
-	Estimate float64 `json:"estimate"`
+	Rank         int     `json:"rank"`
+	Key          string  `json:"key"`
+	Value        float64 `json:"value"`
+	Frequency    float64 `json:"frequency"`
+	Contribution float64 `json:"contribution"`
 }
 
 // TopView lists the top-k keys.
@@ -49,22 +96,50 @@ type RankView struct {
 type QuantileView struct {
 	Q         float64 `json:"q"`
 	Frequency float64 `json:"frequency"`
+	// Supported is false when frequency is below supported_from: keys there
+	// are mostly unreported and the answer extrapolates.
+	Supported bool `json:"supported"`
 }
 
-// QuantilesView lists quantiles.
+// QuantilesView lists quantiles of the frequency distribution of all keys
+// (population "all", reported keys weighted by 1/pi of their MLE frequency)
+// or of the reported keys (population "reported").
 type QuantilesView struct {
-	Sample    string         `json:"sample"`
-	Quantiles []QuantileView `json:"quantiles"`
+	Sample     string `json:"sample"`
+	Population string `json:"population" enums:"all,reported"`
+	// SupportedFrom: below this frequency keys are mostly unreported
+	// (pi_i < 1/2); quantiles below it rest on few reports with large weights.
+	SupportedFrom int64 `json:"supported_from"`
+	// Reliable is false (population all) when more than a fifth of the
+	// estimated keys sit at frequencies below 2*supported_from: the number of
+	// keys, and so every quantile's rank, is then uncertain; Note says why.
+	Reliable         bool           `json:"reliable"`
+	NearOrBelowShare float64        `json:"near_or_below_share"`
+	Note             string         `json:"note,omitempty"`
+	Quantiles        []QuantileView `json:"quantiles"`
 }
 
 func rankedView(r service.RankedElement) RankedView {
-	return RankedView{Rank: r.Rank, Key: r.Key, Value: r.Value, Estimate: r.Estimate}
+	return RankedView{Rank: r.Rank, Key: r.Key, Value: r.Value, Frequency: r.Frequency, Contribution: r.Contribution}
 }
+
+func intervalView(i estimate.Interval) IntervalView {
+	return IntervalView{Level: i.Level, Lower: i.Lower, Upper: i.Upper}
+}
+
+func reliabilityView(r estimate.Reliability) ReliabilityView {
+	return ReliabilityView{Reliable: r.Reliable, SupportedFrom: r.SupportedFrom, NearOrBelowShare: r.NearOrBelowShare, Note: r.Note}
+}
+
+// maxGroupLength bounds length= of a prefix group-by.
+const maxGroupLength = 1 << 16
 
 // estimateSample estimates a linear statistic from a stored sample.
 //
-//	@Summary		Estimate sum_x L(x) g(w_x) from a sanitized sample
+//	@Summary		Estimate sum_x L(x) g(w_x) from a sanitized sample, with error bars
 //	@Description	Selection L(x) by key (repeatable), key_prefix and key_regex (RE2, length-limited); none selects all keys. Estimators: mle (default), biased_down (never over-estimates in expectation), unbiased (exactly unbiased, but can be negative with huge variance). 422 for a keys-only sample.
+//	@Description	standard_error: square root of the plug-in Horvitz-Thompson variance sum over selected reported keys of V(i)/pi_i at the key's MLE frequency i, V(i) the exact per-frequency variance of the estimator (sampling and sanitizer noise). interval: estimate -/+ z*standard_error at level (default 0.95), lower end clamped at 0. reliability: supported_from (pi_i >= 1/2 from there), the share of the answer carried by keys with MLE frequency below 2*supported_from, reliable=false with a note when that share exceeds 1/5. The interval covers sampling and sanitizer noise, not the bias from keys well below supported_from, which are almost never reported.
+//	@Description	group_by=prefix with delimiter=D (the part of the key before the first D; the whole key without D) or length=N (its first N characters) answers every group that has a selected reported key.
 //	@Tags			samples
 //	@Produce		json
 //	@Param			id			path		string		true	"sample id"
@@ -73,6 +148,10 @@ func rankedView(r service.RankedElement) RankedView {
 //	@Param			key			query		[]string	false	"select these keys"	collectionFormat(multi)
 //	@Param			key_prefix	query		string		false	"select keys with this prefix"
 //	@Param			key_regex	query		string		false	"select keys matching this RE2 expression"
+//	@Param			level		query		number		false	"confidence level of the interval, in (0, 1)"	default(0.95)
+//	@Param			group_by	query		string		false	"prefix: answer every group"	Enums(prefix)
+//	@Param			delimiter	query		string		false	"with group_by=prefix: group by the part of the key before the first delimiter"
+//	@Param			length		query		int			false	"with group_by=prefix: group by the first length characters"
 //	@Success		200			{object}	EstimateView
 //	@Failure		404,422		{object}	Problem
 //	@Security		bearer
@@ -90,27 +169,62 @@ func (h *handler) estimateSample(w http.ResponseWriter, r *http.Request) {
 			sel.Regex = c
 		}
 	}
+	level := 0.95
+	if l, ok := q.float("level", false); ok {
+		if !(l > 0 && l < 1) {
+			q.fail("level", "must be a number strictly between 0 and 1")
+		} else {
+			level = l
+		}
+	}
+	var by service.GroupBy
+	length := q.int("length", 0, 1, maxGroupLength)
+	delim := q.v.Get("delimiter")
+	switch gb := q.v.Get("group_by"); {
+	case gb == "" && (delim != "" || q.has("length")):
+		q.fail("group_by", "is required (prefix) when delimiter or length is given")
+	case gb == "":
+	case gb != "prefix":
+		q.fail("group_by", "must be prefix")
+	case delim != "" && q.has("length"):
+		q.fail("delimiter", "give either delimiter or length, not both")
+	case delim == "" && !q.has("length"):
+		q.fail("delimiter", "group_by=prefix needs delimiter=D or length=N")
+	case len(delim) > h.limits.MaxKeyBytes:
+		q.fail("delimiter", fmt.Sprintf("must be at most %d bytes (PWSD_MAX_KEY_BYTES)", h.limits.MaxKeyBytes))
+	default:
+		by = service.GroupBy{Delimiter: delim, Length: int(length)}
+	}
 	if err := q.problem(); err != nil {
 		writeError(w, err)
 		return
 	}
 	id := chi.URLParam(r, "id")
-	est, err := h.svc.EstimateSample(r.Context(), id, g, e, sel)
+	est, err := h.svc.EstimateSample(r.Context(), id, g, e, sel, level, by)
 	if err != nil {
 		h.serviceError(w, r, err)
 		return
 	}
-	v := EstimateView{Sample: id, G: g.String(), Estimator: string(e), Selected: est.Selected, Estimate: est.Estimate}
+	v := EstimateView{Sample: id, G: g.String(), Estimator: string(e), Selected: est.Selected, Estimate: est.Estimate,
+		StandardError: est.StandardError, Interval: intervalView(est.Interval), Reliability: reliabilityView(est.Reliability)}
+	if by != (service.GroupBy{}) {
+		v.GroupBy, v.Delimiter, v.Length = "prefix", by.Delimiter, by.Length
+		v.Groups = make([]GroupView, len(est.Groups))
+		for i, gr := range est.Groups {
+			v.Groups[i] = GroupView{Group: gr.Group, Selected: gr.Selected, Estimate: gr.Estimate, StandardError: gr.StandardError,
+				Interval: intervalView(gr.Interval), Reliability: reliabilityView(gr.Reliability)}
+		}
+	}
 	if e == "unbiased" {
 		v.Note = "unbiased estimator: exactly unbiased, but per-key estimates can be negative and its variance is very large"
 	}
 	writeJSON(w, http.StatusOK, v)
 }
 
-// top returns the k keys with the largest sanitized values.
+// top returns the k keys with the largest estimated frequencies.
 //
-//	@Summary		Top-k keys in the sanitized order
-//	@Description	Ordered by sanitized value (ordinal tokens; ties broken at random per request). Algorithm 5 maximises the probability that any pair is ordered correctly.
+//	@Summary		Top-k keys by estimated frequency
+//	@Description	Ordered by MLE frequency, ties by sanitized value (the sanitized order; remaining ties at random per request). Algorithm 5 maximises the probability that any pair is ordered correctly. Each key shows its frequency (MLE) and contribution (its term in the MLE sum estimate).
 //	@Tags			samples
 //	@Produce		json
 //	@Param			id	path		string	true	"sample id"
@@ -141,7 +255,7 @@ func (h *handler) top(w http.ResponseWriter, r *http.Request) {
 
 // rank returns one key's rank.
 //
-//	@Summary	Rank of a reported key in the sanitized order (1 = largest)
+//	@Summary	Rank of a reported key by estimated frequency (1 = largest)
 //	@Tags		samples
 //	@Produce	json
 //	@Param		id	path		string	true	"sample id"
@@ -168,11 +282,12 @@ func (h *handler) rank(w http.ResponseWriter, r *http.Request) {
 // quantiles returns quantiles of the estimated frequency distribution.
 //
 //	@Summary		Quantiles of the estimated frequency distribution
-//	@Description	Reported keys in sanitized order, each weighted by its biased-down estimated count (so unsampled and unreported keys are accounted for); the quantile is the MLE frequency estimate of the key where the cumulative weight reaches q.
+//	@Description	population=all (default): the frequency distribution of all keys, reported or not: each reported key carries its MLE frequency and weight 1/pi_i (its inverse inclusion probability at that frequency). population=reported: the reported keys, weight 1. The answer is the lower inverse-CDF quantile. supported_from is the frequency below which keys are mostly unreported (pi_i < 1/2); quantiles below it are marked supported=false: they extrapolate from few reports.
 //	@Tags			samples
 //	@Produce		json
-//	@Param			id	path		string		true	"sample id"
-//	@Param			q	query		[]number	true	"quantile in [0, 1], repeatable"	collectionFormat(multi)
+//	@Param			id			path		string		true	"sample id"
+//	@Param			q			query		[]number	true	"quantile in [0, 1], repeatable"	collectionFormat(multi)
+//	@Param			population	query		string		false	"all | reported"	default(all)	Enums(all, reported)
 //	@Success		200	{object}	QuantilesView
 //	@Failure		404,422	{object}	Problem
 //	@Security		bearer
@@ -186,21 +301,31 @@ func (h *handler) quantiles(w http.ResponseWriter, r *http.Request) {
 	qs := make([]float64, len(raw))
 	for i, s := range raw {
 		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || f < 0 || f > 1 {
+		if err != nil || !(f >= 0 && f <= 1) {
 			writeProblem(w, invalid(fmt.Sprintf("q[%d]", i), "must be a number in [0, 1]"))
 			return
 		}
 		qs[i] = f
 	}
+	q := newQuery(r)
+	pop := service.Population(q.v.Get("population"))
+	if pop != "" && pop != service.PopulationAll && pop != service.PopulationReported {
+		q.fail("population", "must be all or reported")
+	}
+	if err := q.problem(); err != nil {
+		writeError(w, err)
+		return
+	}
 	id := chi.URLParam(r, "id")
-	res, err := h.svc.Quantiles(r.Context(), id, qs)
+	res, err := h.svc.Quantiles(r.Context(), id, qs, pop)
 	if err != nil {
 		h.serviceError(w, r, err)
 		return
 	}
-	v := QuantilesView{Sample: id, Quantiles: make([]QuantileView, len(res))}
-	for i, x := range res {
-		v.Quantiles[i] = QuantileView{Q: x.Q, Frequency: x.Frequency}
+	v := QuantilesView{Sample: id, Population: string(res.Population), SupportedFrom: res.SupportedFrom, Reliable: res.Reliable,
+		NearOrBelowShare: res.NearOrBelowShare, Note: res.Note, Quantiles: make([]QuantileView, len(res.Quantiles))}
+	for i, x := range res.Quantiles {
+		v.Quantiles[i] = QuantileView{Q: x.Q, Frequency: x.Frequency, Supported: x.Supported}
 	}
 	writeJSON(w, http.StatusOK, v)
 }

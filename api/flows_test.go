@@ -36,10 +36,13 @@ type sampleResp struct {
 	Release  string `json:"release"`
 	Method   string `json:"method"`
 	Elements []struct {
-		Key      string   `json:"key"`
-		Value    *float64 `json:"value"`
-		Estimate *float64 `json:"estimate"`
+		Key          string   `json:"key"`
+		Value        *float64 `json:"value"`
+		Frequency    *float64 `json:"frequency"`
+		Contribution *float64 `json:"contribution"`
+		Estimate     *float64 `json:"estimate"` // dropped by "Honest answers": must stay nil
 	} `json:"elements"`
+	Estimator string `json:"estimator"`
 }
 
 // TestSampleLifecycle: sanitize (JSON and NDJSON both ways), read back,
@@ -64,12 +67,17 @@ func TestSampleLifecycle(t *testing.T) {
 		if len(s.Elements) != 300 || s.Release != "frequencies" || s.Method != "discrete" {
 			t.Fatalf("delta = 1 must report every key: got %d, release %s", len(s.Elements), s.Release)
 		}
-		// With delta = 1 the discrete sanitizer is the identity: value = estimate = frequency.
+		// With delta = 1 the discrete sanitizer is the identity: value =
+		// frequency = contribution = the true frequency; no per-key "estimate".
+		if s.Estimator != "mle" {
+			t.Fatalf("the answer must name its estimator: %q", s.Estimator)
+		}
 		for _, e := range s.Elements {
 			var f float64
 			fmt.Sscanf(e.Key, "k%03f", &f)
-			if e.Value == nil || e.Estimate == nil || *e.Value != f || math.Abs(*e.Estimate-f) > 1e-9 {
-				t.Fatalf("element %s: value %v estimate %v", e.Key, e.Value, e.Estimate)
+			if e.Value == nil || e.Frequency == nil || e.Contribution == nil || e.Estimate != nil || *e.Value != f ||
+				*e.Frequency != f || math.Abs(*e.Contribution-f) > 1e-9 {
+				t.Fatalf("element %s: value %v frequency %v contribution %v estimate %v", e.Key, e.Value, e.Frequency, e.Contribution, e.Estimate)
 			}
 		}
 		g := ts.get(t, "/v1/samples/"+s.ID)
@@ -135,7 +143,8 @@ func TestSampleLifecycle(t *testing.T) {
 		k := ts.postJSON(t, "/v1/samples", `{"privacy":{"epsilon":1,"delta":0.5},"sampling":{"scheme":"none"},"release":"keys","elements":[{"key":"a","frequency":40}]}`)
 		var ks sampleResp
 		k.json(t, &ks)
-		if k.status != 201 || len(ks.Elements) != 1 || ks.Elements[0].Value != nil {
+		if k.status != 201 || len(ks.Elements) != 1 || ks.Elements[0].Value != nil || ks.Elements[0].Frequency != nil ||
+			ks.Elements[0].Contribution != nil || ks.Estimator != "" {
 			t.Fatalf("keys release: %d %s", k.status, k.body)
 		}
 		if r := ts.get(t, "/v1/samples/"+ks.ID+"/estimate"); r.status != 422 {
@@ -162,7 +171,7 @@ func TestSampleLifecycle(t *testing.T) {
 			if lines == 0 && m["id"] == nil {
 				t.Fatalf("first line must be the header: %s", sc.Bytes())
 			}
-			if lines > 0 && (m["key"] == nil || m["value"] == nil || m["estimate"] == nil) {
+			if lines > 0 && (m["key"] == nil || m["value"] == nil || m["frequency"] == nil || m["contribution"] == nil || m["estimate"] != nil) {
 				t.Fatalf("element line %s", sc.Bytes())
 			}
 			lines++
@@ -318,9 +327,9 @@ func TestHugeFrequency(t *testing.T) {
 		if r.status != 201 || len(s.Elements) != 1 {
 			t.Fatalf("%s: %d %s", m, r.status, r.body)
 		}
-		v, e := *s.Elements[0].Value, *s.Elements[0].Estimate
-		if v > 1e9 || v < 1e9-100 || math.Abs(e-1e9) > 100 {
-			t.Fatalf("%s: value %v estimate %v for frequency 1e9", m, v, e)
+		v, e, c := *s.Elements[0].Value, *s.Elements[0].Frequency, *s.Elements[0].Contribution
+		if v > 1e9 || v < 1e9-100 || math.Abs(e-1e9) > 100 || math.Abs(c-1e9) > 100 {
+			t.Fatalf("%s: value %v frequency %v contribution %v for frequency 1e9", m, v, e, c)
 		}
 		f := ts.get(t, "/v1/tables/frequencies?epsilon=0.5&delta=1e-3&scheme=none&method="+m+"&frequency=1000000000")
 		if f.status != 200 || !strings.Contains(string(f.body), `"frequency":1000000000`) || !strings.Contains(string(f.body), `"hi":1000000000,`) {

@@ -371,13 +371,13 @@ func TestSampleElementsPagedAndCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(recs[0]) != "[key value estimate]" || len(recs) != 251 {
+	if fmt.Sprint(recs[0]) != "[key value frequency contribution]" || len(recs) != 251 {
 		t.Fatalf("CSV answer: header %v, %d rows", recs[0], len(recs)-1)
 	}
 	for i, rec := range recs[1:] {
 		e := fromCSV.Elements[i]
-		if rec[0] != e.Key || rec[1] != fmt.Sprint(*e.Value) || rec[2] != fmt.Sprint(*e.Estimate) {
-			t.Fatalf("CSV row %d %v differs from JSON %s %g %g", i, rec, e.Key, *e.Value, *e.Estimate)
+		if rec[0] != e.Key || rec[1] != fmt.Sprint(*e.Value) || rec[2] != fmt.Sprint(*e.Frequency) || rec[3] != fmt.Sprint(*e.Contribution) {
+			t.Fatalf("CSV row %d %v differs from JSON %s %g %g %g", i, rec, e.Key, *e.Value, *e.Frequency, *e.Contribution)
 		}
 	}
 	for _, tc := range []struct {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
 	"github.com/pwsd/pwsd/internal/service"
 	"github.com/pwsd/pwsd/internal/store"
@@ -43,12 +44,17 @@ type SampleRequest struct {
 
 // SanitizedElement is one reported key. Value is the sanitized value: an
 // ORDINAL token (Algorithm 4: the integer token j; Algorithm 5: a uniform
-// draw inside the chosen piece), not a frequency. Estimate is the MLE
-// estimate of the key's frequency. A keys release has neither.
+// draw inside the chosen piece), not a frequency. Frequency is the point
+// estimate (MLE) of this key's own frequency, with no inverse-probability
+// weighting. Contribution is this key's term in the estimate of a sum of
+// frequencies under the sample's estimator (with sampling it includes the
+// inverse inclusion probability: it is not a frequency). A keys release has
+// none of the three.
 type SanitizedElement struct {
-	Key      string   `json:"key"`
-	Value    *float64 `json:"value,omitempty"`
-	Estimate *float64 `json:"estimate,omitempty"`
+	Key          string   `json:"key"`
+	Value        *float64 `json:"value,omitempty"`
+	Frequency    *float64 `json:"frequency,omitempty"`
+	Contribution *float64 `json:"contribution,omitempty"`
 }
 
 // PrivacyView echoes a release's guarantee.
@@ -79,6 +85,9 @@ type SampleMeta struct {
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	// Reported is the number of reported keys (elements) the sample holds.
 	Reported int `json:"reported"`
+	// Estimator names the estimator of the elements' contribution (mle or
+	// biased_down); absent for a keys release.
+	Estimator string `json:"estimator,omitempty" enums:"mle,biased_down"`
 }
 
 // SampleView is a stored sanitized sample.
@@ -100,7 +109,8 @@ func samplingView(s sanitize.Sampling) SamplingView {
 
 func sampleMeta(s *service.Sample) SampleMeta {
 	m := SampleMeta{ID: s.ID, CreatedAt: s.CreatedAt, Dataset: s.Spec.Dataset, Privacy: privacyView(s.Spec.Privacy),
-		Sampling: samplingView(s.Spec.Sampling), Release: string(s.Spec.Release), Method: string(s.Spec.Method), Reported: s.Reported}
+		Sampling: samplingView(s.Spec.Sampling), Release: string(s.Spec.Release), Method: string(s.Spec.Method),
+		Estimator: string(s.Spec.Estimator), Reported: s.Reported}
 	if !s.ExpiresAt.IsZero() {
 		t := s.ExpiresAt
 		m.ExpiresAt = &t
@@ -175,13 +185,19 @@ func (h *handler) element(i int, e SampleElement) (string, int64, error) {
 //	@Param			probabilities	query	string	false	"CSV form only: sampling.probabilities, comma-separated"
 //	@Param			release		query	string	false	"CSV form only: release"	Enums(keys, frequencies)
 //	@Param			method		query	string	false	"CSV form only: method"	Enums(max_separation, discrete)
-//	@Param			body	body		SampleRequest	true	"release description and raw elements"
+//	@Param			body		body		SampleRequest	true	"release description and raw elements"
+//	@Param			estimator	query		string			false	"estimator of each key's contribution: mle | biased_down"	default(mle)	Enums(mle, biased_down)
 //	@Success		201		{object}	SampleView
 //	@Header			201		{string}	Location	"/v1/samples/{id}"
 //	@Failure		400,404,409,413,415,422	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/samples [post]
 func (h *handler) createSample(w http.ResponseWriter, r *http.Request) {
+	est, err := sampleEstimator(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	if mediaType(r) != csvMediaType {
 		if p := csvOnlyParams(r); p != nil {
 			writeProblem(w, p)
@@ -255,6 +271,7 @@ func (h *handler) createSample(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, newProblem(http.StatusUnsupportedMediaType, "send application/json, application/x-ndjson or text/csv"))
 		return
 	}
+	spec.Estimator = est
 	smp, err := h.svc.CreateSample(r.Context(), spec, h.limits.MaxElements, src)
 	if err != nil {
 		h.serviceError(w, r, err)
@@ -277,6 +294,7 @@ func (h *handler) createSample(w http.ResponseWriter, r *http.Request) {
 //	@Param			id		path		string	true	"sample id"
 //	@Param			limit	query		int		false	"elements per page (1 to 1000, default 100 when cursor is given)"	minimum(1)	maximum(1000)
 //	@Param			cursor	query		string	false	"next_cursor of the previous page (opaque)"
+//	@Param			estimator	query		string	false	"estimator of each key's contribution: mle | biased_down"	default(mle)	Enums(mle, biased_down)
 //	@Success		200		{object}	SampleView
 //	@Failure		400,404,422	{object}	Problem
 //	@Security		bearer
@@ -291,7 +309,12 @@ func (h *handler) getSample(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	smp, err := h.svc.GetSample(r.Context(), chi.URLParam(r, "id"))
+	est, err := sampleEstimator(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	smp, err := h.svc.GetSampleView(r.Context(), chi.URLParam(r, "id"), est)
 	if err != nil {
 		h.serviceError(w, r, err)
 		return
@@ -300,14 +323,23 @@ func (h *handler) getSample(w http.ResponseWriter, r *http.Request) {
 		h.writeSample(w, r, http.StatusOK, smp)
 		return
 	}
-	els, next, err := service.PageElements(smp, pg)
+	pageOf, next, err := service.PageElements(smp, pg)
 	if err != nil {
 		h.serviceError(w, r, err)
 		return
 	}
-	pageOf := *smp
-	pageOf.Elements = els
-	h.writeSamplePage(w, r, http.StatusOK, &pageOf, next)
+	h.writeSamplePage(w, r, http.StatusOK, pageOf, next)
+}
+
+// sampleEstimator reads the estimator query parameter of a sample release
+// view: mle (default) or biased_down.
+func sampleEstimator(r *http.Request) (estimate.Estimator, error) {
+	q := newQuery(r)
+	e := q.estimator()
+	if q.problem() == nil && e != estimate.MLE && e != estimate.BiasedDown {
+		q.fail("estimator", "must be mle or biased_down")
+	}
+	return e, q.problem()
 }
 
 // writeSample renders a sample as JSON or NDJSON, streaming the elements.
@@ -319,7 +351,7 @@ func (h *handler) writeSample(w http.ResponseWriter, r *http.Request, status int
 // next page's cursor in JSON) as JSON, NDJSON or CSV.
 func (h *handler) writeSamplePage(w http.ResponseWriter, r *http.Request, status int, smp *service.Sample, next string) {
 	if wantsCSV(r) && !wantsNDJSON(r) {
-		writeSampleCSV(w, status, smp.Elements)
+		writeSampleCSV(w, status, smp)
 		return
 	}
 	meta, err := json.Marshal(sampleMeta(smp))
@@ -345,7 +377,11 @@ func (h *handler) writeSamplePage(w http.ResponseWriter, r *http.Request, status
 		bw.WriteString(`,"elements":[`)
 	}
 	for i, e := range smp.Elements {
-		buf = appendElement(buf[:0], e)
+		var ke *service.KeyEstimate
+		if i < len(smp.Keys) {
+			ke = &smp.Keys[i]
+		}
+		buf = appendElement(buf[:0], e, ke)
 		if !nd && i > 0 {
 			bw.WriteByte(',')
 		}
@@ -365,19 +401,28 @@ func (h *handler) writeSamplePage(w http.ResponseWriter, r *http.Request, status
 }
 
 // appendElement renders one SanitizedElement without reflection.
-func appendElement(b []byte, e store.Element) []byte {
+// ke is nil for a keys release.
+func appendElement(b []byte, e store.Element, ke *service.KeyEstimate) []byte {
 	b = append(b, `{"key":`...)
 	b = appendJSONString(b, e.Key)
 	if !math.IsNaN(e.Value) {
 		b = append(b, `,"value":`...)
 		b = strconv.AppendFloat(b, e.Value, 'g', -1, 64)
 	}
-	if !math.IsNaN(e.Estimate) && !math.IsInf(e.Estimate, 0) {
-		b = append(b, `,"estimate":`...)
-		b = strconv.AppendFloat(b, e.Estimate, 'g', -1, 64)
+	if ke != nil {
+		if finite(ke.Frequency) {
+			b = append(b, `,"frequency":`...)
+			b = strconv.AppendFloat(b, ke.Frequency, 'g', -1, 64)
+		}
+		if finite(ke.Contribution) {
+			b = append(b, `,"contribution":`...)
+			b = strconv.AppendFloat(b, ke.Contribution, 'g', -1, 64)
+		}
 	}
 	return append(b, '}')
 }
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 // appendJSONString appends s as a JSON string literal.
 func appendJSONString(b []byte, s string) []byte {

@@ -6,7 +6,7 @@
 //	@title						pwsd — private weighted sampling service
 //	@version					1
 //	@description				pwsd turns non-private weighted samples (threshold, ppswor, priority) into (epsilon, delta)-differentially private ones, estimates linear and ordinal statistics from them, and runs pan-private streaming estimators and counters under continual observation.
-//	@description				Sanitized values ("value", table "outcomes") are ORDINAL TOKENS, not frequencies: a key of true frequency i is typically reported near i - L. Use the "estimate" fields for frequencies.
+//	@description				Sanitized values ("value", table "outcomes") are ORDINAL TOKENS, not frequencies: a key of true frequency i is typically reported near i - L. Use the "frequency" fields for frequencies ("contribution" is a key's term in a sum, with 1/q weighting under sampling).
 //	@BasePath					/
 //	@securityDefinitions.apikey	bearer
 //	@in							header

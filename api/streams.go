@@ -34,9 +34,10 @@ type StreamRequest struct {
 	Rho            float64         `json:"rho,omitempty" validate:"omitempty,gt=0"`
 	Moduli         int             `json:"moduli,omitempty" validate:"omitempty,gte=1"`
 	MaxReleases    int             `json:"max_releases,omitempty" validate:"omitempty,gte=1"`
-	// ReleaseNoise: paper (default; the papers' noise, charged at its exact
-	// cost, see privacy.release_epsilon) or calibrated (noise scaled so each
-	// release costs exactly epsilon).
+	// ReleaseNoise: calibrated (default: the papers' noise scaled so that each
+	// release costs exactly the asked epsilon) or paper (the papers' noise,
+	// under which their MSE theorems hold, charged at its exact cost, which
+	// exceeds epsilon, see privacy.release_epsilon).
 	ReleaseNoise string `json:"release_noise,omitempty" validate:"omitempty,oneof=paper calibrated" enums:"paper,calibrated"`
 	Continual    bool   `json:"continual,omitempty"`
 	Horizon      int64  `json:"horizon,omitempty" validate:"omitempty,gte=1"`
@@ -62,7 +63,11 @@ func streamView(s service.Stream) StreamView {
 	v := StreamView{ID: s.ID, CreatedAt: s.CreatedAt, Dataset: s.Dataset, Continual: s.Continual, SampleSize: s.SampleSize,
 		Events: s.Events, Releases: s.Releases, Intrusions: s.Intrusions, Output: s.Output}
 	if s.Privacy != nil {
-		v.Privacy = &StreamPrivacy{StateEpsilon: s.Privacy.State, ReleaseEpsilon: s.Privacy.PerRelease}
+		v.Privacy = &StreamPrivacy{StateEpsilon: s.Privacy.State, ReleaseEpsilon: s.Privacy.PerRelease, ReleaseNoise: string(s.Estimator.ReleaseNoise)}
+		if n := s.Estimator.MaxReleases; n > 0 {
+			total := float64(n) * s.Privacy.PerRelease
+			v.Privacy.MaxTotalEpsilon = &total
+		}
 	}
 	if s.Continual {
 		v.Config = s.Density
@@ -74,10 +79,16 @@ func streamView(s service.Stream) StreamView {
 
 // StreamPrivacy states a stream's guarantee: the state is state_epsilon-DP
 // against one unannounced intrusion (user level) and each release spends
-// release_epsilon more.
+// release_epsilon more (charged to the dataset, if any). With max_releases
+// set, max_total_epsilon = max_releases * release_epsilon is the most the
+// stream's releases may spend.
 type StreamPrivacy struct {
 	StateEpsilon   float64 `json:"state_epsilon"`
 	ReleaseEpsilon float64 `json:"release_epsilon"`
+	// ReleaseNoise echoes the noise mode: calibrated (release_epsilon is the
+	// asked epsilon) or paper.
+	ReleaseNoise    string   `json:"release_noise,omitempty" enums:"calibrated,paper"`
+	MaxTotalEpsilon *float64 `json:"max_total_epsilon,omitempty"`
 }
 
 // EventsRequest is a batch of stream events.

@@ -73,17 +73,31 @@ func TestStreamLifecycle(t *testing.T) {
 			t.Fatalf("intrusions = %d", sv.Intrusions)
 		}
 
-		// release_noise = calibrated: every release costs exactly epsilon.
-		cr := ts.postJSON(t, "/v1/streams", `{"estimator":"density","algorithm":"dwork","epsilon":0.25,"universe_size":1000,"sample_size":500,"release_noise":"calibrated"}`)
-		var crv struct {
+		// By default (release_noise = calibrated) every release costs exactly
+		// the asked epsilon, and the create response says so, with the total
+		// max_releases may spend; paper states its exact cost (4 eps/eps = 4
+		// for Dwork's pair) and total.
+		type streamPrivacy struct {
 			ID      string `json:"id"`
 			Privacy struct {
-				ReleaseEpsilon float64 `json:"release_epsilon"`
+				ReleaseEpsilon  float64  `json:"release_epsilon"`
+				ReleaseNoise    string   `json:"release_noise"`
+				MaxTotalEpsilon *float64 `json:"max_total_epsilon"`
 			} `json:"privacy"`
 		}
+		pr := ts.postJSON(t, "/v1/streams", `{"estimator":"density","algorithm":"dwork","epsilon":0.25,"universe_size":1000,"sample_size":500,"release_noise":"paper","max_releases":10}`)
+		var prv streamPrivacy
+		pr.json(t, &prv)
+		if pr.status != 201 || prv.Privacy.ReleaseNoise != "paper" || math.Abs(prv.Privacy.ReleaseEpsilon-4) > 1e-9 ||
+			prv.Privacy.MaxTotalEpsilon == nil || math.Abs(*prv.Privacy.MaxTotalEpsilon-40) > 1e-9 {
+			t.Fatalf("paper stream: %d %s", pr.status, pr.body)
+		}
+		cr := ts.postJSON(t, "/v1/streams", `{"estimator":"density","algorithm":"dwork","epsilon":0.25,"universe_size":1000,"sample_size":500,"max_releases":10}`)
+		var crv streamPrivacy
 		cr.json(t, &crv)
-		if cr.status != 201 || crv.Privacy.ReleaseEpsilon != 0.25 {
-			t.Fatalf("calibrated stream: %d %s", cr.status, cr.body)
+		if cr.status != 201 || crv.Privacy.ReleaseEpsilon != 0.25 || crv.Privacy.ReleaseNoise != "calibrated" ||
+			crv.Privacy.MaxTotalEpsilon == nil || *crv.Privacy.MaxTotalEpsilon != 2.5 {
+			t.Fatalf("default (calibrated) stream: %d %s", cr.status, cr.body)
 		}
 		var crel struct {
 			EpsilonSpent float64 `json:"epsilon_spent"`
@@ -233,9 +247,9 @@ func TestBudgetNeverOverspends(t *testing.T) {
 			}
 		}
 		// A stream on the dataset: its releases are charged, and refused once spent.
-		// An OptBern release at eps = 0.25 costs eps/tanh(eps/2) = 2.01: a
-		// budget of 5 holds two.
-		if r := ts.postJSON(t, "/v1/datasets", `{"name":"s","epsilon_budget":5,"delta_budget":0}`); r.status != 201 {
+		// A release at eps = 0.25 costs exactly 0.25 by default (calibrated
+		// noise): a budget of 0.6 holds two.
+		if r := ts.postJSON(t, "/v1/datasets", `{"name":"s","epsilon_budget":0.6,"delta_budget":0}`); r.status != 201 {
 			t.Fatal(r.status)
 		}
 		r := ts.postJSON(t, "/v1/streams", `{"dataset":"s","estimator":"density","epsilon":0.25,"universe_size":1000,"sample_size":100}`)
@@ -248,13 +262,13 @@ func TestBudgetNeverOverspends(t *testing.T) {
 			statuses = append(statuses, ts.postJSON(t, "/v1/streams/"+sv.ID+"/releases", "").status)
 		}
 		if statuses[0] != 200 || statuses[1] != 200 || statuses[2] != 409 || statuses[3] != 409 {
-			t.Fatalf("stream releases on a budget of 5: %v", statuses)
+			t.Fatalf("stream releases on a budget of 0.6: %v", statuses)
 		}
 		var ds struct {
 			Spent struct{ Epsilon float64 } `json:"spent"`
 		}
 		ts.get(t, "/v1/datasets/s").json(t, &ds)
-		if math.Abs(ds.Spent.Epsilon-2*0.25/math.Tanh(0.125)) > 1e-6 {
+		if math.Abs(ds.Spent.Epsilon-2*0.25) > 1e-12 {
 			t.Fatalf("overspent: %g", ds.Spent.Epsilon)
 		}
 	})

@@ -139,7 +139,7 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
-                "description": "algorithm: simple (Laplace per step), randomized_response, cascading (buffers, Fig. 2; d, l, kappa optional, else Corollary 6.1), tree (binary-tree counter, noised from initialisation). Without algorithm pwsd picks the lowest-error one for the horizon.",
+                "description": "algorithm: simple (Laplace per step), randomized_response, cascading (buffers, Fig. 2; d, l, kappa optional, else Corollary 6.1), tree (binary-tree counter, noised from initialisation). Without algorithm pwsd picks the lowest-error one for the horizon. postprocess: monotone adds, beside each raw output, a count clamped to [0, t] and non-decreasing (PAVA isotonic regression given what was published; free post-processing).",
                 "consumes": [
                     "application/json"
                 ],
@@ -1081,6 +1081,17 @@ const docTemplate = `{
                         "schema": {
                             "$ref": "#/definitions/api.SampleRequest"
                         }
+                    },
+                    {
+                        "enum": [
+                            "mle",
+                            "biased_down"
+                        ],
+                        "type": "string",
+                        "default": "mle",
+                        "description": "estimator of each key's contribution: mle | biased_down",
+                        "name": "estimator",
+                        "in": "query"
                     }
                 ],
                 "responses": {
@@ -1173,6 +1184,17 @@ const docTemplate = `{
                         "description": "next_cursor of the previous page (opaque)",
                         "name": "cursor",
                         "in": "query"
+                    },
+                    {
+                        "enum": [
+                            "mle",
+                            "biased_down"
+                        ],
+                        "type": "string",
+                        "default": "mle",
+                        "description": "estimator of each key's contribution: mle | biased_down",
+                        "name": "estimator",
+                        "in": "query"
                     }
                 ],
                 "responses": {
@@ -1242,14 +1264,14 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
-                "description": "Selection L(x) by key (repeatable), key_prefix and key_regex (RE2, length-limited); none selects all keys. Estimators: mle (default), biased_down (never over-estimates in expectation), unbiased (exactly unbiased, but can be negative with huge variance). 422 for a keys-only sample.",
+                "description": "Selection L(x) by key (repeatable), key_prefix and key_regex (RE2, length-limited); none selects all keys. Estimators: mle (default), biased_down (never over-estimates in expectation), unbiased (exactly unbiased, but can be negative with huge variance). 422 for a keys-only sample.\nstandard_error: square root of the plug-in Horvitz-Thompson variance sum over selected reported keys of V(i)/pi_i at the key's MLE frequency i, V(i) the exact per-frequency variance of the estimator (sampling and sanitizer noise). interval: estimate -/+ z*standard_error at level (default 0.95), lower end clamped at 0. reliability: supported_from (pi_i \u003e= 1/2 from there), the share of the answer carried by keys with MLE frequency below 2*supported_from, reliable=false with a note when that share exceeds 1/5. The interval covers sampling and sanitizer noise, not the bias from keys well below supported_from, which are almost never reported.\ngroup_by=prefix with delimiter=D (the part of the key before the first D; the whole key without D) or length=N (its first N characters) answers every group that has a selected reported key.",
                 "produces": [
                     "application/json"
                 ],
                 "tags": [
                     "samples"
                 ],
-                "summary": "Estimate sum_x L(x) g(w_x) from a sanitized sample",
+                "summary": "Estimate sum_x L(x) g(w_x) from a sanitized sample, with error bars",
                 "parameters": [
                     {
                         "type": "string",
@@ -1293,6 +1315,34 @@ const docTemplate = `{
                         "description": "select keys matching this RE2 expression",
                         "name": "key_regex",
                         "in": "query"
+                    },
+                    {
+                        "type": "number",
+                        "default": 0.95,
+                        "description": "confidence level of the interval, in (0, 1)",
+                        "name": "level",
+                        "in": "query"
+                    },
+                    {
+                        "enum": [
+                            "prefix"
+                        ],
+                        "type": "string",
+                        "description": "prefix: answer every group",
+                        "name": "group_by",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "with group_by=prefix: group by the part of the key before the first delimiter",
+                        "name": "delimiter",
+                        "in": "query"
+                    },
+                    {
+                        "type": "integer",
+                        "description": "with group_by=prefix: group by the first length characters",
+                        "name": "length",
+                        "in": "query"
                     }
                 ],
                 "responses": {
@@ -1324,7 +1374,7 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
-                "description": "Reported keys in sanitized order, each weighted by its biased-down estimated count (so unsampled and unreported keys are accounted for); the quantile is the MLE frequency estimate of the key where the cumulative weight reaches q.",
+                "description": "population=all (default): the frequency distribution of all keys, reported or not: each reported key carries its MLE frequency and weight 1/pi_i (its inverse inclusion probability at that frequency). population=reported: the reported keys, weight 1. The answer is the lower inverse-CDF quantile. supported_from is the frequency below which keys are mostly unreported (pi_i \u003c 1/2); quantiles below it are marked supported=false: they extrapolate from few reports.",
                 "produces": [
                     "application/json"
                 ],
@@ -1350,6 +1400,17 @@ const docTemplate = `{
                         "name": "q",
                         "in": "query",
                         "required": true
+                    },
+                    {
+                        "enum": [
+                            "all",
+                            "reported"
+                        ],
+                        "type": "string",
+                        "default": "all",
+                        "description": "all | reported",
+                        "name": "population",
+                        "in": "query"
                     }
                 ],
                 "responses": {
@@ -1387,7 +1448,7 @@ const docTemplate = `{
                 "tags": [
                     "samples"
                 ],
-                "summary": "Rank of a reported key in the sanitized order (1 = largest)",
+                "summary": "Rank of a reported key by estimated frequency (1 = largest)",
                 "parameters": [
                     {
                         "type": "string",
@@ -1433,14 +1494,14 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
-                "description": "Ordered by sanitized value (ordinal tokens; ties broken at random per request). Algorithm 5 maximises the probability that any pair is ordered correctly.",
+                "description": "Ordered by MLE frequency, ties by sanitized value (the sanitized order; remaining ties at random per request). Algorithm 5 maximises the probability that any pair is ordered correctly. Each key shows its frequency (MLE) and contribution (its term in the MLE sum estimate).",
                 "produces": [
                     "application/json"
                 ],
                 "tags": [
                     "samples"
                 ],
-                "summary": "Top-k keys in the sanitized order",
+                "summary": "Top-k keys by estimated frequency",
                 "parameters": [
                     {
                         "type": "string",
@@ -2208,6 +2269,13 @@ const docTemplate = `{
                 },
                 "l": {
                     "type": "number"
+                },
+                "postprocess": {
+                    "description": "Postprocess \"monotone\" publishes, beside each raw output, the count\nclamped to [0, t] and made non-decreasing (isotonic regression by\nPAVA, given the counts already published): post-processing, free of\nprivacy cost.",
+                    "type": "string",
+                    "enum": [
+                        "monotone"
+                    ]
                 }
             }
         },
@@ -2233,6 +2301,13 @@ const docTemplate = `{
                     "type": "integer"
                 },
                 "id": {
+                    "type": "string"
+                },
+                "monotone_count": {
+                    "type": "number"
+                },
+                "postprocess": {
+                    "description": "Postprocess echoes the post-processing; MonotoneCount is its latest\noutput (beside count, the raw one).",
                     "type": "string"
                 },
                 "steps": {
@@ -2309,6 +2384,9 @@ const docTemplate = `{
         "api.EstimateView": {
             "type": "object",
             "properties": {
+                "delimiter": {
+                    "type": "string"
+                },
                 "estimate": {
                     "type": "number"
                 },
@@ -2318,15 +2396,37 @@ const docTemplate = `{
                 "g": {
                     "type": "string"
                 },
+                "group_by": {
+                    "description": "GroupBy echoes the grouping (\"prefix\"), absent without one.",
+                    "type": "string"
+                },
+                "groups": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/api.GroupView"
+                    }
+                },
+                "interval": {
+                    "$ref": "#/definitions/api.IntervalView"
+                },
+                "length": {
+                    "type": "integer"
+                },
                 "note": {
                     "description": "Note labels the unbiased estimator.",
                     "type": "string"
+                },
+                "reliability": {
+                    "$ref": "#/definitions/api.ReliabilityView"
                 },
                 "sample": {
                     "type": "string"
                 },
                 "selected": {
                     "type": "integer"
+                },
+                "standard_error": {
+                    "type": "number"
                 }
             }
         },
@@ -2406,6 +2506,44 @@ const docTemplate = `{
                 }
             }
         },
+        "api.GroupView": {
+            "type": "object",
+            "properties": {
+                "estimate": {
+                    "type": "number"
+                },
+                "group": {
+                    "type": "string"
+                },
+                "interval": {
+                    "$ref": "#/definitions/api.IntervalView"
+                },
+                "reliability": {
+                    "$ref": "#/definitions/api.ReliabilityView"
+                },
+                "selected": {
+                    "type": "integer"
+                },
+                "standard_error": {
+                    "type": "number"
+                }
+            }
+        },
+        "api.IntervalView": {
+            "type": "object",
+            "properties": {
+                "level": {
+                    "type": "number",
+                    "example": 0.95
+                },
+                "lower": {
+                    "type": "number"
+                },
+                "upper": {
+                    "type": "number"
+                }
+            }
+        },
         "api.PrivacyParams": {
             "type": "object",
             "required": [
@@ -2466,27 +2604,55 @@ const docTemplate = `{
                 },
                 "q": {
                     "type": "number"
+                },
+                "supported": {
+                    "description": "Supported is false when frequency is below supported_from: keys there\nare mostly unreported and the answer extrapolates.",
+                    "type": "boolean"
                 }
             }
         },
         "api.QuantilesView": {
             "type": "object",
             "properties": {
+                "near_or_below_share": {
+                    "type": "number"
+                },
+                "note": {
+                    "type": "string"
+                },
+                "population": {
+                    "type": "string",
+                    "enum": [
+                        "all",
+                        "reported"
+                    ]
+                },
                 "quantiles": {
                     "type": "array",
                     "items": {
                         "$ref": "#/definitions/api.QuantileView"
                     }
                 },
+                "reliable": {
+                    "description": "Reliable is false (population all) when more than a fifth of the\nestimated keys sit at frequencies below 2*supported_from: the number of\nkeys, and so every quantile's rank, is then uncertain; Note says why.",
+                    "type": "boolean"
+                },
                 "sample": {
                     "type": "string"
+                },
+                "supported_from": {
+                    "description": "SupportedFrom: below this frequency keys are mostly unreported\n(pi_i \u003c 1/2); quantiles below it rest on few reports with large weights.",
+                    "type": "integer"
                 }
             }
         },
         "api.RankView": {
             "type": "object",
             "properties": {
-                "estimate": {
+                "contribution": {
+                    "type": "number"
+                },
+                "frequency": {
                     "type": "number"
                 },
                 "key": {
@@ -2509,7 +2675,10 @@ const docTemplate = `{
         "api.RankedView": {
             "type": "object",
             "properties": {
-                "estimate": {
+                "contribution": {
+                    "type": "number"
+                },
+                "frequency": {
                     "type": "number"
                 },
                 "key": {
@@ -2544,6 +2713,27 @@ const docTemplate = `{
                 },
                 "ref": {
                     "type": "string"
+                }
+            }
+        },
+        "api.ReliabilityView": {
+            "type": "object",
+            "properties": {
+                "near_or_below_share": {
+                    "description": "NearOrBelowShare is the estimated share of the answer carried by\nreported keys whose MLE frequency is below 2*supported_from.",
+                    "type": "number"
+                },
+                "note": {
+                    "description": "Note explains an unreliable answer.",
+                    "type": "string"
+                },
+                "reliable": {
+                    "description": "Reliable is false when more than a fifth of the answer comes from\nkeys near or below SupportedFrom.",
+                    "type": "boolean"
+                },
+                "supported_from": {
+                    "description": "SupportedFrom is the frequency below which keys are mostly unreported\n(pi_i \u003c 1/2, end to end); 0 when no frequency reaches 1/2.",
+                    "type": "integer"
                 }
             }
         },
@@ -2612,6 +2802,14 @@ const docTemplate = `{
                 },
                 "dataset": {
                     "type": "string"
+                },
+                "estimator": {
+                    "description": "Estimator names the estimator of the elements' contribution (mle or\nbiased_down); absent for a keys release.",
+                    "type": "string",
+                    "enum": [
+                        "mle",
+                        "biased_down"
+                    ]
                 },
                 "expires_at": {
                     "description": "ExpiresAt is when the sample is deleted (PWSD_SAMPLE_TTL); absent:\nkept until deleted.",
@@ -2693,6 +2891,14 @@ const docTemplate = `{
                     "items": {
                         "$ref": "#/definitions/api.SanitizedElement"
                     }
+                },
+                "estimator": {
+                    "description": "Estimator names the estimator of the elements' contribution (mle or\nbiased_down); absent for a keys release.",
+                    "type": "string",
+                    "enum": [
+                        "mle",
+                        "biased_down"
+                    ]
                 },
                 "expires_at": {
                     "description": "ExpiresAt is when the sample is deleted (PWSD_SAMPLE_TTL); absent:\nkept until deleted.",
@@ -2777,7 +2983,10 @@ const docTemplate = `{
         "api.SanitizedElement": {
             "type": "object",
             "properties": {
-                "estimate": {
+                "contribution": {
+                    "type": "number"
+                },
+                "frequency": {
                     "type": "number"
                 },
                 "key": {
@@ -2819,6 +3028,12 @@ const docTemplate = `{
         "api.StepsView": {
             "type": "object",
             "properties": {
+                "monotone": {
+                    "type": "array",
+                    "items": {
+                        "type": "number"
+                    }
+                },
                 "outputs": {
                     "type": "array",
                     "items": {
@@ -2846,8 +3061,19 @@ const docTemplate = `{
         "api.StreamPrivacy": {
             "type": "object",
             "properties": {
+                "max_total_epsilon": {
+                    "type": "number"
+                },
                 "release_epsilon": {
                     "type": "number"
+                },
+                "release_noise": {
+                    "description": "ReleaseNoise echoes the noise mode: calibrated (release_epsilon is the\nasked epsilon) or paper.",
+                    "type": "string",
+                    "enum": [
+                        "calibrated",
+                        "paper"
+                    ]
                 },
                 "state_epsilon": {
                     "type": "number"
@@ -2933,7 +3159,7 @@ const docTemplate = `{
                     "minimum": 1
                 },
                 "release_noise": {
-                    "description": "ReleaseNoise: paper (default; the papers' noise, charged at its exact\ncost, see privacy.release_epsilon) or calibrated (noise scaled so each\nrelease costs exactly epsilon).",
+                    "description": "ReleaseNoise: calibrated (default: the papers' noise scaled so that each\nrelease costs exactly the asked epsilon) or paper (the papers' noise,\nunder which their MSE theorems hold, charged at its exact cost, which\nexceeds epsilon, see privacy.release_epsilon).",
                     "type": "string",
                     "enum": [
                         "paper",
@@ -3067,7 +3293,7 @@ var SwaggerInfo = &swag.Spec{
 	BasePath:         "/",
 	Schemes:          []string{},
 	Title:            "pwsd — private weighted sampling service",
-	Description:      "pwsd turns non-private weighted samples (threshold, ppswor, priority) into (epsilon, delta)-differentially private ones, estimates linear and ordinal statistics from them, and runs pan-private streaming estimators and counters under continual observation.\nSanitized values (\"value\", table \"outcomes\") are ORDINAL TOKENS, not frequencies: a key of true frequency i is typically reported near i - L. Use the \"estimate\" fields for frequencies.",
+	Description:      "pwsd turns non-private weighted samples (threshold, ppswor, priority) into (epsilon, delta)-differentially private ones, estimates linear and ordinal statistics from them, and runs pan-private streaming estimators and counters under continual observation.\nSanitized values (\"value\", table \"outcomes\") are ORDINAL TOKENS, not frequencies: a key of true frequency i is typically reported near i - L. Use the \"frequency\" fields for frequencies (\"contribution\" is a key's term in a sum, with 1/q weighting under sampling).",
 	InfoInstanceName: "swagger",
 	SwaggerTemplate:  docTemplate,
 	LeftDelim:        "{{",

@@ -176,7 +176,9 @@ func TestIncidenceNoiseLawRatios(t *testing.T) {
 }
 
 // TestPrivacyAccounting checks the stated guarantees: eps per state and per
-// release, and (l+1) eps for the l+1 heavy-hitter tables (Theorem 4.1).
+// release, and (l+1) eps for the l+1 heavy-hitter tables (Theorem 4.1). With
+// release_noise = paper a release costs its exact cost at the papers' noise;
+// by default (calibrated) exactly the asked eps.
 func TestPrivacyAccounting(t *testing.T) {
 	for _, cfg := range []Config{
 		{Estimator: KindDensity, Algorithm: AlgorithmDwork, Epsilon: 0.3, UniverseSize: 100, SampleSize: 10},
@@ -185,6 +187,10 @@ func TestPrivacyAccounting(t *testing.T) {
 		{Estimator: KindHeavyHitters, Epsilon: 0.3, UniverseSize: 100, SampleSize: 10, K: 4, MaxOccurrences: 64},
 		{Estimator: KindIncidence, Epsilon: 0.3, UniverseSize: 100, SampleSize: 10, T: 2, MaxOccurrences: 8},
 	} {
+		if p := mustNew(t, cfg, dprand.Seeded(1)).Privacy(); p.PerRelease != cfg.Epsilon {
+			t.Errorf("%s: a default release costs %g, want exactly the asked epsilon %g", cfg.Estimator, p.PerRelease, cfg.Epsilon)
+		}
+		cfg.ReleaseNoise = NoisePaper
 		e := mustNew(t, cfg, dprand.Seeded(1))
 		want := 0.3
 		if h, ok := e.(*heavyHitters); ok {

@@ -120,10 +120,11 @@ type Config struct {
 	Rho float64 `json:"rho,omitempty"`
 	// Moduli is the number of random primes of incidence (default 3).
 	Moduli int `json:"moduli,omitempty"`
-	// ReleaseNoise chooses the noise of a release: "paper" (default) adds the
-	// papers' Laplace noise and charges its exact cost, which exceeds
-	// epsilon (see Privacy.PerRelease); "calibrated" scales the noise up so
-	// that every release costs exactly epsilon.
+	// ReleaseNoise chooses the noise of a release: "calibrated" (default)
+	// scales the papers' noise up so that every release costs exactly
+	// epsilon, the epsilon the user asked for; "paper" adds the papers'
+	// Laplace noise (their MSE theorems hold as stated) and charges its exact
+	// cost, which exceeds epsilon (see Privacy.PerRelease).
 	ReleaseNoise ReleaseNoise `json:"release_noise,omitempty"`
 	// MaxReleases caps the number of releases; 0 means no cap (the service's
 	// budget ledger is then the only limit).
@@ -221,7 +222,7 @@ func (c Config) validate(resolved bool) (Config, error) {
 	}
 	switch c.ReleaseNoise {
 	case "":
-		c.ReleaseNoise = NoisePaper
+		c.ReleaseNoise = NoiseCalibrated
 	case NoisePaper, NoiseCalibrated:
 	default:
 		return c, paramErr("release_noise", "must be paper or calibrated")

@@ -143,6 +143,11 @@ type CounterConfig struct {
 	L float64 `json:"l,omitempty"`
 	// Kappa is the cascading counter's confidence parameter kappa.
 	Kappa float64 `json:"kappa,omitempty"`
+	// Postprocess optionally publishes, beside the raw outputs, a
+	// post-processed count (MonotoneOutputs); it is not part of the
+	// mechanism and costs no privacy. The caller keeps it (and the latest
+	// post-processed output) with the counter.
+	Postprocess CounterPostprocess `json:"postprocess,omitempty"`
 }
 
 // Validate checks c and reports the first invalid field as a
@@ -152,6 +157,9 @@ func (c CounterConfig) Validate() error {
 		return err
 	}
 	if err := counterValidateHorizon("horizon", c.Horizon); err != nil {
+		return err
+	}
+	if err := c.Postprocess.Validate(); err != nil {
 		return err
 	}
 	switch c.Algorithm {

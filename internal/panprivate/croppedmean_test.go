@@ -43,7 +43,7 @@ func TestCroppedMeanUnbiasedWithExactMSE(t *testing.T) {
 		}
 		exact := tt*tt*avgPi/(m*g*g) + 2*tt*tt/(eps*eps*m*m) + popVar/m*float64(n-m)/float64(n-1)
 		rng, noise := dprand.Seeded(72), seededNoise(73)
-		cfg := Config{Estimator: KindCroppedMean, Algorithm: alg, Epsilon: eps, UniverseSize: n, SampleSize: m, T: tt}
+		cfg := Config{Estimator: KindCroppedMean, Algorithm: alg, Epsilon: eps, UniverseSize: n, SampleSize: m, T: tt, ReleaseNoise: NoisePaper}
 		var errs, sq sample
 		for r := 0; r < runs; r++ {
 			_, est := runRelease(t, cfg, rng, noise, evs)

@@ -62,7 +62,7 @@ func TestDensityMSEMatchesTheorems(t *testing.T) {
 		{AlgorithmOptBern, 0.2},
 	} {
 		rng, noise := dprand.Seeded(12), seededNoise(13)
-		cfg := Config{Estimator: KindDensity, Algorithm: tc.alg, Epsilon: tc.eps, UniverseSize: n, SampleSize: m}
+		cfg := Config{Estimator: KindDensity, Algorithm: tc.alg, Epsilon: tc.eps, UniverseSize: n, SampleSize: m, ReleaseNoise: NoisePaper}
 		var sq sample
 		for r := 0; r < runs; r++ {
 			_, est := runRelease(t, cfg, rng, noise, evs)
@@ -108,7 +108,7 @@ func TestPPDSMSEWithinTheorem(t *testing.T) {
 		}
 		d := density(n, evs)
 		rng, noise := dprand.Seeded(22), seededNoise(23)
-		cfg := Config{Estimator: KindDensity, Algorithm: AlgorithmPPDS, Epsilon: 0.5, UniverseSize: n, SampleSize: m}
+		cfg := Config{Estimator: KindDensity, Algorithm: AlgorithmPPDS, Epsilon: 0.5, UniverseSize: n, SampleSize: m, ReleaseNoise: NoisePaper}
 		var sq, errs, bound sample
 		for r := 0; r < runs; r++ {
 			e, est := runRelease(t, cfg, rng, noise, evs)
@@ -147,7 +147,7 @@ func TestDensityQualitativeResults(t *testing.T) {
 	mse := func(alg Algorithm, n uint64, m, runs int, evs []Event, seed uint64) *sample {
 		d := density(n, evs)
 		rng, noise := dprand.Seeded(seed), seededNoise(seed+1)
-		cfg := Config{Estimator: KindDensity, Algorithm: alg, Epsilon: eps, UniverseSize: n, SampleSize: m}
+		cfg := Config{Estimator: KindDensity, Algorithm: alg, Epsilon: eps, UniverseSize: n, SampleSize: m, ReleaseNoise: NoisePaper}
 		var sq sample
 		for r := 0; r < runs; r++ {
 			_, est := runRelease(t, cfg, rng, noise, evs)

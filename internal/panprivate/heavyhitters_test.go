@@ -105,7 +105,7 @@ func TestHeavyHittersSanity(t *testing.T) {
 	}
 	evs := streamFromCounts(rng, counts)
 	const truth = 0.2
-	cfg := Config{Estimator: KindHeavyHitters, Algorithm: AlgorithmOptBern, Epsilon: 0.5, UniverseSize: n, SampleSize: n, K: 4, MaxOccurrences: 16, Rho: 1}
+	cfg := Config{Estimator: KindHeavyHitters, Algorithm: AlgorithmOptBern, Epsilon: 0.5, UniverseSize: n, SampleSize: n, K: 4, MaxOccurrences: 16, Rho: 1, ReleaseNoise: NoisePaper}
 	want, wantE := hhExpected(cfg, counts)
 	t.Logf("truth %.4f, recursion on exact cropped means %.4f", truth, want)
 	if math.Abs(want-truth) > 0.05 {

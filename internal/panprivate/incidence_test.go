@@ -92,11 +92,11 @@ func TestIncidenceSanity(t *testing.T) {
 		runs  int
 		tol   func(se float64) float64
 	}{
-		{"no collisions", Config{Estimator: KindIncidence, Epsilon: 1, UniverseSize: n, SampleSize: n, T: 1, MaxOccurrences: 8, Moduli: 1, K: 11},
+		{"no collisions", Config{Estimator: KindIncidence, Epsilon: 1, UniverseSize: n, SampleSize: n, T: 1, MaxOccurrences: 8, Moduli: 1, K: 11, ReleaseNoise: NoisePaper},
 			clean, 0.35, 40, func(se float64) float64 { return 5*se + 0.01 }},
-		{"collisions, three primes <= 13", Config{Estimator: KindIncidence, Epsilon: 1, UniverseSize: n, SampleSize: n, T: 2, MaxOccurrences: 8, Moduli: 3, K: 13},
+		{"collisions, three primes <= 13", Config{Estimator: KindIncidence, Epsilon: 1, UniverseSize: n, SampleSize: n, T: 2, MaxOccurrences: 8, Moduli: 3, K: 13, ReleaseNoise: NoisePaper},
 			colliding, 0.2, 15, func(float64) float64 { return 0.1 }},
-		{"collisions, sampled, default range", Config{Estimator: KindIncidence, Epsilon: 1, UniverseSize: 2 * n, SampleSize: n, T: 4, MaxOccurrences: 8, Moduli: 2},
+		{"collisions, sampled, default range", Config{Estimator: KindIncidence, Epsilon: 1, UniverseSize: 2 * n, SampleSize: n, T: 4, MaxOccurrences: 8, Moduli: 2, ReleaseNoise: NoisePaper},
 			colliding, 0.075, 15, func(float64) float64 { return 0.1 }},
 	} {
 		rng, noise := dprand.Seeded(63), seededNoise(64)

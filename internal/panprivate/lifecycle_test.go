@@ -472,7 +472,7 @@ func TestStringIDsMapToSameUser(t *testing.T) {
 
 // TestReleaseLimit checks max_releases, also across a marshal round trip.
 func TestReleaseLimit(t *testing.T) {
-	cfg := Config{Estimator: KindDensity, Epsilon: 0.5, UniverseSize: 100, SampleSize: 10, MaxReleases: 2}
+	cfg := Config{Estimator: KindDensity, Epsilon: 0.5, UniverseSize: 100, SampleSize: 10, MaxReleases: 2, ReleaseNoise: NoisePaper}
 	e := mustNew(t, cfg, dprand.Seeded(1))
 	noise := seededNoise(2)
 	for i := 0; i < 2; i++ {

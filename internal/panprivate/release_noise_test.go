@@ -7,10 +7,11 @@ import (
 	"github.com/pwsd/pwsd/internal/dprand"
 )
 
-// TestCalibratedReleaseNoise: with release_noise = calibrated every release
-// costs exactly epsilon, because its noise is the papers' noise scaled by
-// cost/epsilon (checked draw by draw with identical noise streams); with the
-// default (paper) the noise is the papers' and the charge is its exact cost.
+// TestCalibratedReleaseNoise: by default (release_noise = calibrated) every
+// release charges exactly the asked epsilon, because its noise is the papers'
+// noise scaled by cost/epsilon (checked draw by draw with identical noise
+// streams); with release_noise = paper the noise is the papers' and the
+// charge is its exact cost.
 func TestCalibratedReleaseNoise(t *testing.T) {
 	for _, cfg := range []Config{
 		{Estimator: KindDensity, Algorithm: AlgorithmDwork, Epsilon: 0.3, UniverseSize: 1000, SampleSize: 100},
@@ -19,12 +20,12 @@ func TestCalibratedReleaseNoise(t *testing.T) {
 		{Estimator: KindCroppedMean, Epsilon: 0.3, UniverseSize: 1000, SampleSize: 100, T: 3},
 		{Estimator: KindHeavyHitters, Epsilon: 0.3, UniverseSize: 1000, SampleSize: 50, K: 4, MaxOccurrences: 64},
 	} {
-		paperCfg, calCfg := cfg, cfg
-		calCfg.ReleaseNoise = NoiseCalibrated
+		paperCfg, calCfg := cfg, cfg // calCfg: the default
+		paperCfg.ReleaseNoise = NoisePaper
 		paper := mustNew(t, paperCfg, dprand.Seeded(5))
 		cal := mustNew(t, calCfg, dprand.Seeded(5))
-		if paper.Config().ReleaseNoise != NoisePaper {
-			t.Fatalf("%s: default release noise %q, want paper", cfg.Estimator, paper.Config().ReleaseNoise)
+		if cal.Config().ReleaseNoise != NoiseCalibrated {
+			t.Fatalf("%s: default release noise %q, want calibrated", cfg.Estimator, cal.Config().ReleaseNoise)
 		}
 		cost := paper.Privacy().PerRelease
 		if got := cal.Privacy().PerRelease; math.Abs(got-cfg.Epsilon) > 1e-12 {

@@ -16,6 +16,42 @@ type Counter struct {
 	CreatedAt time.Time
 	State     panprivate.CounterState
 	Level     string // the kind of guarantee, e.g. event-level pan-private
+	// Postprocess is the post-processing published beside the raw outputs.
+	Postprocess panprivate.CounterPostprocess
+	// Monotone is the latest post-processed count (0 before any step);
+	// meaningful only with Postprocess set.
+	Monotone float64
+}
+
+// counterRecord is the JSON kept in a counter's record config: the state at
+// creation (as before) plus the post-processing and its latest output, which
+// are functions of published outputs only (no privacy cost, not part of the
+// pan-private state).
+type counterRecord struct {
+	panprivate.CounterState
+	Postprocess panprivate.CounterPostprocess `json:"postprocess,omitempty"`
+	Monotone    float64                       `json:"monotone,omitempty"`
+}
+
+// counterRecordOf decodes a record's config; records written before
+// post-processing existed decode with none.
+func counterRecordOf(rec *store.StateRecord) (counterRecord, error) {
+	var cr counterRecord
+	if len(rec.Config) == 0 {
+		return cr, nil
+	}
+	if err := json.Unmarshal(rec.Config, &cr); err != nil {
+		return cr, fmt.Errorf("decoding counter config: %w", err)
+	}
+	return cr, cr.Postprocess.Validate()
+}
+
+// CounterOutputs are the outputs of a batch of steps: the raw ones and, with
+// post-processing, the post-processed ones.
+type CounterOutputs struct {
+	Raw         []float64
+	Postprocess panprivate.CounterPostprocess
+	Monotone    []float64
 }
 
 // CreateCounter validates cfg (an empty algorithm takes the lowest-error one
@@ -30,13 +66,16 @@ func (s *Service) CreateCounter(ctx context.Context, cfg panprivate.CounterConfi
 		return Counter{}, fmt.Errorf("encoding counter: %w", err)
 	}
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	conf, _ := json.Marshal(c.State())
+	conf, err := json.Marshal(counterRecord{CounterState: c.State(), Postprocess: cfg.Postprocess})
+	if err != nil {
+		return Counter{}, fmt.Errorf("encoding counter config: %w", err)
+	}
 	rec := &store.StateRecord{Kind: kindCounter, ID: newID(), Config: conf, State: state, CreatedAt: now, UpdatedAt: now}
 	if err := s.store.CreateState(ctx, rec, nil); err != nil {
 		return Counter{}, storeErr(err, "creating counter")
 	}
 	_, level := c.Cost()
-	return Counter{ID: rec.ID, CreatedAt: now, State: c.State(), Level: level}, nil
+	return Counter{ID: rec.ID, CreatedAt: now, State: c.State(), Level: level, Postprocess: cfg.Postprocess}, nil
 }
 
 // GetCounter returns a counter's public view: steps and the latest output.
@@ -49,21 +88,26 @@ func (s *Service) GetCounter(ctx context.Context, id string) (Counter, error) {
 	if err != nil {
 		return Counter{}, fmt.Errorf("decoding counter: %w", err)
 	}
+	cr, err := counterRecordOf(rec)
+	if err != nil {
+		return Counter{}, err
+	}
 	_, level := c.Cost()
-	return Counter{ID: rec.ID, CreatedAt: rec.CreatedAt, State: c.State(), Level: level}, nil
+	return Counter{ID: rec.ID, CreatedAt: rec.CreatedAt, State: c.State(), Level: level, Postprocess: cr.Postprocess, Monotone: cr.Monotone}, nil
 }
 
 // CounterSteps feeds bits to a counter in one transaction with the state
 // locked and returns one output per step after the new state is durable. A
 // batch that would pass the horizon, or holds a bit other than 0 or 1,
-// changes nothing.
-func (s *Service) CounterSteps(ctx context.Context, id string, bits []int) ([]float64, error) {
+// changes nothing. With post-processing the post-processed outputs come
+// beside the raw ones and the latest is kept with the counter.
+func (s *Service) CounterSteps(ctx context.Context, id string, bits []int) (CounterOutputs, error) {
 	for i, b := range bits {
 		if b != 0 && b != 1 {
-			return nil, fieldErr(fmt.Sprintf("bits[%d]", i), "must be 0 or 1")
+			return CounterOutputs{}, fieldErr(fmt.Sprintf("bits[%d]", i), "must be 0 or 1")
 		}
 	}
-	var outputs []float64
+	var outputs CounterOutputs
 	err := s.store.UpdateState(ctx, kindCounter, id, func(rec *store.StateRecord) (*store.Charge, error) {
 		c, err := panprivate.UnmarshalCounter(rec.State, s.noise, s.newRand())
 		if err != nil {
@@ -73,8 +117,19 @@ func (s *Service) CounterSteps(ctx context.Context, id string, bits []int) ([]fl
 		if st.Steps+int64(len(bits)) > st.Horizon {
 			return nil, fieldErr("bits", "would take the counter past its horizon of %d steps (%d taken)", st.Horizon, st.Steps)
 		}
-		if outputs, err = panprivate.CounterSteps(c, bits); err != nil {
+		if outputs.Raw, err = panprivate.CounterSteps(c, bits); err != nil {
 			return nil, panprivateErr(err)
+		}
+		cr, err := counterRecordOf(rec)
+		if err != nil {
+			return nil, err
+		}
+		if outputs.Postprocess = cr.Postprocess; cr.Postprocess == panprivate.PostprocessMonotone && len(bits) > 0 {
+			outputs.Monotone = panprivate.MonotoneOutputs(outputs.Raw, st.Steps+1, cr.Monotone)
+			cr.Monotone = outputs.Monotone[len(outputs.Monotone)-1]
+			if rec.Config, err = json.Marshal(cr); err != nil {
+				return nil, fmt.Errorf("encoding counter config: %w", err)
+			}
 		}
 		if rec.State, err = c.MarshalBinary(); err != nil {
 			return nil, fmt.Errorf("encoding counter: %w", err)
@@ -83,7 +138,7 @@ func (s *Service) CounterSteps(ctx context.Context, id string, bits []int) ([]fl
 		return nil, nil
 	})
 	if err != nil {
-		return nil, storeErr(err, "stepping counter")
+		return CounterOutputs{}, storeErr(err, "stepping counter")
 	}
 	return outputs, nil
 }

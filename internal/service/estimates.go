@@ -1,14 +1,18 @@
 package service
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/pwsd/pwsd/internal/estimate"
+	"github.com/pwsd/pwsd/internal/sanitize"
 	"github.com/pwsd/pwsd/internal/store"
 )
 
@@ -32,12 +36,6 @@ func (sel Selection) match(key string) bool {
 	return true
 }
 
-// SampleEstimate is the estimate of sum_x L(x) g(w_x) over a stored sample.
-type SampleEstimate struct {
-	Selected int
-	Estimate float64
-}
-
 // frequencySample loads a sample and refuses keys-only releases.
 func (s *Service) frequencySample(ctx context.Context, id string) (*Sample, error) {
 	smp, err := s.GetSample(ctx, id)
@@ -52,6 +50,13 @@ func (s *Service) frequencySample(ctx context.Context, id string) (*Sample, erro
 
 // sampleTable returns the estimator table of (g, e) covering smp's values.
 func (s *Service) sampleTable(ctx context.Context, smp *Sample, g estimate.G, e estimate.Estimator) (*estimate.Table, error) {
+	return s.sampleTableMargin(ctx, smp, g, e, 0)
+}
+
+// sampleTableMargin is sampleTable covering margin more than the largest
+// value: per-frequency statistics are read at MLE frequencies, which lie
+// above the values (a key of frequency i is reported near i - L).
+func (s *Service) sampleTableMargin(ctx context.Context, smp *Sample, g estimate.G, e estimate.Estimator, margin float64) (*estimate.Table, error) {
 	t, err := s.tables.get(smp.Spec.Privacy, smp.Spec.Sampling, smp.Spec.Method)
 	if err != nil {
 		return nil, err
@@ -60,74 +65,227 @@ func (s *Service) sampleTable(ctx context.Context, smp *Sample, g estimate.G, e 
 	for _, el := range smp.Elements {
 		maxValue = math.Max(maxValue, el.Value)
 	}
-	return s.estimatorTable(ctx, t, estimate.Spec{MaxFrequency: estimatorSize(t, maxValue), G: g, Estimator: e})
+	if maxValue > 0 {
+		maxValue += margin
+	}
+	et, err := s.estimatorTable(ctx, t, estimate.Spec{MaxFrequency: estimatorSize(t, maxValue), G: g, Estimator: e})
+	var fe *FieldError
+	if err != nil && g.Kind == estimate.GPower && !errors.As(err, &fe) {
+		// Only powers overflow float64 (w^P / pi_w): a property of the
+		// parameters, answered as a 422 naming g, never a 500.
+		return nil, fieldErr("g", "%s overflows floating point for the frequencies in this sample; use a smaller power", g)
+	}
+	return et, err
 }
 
+// GroupBy groups the selected keys of an estimate: by the part of the key
+// before the first Delimiter, or (Delimiter empty) by its first Length runes.
+// The zero value means no grouping.
+type GroupBy struct {
+	Delimiter string
+	Length    int
+}
+
+func (g GroupBy) enabled() bool { return g.Delimiter != "" || g.Length > 0 }
+
+// GroupEstimate is the estimate of one group.
+type GroupEstimate struct {
+	Group string
+	estimate.SumError
+}
+
+// SampleEstimate is the estimate of sum_x L(x) g(w_x) over a stored sample
+// with its standard error, interval and reliability, and (with a GroupBy) the
+// same for every group of the selection, sorted by group.
+type SampleEstimate struct {
+	estimate.SumError
+	Groups []GroupEstimate
+}
+
+// frequencyTables returns the identity and count MLE tables covering smp's
+// values, from which a reported key's MLE frequency is read.
+func (s *Service) frequencyTables(ctx context.Context, smp *Sample) (identity, count *estimate.Table, err error) {
+	if identity, err = s.sampleTable(ctx, smp, identityG, estimate.MLE); err != nil {
+		return nil, nil, err
+	}
+	if count, err = s.sampleTable(ctx, smp, countG, estimate.MLE); err != nil {
+		return nil, nil, err
+	}
+	return identity, count, nil
+}
+
+var countG = estimate.G{Kind: estimate.GCount}
+
 // EstimateSample estimates sum_x L(x) g(w_x) from a stored sample: the sum of
-// the per-token estimates a_j of the selected reported keys (eq. 10).
-func (s *Service) EstimateSample(ctx context.Context, id string, g estimate.G, e estimate.Estimator, sel Selection) (SampleEstimate, error) {
+// the per-token estimates a_j of the selected reported keys (eq. 10), with
+// the standard error, interval (at level) and reliability of
+// estimate.SumWithError, overall and per group when by is set.
+func (s *Service) EstimateSample(ctx context.Context, id string, g estimate.G, e estimate.Estimator, sel Selection, level float64, by GroupBy) (SampleEstimate, error) {
 	smp, err := s.frequencySample(ctx, id)
 	if err != nil {
 		return SampleEstimate{}, err
 	}
-	et, err := s.sampleTable(ctx, smp, g, e)
+	// Statistics are read at MLE frequencies, up to about 2L above the
+	// largest value; 4L + 8 leaves room.
+	et, err := s.sampleTableMargin(ctx, smp, g, e, 4*sanitize.L(smp.Spec.Privacy)+8)
 	if err != nil {
 		return SampleEstimate{}, err
 	}
-	var out SampleEstimate
-	values := make([]float64, 0, len(smp.Elements))
+	idT, ctT, err := s.frequencyTables(ctx, smp)
+	if err != nil {
+		return SampleEstimate{}, err
+	}
+	var all []estimate.ReportedKey
+	groups := map[string][]estimate.ReportedKey{}
 	for _, el := range smp.Elements {
-		if sel.match(el.Key) {
-			values = append(values, el.Value)
+		if !sel.match(el.Key) {
+			continue
+		}
+		f, err := estimate.MLEFrequency(idT, ctT, el.Value)
+		if err != nil {
+			return SampleEstimate{}, estimateErr(err)
+		}
+		k := estimate.ReportedKey{Value: el.Value, Frequency: f}
+		all = append(all, k)
+		if by.enabled() {
+			gk := estimate.GroupKey(el.Key, by.Delimiter, by.Length)
+			groups[gk] = append(groups[gk], k)
 		}
 	}
-	out.Selected = len(values)
-	if out.Estimate, err = et.EstimateSum(values); err != nil {
-		return SampleEstimate{}, estimateErr(err)
+	var out SampleEstimate
+	if out.SumError, err = sumWithError(et, all, level); err != nil {
+		return SampleEstimate{}, err
+	}
+	if by.enabled() {
+		out.Groups = make([]GroupEstimate, 0, len(groups))
+		for _, name := range slices.Sorted(maps.Keys(groups)) {
+			se, err := sumWithError(et, groups[name], level)
+			if err != nil {
+				return SampleEstimate{}, err
+			}
+			out.Groups = append(out.Groups, GroupEstimate{Group: name, SumError: se})
+		}
 	}
 	return out, nil
 }
 
-// RankedElement is a reported key in the sanitized order.
+// sumWithError maps estimate.SumWithError's errors: a non-finite result is a
+// 422 naming g (the frequency function that overflowed), never a 500.
+func sumWithError(t *estimate.Table, keys []estimate.ReportedKey, level float64) (estimate.SumError, error) {
+	se, err := estimate.SumWithError(t, keys, level)
+	if errors.Is(err, estimate.ErrNotFinite) {
+		return se, fieldErr("g", "gives an estimate or standard error that is not a finite number for this sample; use a smaller power or cap")
+	}
+	if err != nil {
+		return se, estimateErr(err)
+	}
+	return se, nil
+}
+
+// KeyEstimate is what a frequencies release says about one reported key:
+// Frequency, the MLE point estimate of its own frequency, and Contribution,
+// its term a_j in the estimate of a sum of frequencies (g = identity) under
+// the chosen estimator.
+type KeyEstimate struct {
+	Frequency    float64
+	Contribution float64
+}
+
+// KeyEstimates returns the KeyEstimate of every element of a frequencies
+// release, in the order of smp.Elements, with contributions from estimator e
+// (mle or biased_down); nil for a keys release.
+func (s *Service) KeyEstimates(ctx context.Context, smp *Sample, e estimate.Estimator) ([]KeyEstimate, error) {
+	if smp.Spec.Release != ReleaseFrequencies || len(smp.Elements) == 0 {
+		return nil, nil
+	}
+	if e != estimate.MLE && e != estimate.BiasedDown {
+		return nil, fieldErr("estimator", "must be mle or biased_down")
+	}
+	idT, ctT, err := s.frequencyTables(ctx, smp)
+	if err != nil {
+		return nil, err
+	}
+	cT := idT
+	if e != estimate.MLE {
+		if cT, err = s.sampleTable(ctx, smp, identityG, e); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]KeyEstimate, len(smp.Elements))
+	for i, el := range smp.Elements {
+		if out[i].Frequency, err = estimate.MLEFrequency(idT, ctT, el.Value); err != nil {
+			return nil, estimateErr(err)
+		}
+		if out[i].Contribution, err = cT.Estimate(el.Value); err != nil {
+			return nil, estimateErr(err)
+		}
+		if i%4096 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	return out, nil
+}
+
+// RankedElement is a reported key in the order of estimated frequency.
 type RankedElement struct {
 	Rank int
 	store.Element
+	KeyEstimate // contribution under mle
 }
 
-// ordered returns the sample's elements in decreasing sanitized value, ties
-// broken at random with a fresh generator per request.
-func (s *Service) ordered(smp *Sample) []RankedElement {
+// ordered returns the sample's elements by decreasing MLE frequency, ties by
+// decreasing sanitized value, remaining ties at random with a fresh generator
+// per request (the MLE frequency is non-decreasing in the value for the
+// paper's sanitizers, so this is the sanitized order of Section 6 with the
+// frequency shown).
+func (s *Service) ordered(ctx context.Context, smp *Sample) ([]RankedElement, error) {
+	kes, err := s.KeyEstimates(ctx, smp, estimate.MLE)
+	if err != nil {
+		return nil, err
+	}
 	pairs := make([]estimate.Pair, len(smp.Elements))
-	byKey := make(map[string]store.Element, len(smp.Elements))
+	byKey := make(map[string]int, len(smp.Elements))
 	for i, el := range smp.Elements {
 		pairs[i] = estimate.Pair{Key: el.Key, Value: el.Value}
-		byKey[el.Key] = el
+		byKey[el.Key] = i
 	}
 	ord := estimate.Order(pairs, s.newRand())
 	out := make([]RankedElement, len(ord))
 	for i, p := range ord {
-		out[i] = RankedElement{Rank: i + 1, Element: byKey[p.Key]}
+		k := byKey[p.Key]
+		out[i] = RankedElement{Element: smp.Elements[k], KeyEstimate: kes[k]}
 	}
-	return out
+	slices.SortStableFunc(out, func(a, b RankedElement) int { return cmp.Compare(b.Frequency, a.Frequency) })
+	for i := range out {
+		out[i].Rank = i + 1
+	}
+	return out, nil
 }
 
-// Top returns the k reported keys with the largest sanitized values.
+// Top returns the k reported keys with the largest estimated frequencies.
 func (s *Service) Top(ctx context.Context, id string, k int) ([]RankedElement, error) {
 	smp, err := s.frequencySample(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	ord := s.ordered(smp)
+	ord, err := s.ordered(ctx, smp)
+	if err != nil {
+		return nil, err
+	}
 	return ord[:min(k, len(ord))], nil
 }
 
-// Rank returns the rank of key in the sanitized order (1 = largest).
+// Rank returns the rank of key by estimated frequency (1 = largest).
 func (s *Service) Rank(ctx context.Context, id, key string) (RankedElement, int, error) {
 	smp, err := s.frequencySample(ctx, id)
 	if err != nil {
 		return RankedElement{}, 0, err
 	}
-	for _, r := range s.ordered(smp) {
+	ord, err := s.ordered(ctx, smp)
+	if err != nil {
+		return RankedElement{}, 0, err
+	}
+	for _, r := range ord {
 		if r.Key == key {
 			return r, len(smp.Elements), nil
 		}
@@ -135,46 +293,109 @@ func (s *Service) Rank(ctx context.Context, id, key string) (RankedElement, int,
 	return RankedElement{}, 0, fmt.Errorf("key not reported in this sample: %w", ErrNotFound)
 }
 
+// Population says which keys a quantile is over.
+type Population string
+
+// The populations of Quantiles.
+const (
+	// PopulationAll: every key of the population, reported or not; each
+	// reported key stands for 1/pi of its MLE frequency keys.
+	PopulationAll Population = "all"
+	// PopulationReported: the reported keys, each counted once.
+	PopulationReported Population = "reported"
+)
+
 // Quantile is one quantile of the estimated frequency distribution.
 type Quantile struct {
 	Q         float64
-	Frequency float64 // the MLE estimate of the quantile key's frequency
-	Key       string
+	Frequency float64 // an MLE frequency estimate
+	// Supported is false when Frequency lies below the supported frequency
+	// (keys there are mostly unreported): the answer extrapolates.
+	Supported bool
 }
 
-// Quantiles returns quantiles of the estimated frequency distribution of the
-// population: reported keys ordered by sanitized value, each weighted by its
-// estimated count (g = count, biased-down, so keys that were not sampled or
-// reported are accounted for), the quantile read off with the MLE estimate.
-func (s *Service) Quantiles(ctx context.Context, id string, qs []float64) ([]Quantile, error) {
+// QuantileAnswer lists quantiles with the frequency from which they are
+// supported by data.
+type QuantileAnswer struct {
+	Population    Population
+	SupportedFrom int64 // smallest frequency with pi_i >= 1/2; 0: none in range
+	// NearOrBelowShare is the share of the weight (estimated keys) at MLE
+	// frequencies below 2*SupportedFrom. Reliable is false when it exceeds
+	// estimate.UnreliableShare (population all only): keys below
+	// SupportedFrom are mostly unreported, so the number of keys, and with it
+	// the rank of every quantile, is then uncertain. Note explains it.
+	NearOrBelowShare float64
+	Reliable         bool
+	Note             string
+	Quantiles        []Quantile
+}
+
+// Quantiles returns quantiles of the frequency distribution. Each reported key
+// carries its MLE frequency (estimate.MLEFrequency, no inverse-probability
+// weighting); over PopulationAll it is weighted by its inverse inclusion
+// probability 1/pi_{i^} (the count MLE estimate), so that keys not sampled or
+// not reported are accounted for, over PopulationReported by 1. The
+// alpha-quantile is the lower inverse-CDF quantile of that weighted
+// distribution (ties at random). Below SupportedFrom keys are mostly
+// unreported and a quantile there rests on few reports with large weights:
+// such quantiles are marked unsupported; so is every quantile of all keys when
+// much of the weight sits near or below SupportedFrom (the answer is then
+// flagged unreliable, with a note), because keys far below it are invisible.
+func (s *Service) Quantiles(ctx context.Context, id string, qs []float64, pop Population) (QuantileAnswer, error) {
+	if pop == "" {
+		pop = PopulationAll
+	}
+	if pop != PopulationAll && pop != PopulationReported {
+		return QuantileAnswer{}, fieldErr("population", "must be all or reported")
+	}
 	smp, err := s.frequencySample(ctx, id)
 	if err != nil {
-		return nil, err
+		return QuantileAnswer{}, err
 	}
 	if len(smp.Elements) == 0 {
-		return nil, fieldErr("sample", "has no reported keys")
+		return QuantileAnswer{}, fieldErr("sample", "has no reported keys")
 	}
-	countT, err := s.sampleTable(ctx, smp, estimate.G{Kind: estimate.GCount}, estimate.BiasedDown)
+	idT, ctT, err := s.frequencyTables(ctx, smp)
 	if err != nil {
-		return nil, err
+		return QuantileAnswer{}, err
 	}
 	items := make([]estimate.WeightedPair, len(smp.Elements))
-	byKey := make(map[string]store.Element, len(smp.Elements))
 	for i, el := range smp.Elements {
-		w, err := countT.Estimate(el.Value)
+		f, err := estimate.MLEFrequency(idT, ctT, el.Value)
 		if err != nil {
-			return nil, estimateErr(err)
+			return QuantileAnswer{}, estimateErr(err)
 		}
-		items[i] = estimate.WeightedPair{Pair: estimate.Pair{Key: el.Key, Value: el.Value}, Weight: math.Max(w, 0)}
-		byKey[el.Key] = el
+		w := 1.0
+		if pop == PopulationAll {
+			if w, err = ctT.Estimate(el.Value); err != nil {
+				return QuantileAnswer{}, estimateErr(err)
+			}
+		}
+		items[i] = estimate.WeightedPair{Pair: estimate.Pair{Key: el.Key, Value: f}, Weight: w}
 	}
 	ps, err := estimate.Quantiles(items, qs, s.newRand())
 	if err != nil {
-		return nil, fmt.Errorf("quantiles: %w", err)
+		return QuantileAnswer{}, fmt.Errorf("quantiles: %w", err)
 	}
-	out := make([]Quantile, len(ps))
+	out := QuantileAnswer{Population: pop, SupportedFrom: ctT.SupportedFrom(), Reliable: true, Quantiles: make([]Quantile, len(ps))}
+	var near, total float64
+	for _, it := range items {
+		total += it.Weight
+		if out.SupportedFrom == 0 || it.Value < 2*float64(out.SupportedFrom) {
+			near += it.Weight
+		}
+	}
+	if total > 0 {
+		out.NearOrBelowShare = near / total
+	}
+	if pop == PopulationAll && out.NearOrBelowShare > estimate.UnreliableShare {
+		out.Reliable = false
+		out.Note = fmt.Sprintf("%.0f%% of the estimated keys have estimated frequency below %d, twice the frequency %d below which keys are mostly unreported; "+
+			"keys well below it are almost never reported, so the number of keys and the rank of every quantile are uncertain: quantiles of all keys may be far too high", 100*out.NearOrBelowShare, 2*out.SupportedFrom, out.SupportedFrom)
+	}
 	for i, p := range ps {
-		out[i] = Quantile{Q: qs[i], Key: p.Key, Frequency: byKey[p.Key].Estimate}
+		supported := out.Reliable && out.SupportedFrom > 0 && p.Value >= float64(out.SupportedFrom)
+		out.Quantiles[i] = Quantile{Q: qs[i], Frequency: p.Value, Supported: supported}
 	}
 	return out, nil
 }

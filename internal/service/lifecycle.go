@@ -126,7 +126,7 @@ func (s *Service) DeleteSample(ctx context.Context, id string) error {
 // PageElements returns one page of smp's elements in their stored order and
 // the cursor of the next page ("" on the last). Cursors of one sample do
 // not work on another.
-func PageElements(smp *Sample, p Page) ([]store.Element, string, error) {
+func PageElements(smp *Sample, p Page) (*Sample, string, error) {
 	limit, err := p.limit()
 	if err != nil {
 		return nil, "", err
@@ -144,7 +144,12 @@ func PageElements(smp *Sample, p Page) ([]store.Element, string, error) {
 	if end < len(smp.Elements) {
 		next = encodeCursor(cursorElements, time.Unix(0, int64(end)), smp.ID)
 	}
-	return smp.Elements[start:end], next, nil
+	pg := *smp
+	pg.Elements = smp.Elements[start:end]
+	if len(smp.Keys) == len(smp.Elements) {
+		pg.Keys = smp.Keys[start:end]
+	}
+	return &pg, next, nil
 }
 
 // ListDatasets lists datasets with their ledgers, oldest first.

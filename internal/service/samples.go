@@ -35,6 +35,10 @@ type SampleSpec struct {
 	Sampling sanitize.Sampling
 	Release  Release
 	Method   sanitize.Method
+	// Estimator chooses the per-key contribution shown with the release
+	// (mle, the default when empty, or biased_down). It is a view, not part
+	// of the stored release.
+	Estimator estimate.Estimator
 }
 
 // NewSampleSpec validates a release description. Empty release and method
@@ -80,6 +84,10 @@ type Sample struct {
 	Spec      SampleSpec
 	Elements  []store.Element // nil in listings
 	Reported  int             // number of elements
+	// Keys holds, for a frequencies release read through CreateSample or
+	// GetSampleView, each element's MLE frequency and contribution under
+	// Spec.Estimator (same order as Elements); nil otherwise.
+	Keys []KeyEstimate
 }
 
 // ElementSource yields the raw elements of a sample one at a time; it returns
@@ -171,6 +179,12 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 	}
 	// Input order could correlate with the data: publish in random order.
 	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	// Per-key frequencies and contributions, before anything is stored: a
+	// failure here must leave no release behind.
+	view := &Sample{Spec: spec, Elements: out}
+	if err := s.attachKeys(ctx, view); err != nil {
+		return nil, err
+	}
 
 	header, err := json.Marshal(sampleHeader{Dataset: spec.Dataset, Privacy: spec.Privacy, Sampling: spec.Sampling, Release: spec.Release, Method: spec.Method})
 	if err != nil {
@@ -187,7 +201,42 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 	if err := s.store.CreateSample(ctx, smp, charge); err != nil {
 		return nil, s.budgetError(ctx, err, "storing sample", spec.Dataset, spec.Privacy.Epsilon, spec.Privacy.Delta)
 	}
-	return &Sample{ID: smp.ID, CreatedAt: smp.CreatedAt, ExpiresAt: smp.ExpiresAt, Spec: spec, Elements: out, Reported: len(out)}, nil
+	return &Sample{ID: smp.ID, CreatedAt: smp.CreatedAt, ExpiresAt: smp.ExpiresAt, Spec: view.Spec, Elements: out, Reported: len(out), Keys: view.Keys}, nil
+}
+
+// attachKeys fills smp.Keys for a frequencies release under
+// smp.Spec.Estimator (empty: mle).
+func (s *Service) attachKeys(ctx context.Context, smp *Sample) error {
+	if smp.Spec.Estimator == "" {
+		smp.Spec.Estimator = estimate.MLE
+	}
+	if smp.Spec.Release != ReleaseFrequencies {
+		smp.Spec.Estimator = ""
+		return nil
+	}
+	keys, err := s.KeyEstimates(ctx, smp, smp.Spec.Estimator)
+	if err != nil {
+		return err
+	}
+	smp.Keys = keys
+	return nil
+}
+
+// GetSampleView returns a stored sample with each reported key's MLE
+// frequency and its contribution under estimator e (mle or biased_down).
+func (s *Service) GetSampleView(ctx context.Context, id string, e estimate.Estimator) (*Sample, error) {
+	if e != "" && e != estimate.MLE && e != estimate.BiasedDown {
+		return nil, fieldErr("estimator", "must be mle or biased_down")
+	}
+	smp, err := s.GetSample(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	smp.Spec.Estimator = e
+	if err := s.attachKeys(ctx, smp); err != nil {
+		return nil, err
+	}
+	return smp, nil
 }
 
 // GetSample returns a stored sample.

@@ -1,0 +1,193 @@
+package estimate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// MLEFrequency returns the maximum-likelihood estimate of a reported key's
+// own frequency from its sanitized value v: i* = argmax_h pi_{h,j}, the
+// frequency whose row (end to end: sampling times sanitizer) is most likely to
+// produce v's token j, ties to the smallest frequency. It involves no
+// inverse-probability weighting: it is a point estimate of w_x, not a term of
+// a sum.
+//
+// The MLE tables of two frequency functions share the argmax (eq. 11 picks
+// the row by its probability of the token, not by g), so with identity and
+// count MLE tables a_j = i*/pi_{i*} and a_j = 1/pi_{i*}; their ratio is i*
+// (rounded to remove the last-bit error of the division).
+func MLEFrequency(identity, count *Table, v float64) (float64, error) {
+	if identity.Estimator != MLE || count.Estimator != MLE || identity.G.Kind != GIdentity || count.G.Kind != GCount {
+		return 0, errors.New("estimate: MLEFrequency needs the identity and count MLE tables")
+	}
+	num, err := identity.Estimate(v)
+	if err != nil {
+		return 0, err
+	}
+	den, err := count.Estimate(v)
+	if err != nil {
+		return 0, err
+	}
+	if !(den > 0) || math.IsInf(den, 0) {
+		return 0, fmt.Errorf("estimate: no frequency produces value %g", v)
+	}
+	return math.Round(num / den), nil
+}
+
+// SupportedFrom returns the smallest frequency i with pi_i >= 1/2 (reported
+// more often than not, end to end) in t's range or its stationary tail: below
+// it most keys are not reported, so what an answer says about them rests on
+// few reports weighted by large factors 1/pi. It returns 0 when no frequency
+// the table knows reaches 1/2.
+func (t *Table) SupportedFrom() int64 {
+	for _, fs := range t.Frequencies {
+		if fs.Reported >= 0.5 {
+			return fs.Frequency
+		}
+	}
+	if t.Tail != nil && t.Tail.Pi >= 0.5 {
+		return max(t.Tail.From, t.MaxFrequency+1)
+	}
+	return 0
+}
+
+// ReportedKey is one selected reported key of a sum: its sanitized value and
+// its MLE frequency (MLEFrequency).
+type ReportedKey struct {
+	Value     float64
+	Frequency float64
+}
+
+// Interval is a two-sided confidence interval at the given level.
+type Interval struct {
+	Level, Lower, Upper float64
+}
+
+// Reliability says how much of an answer rests on keys that the release
+// mostly hides.
+type Reliability struct {
+	// SupportedFrom is the frequency below which keys are mostly unreported
+	// (pi_i < 1/2); 0 when no frequency in range reaches 1/2.
+	SupportedFrom int64
+	// NearOrBelowShare estimates the share of the answer carried by keys
+	// near or below SupportedFrom: sum of |a_j| over selected reported keys
+	// with MLE frequency < 2*SupportedFrom, divided by sum of |a_j| over all
+	// selected reported keys (1 when SupportedFrom = 0).
+	NearOrBelowShare float64
+	// Reliable is false when that share exceeds UnreliableShare.
+	Reliable bool
+	// Note explains an unreliable answer in one sentence; empty otherwise.
+	Note string
+}
+
+// UnreliableShare is the share of an answer carried by keys near or below
+// the supported frequency above which the answer is flagged unreliable: more
+// than a fifth of it then comes from keys the release mostly hides or barely
+// shows, where the estimate extrapolates from few reports with large weights
+// 1/pi_i and the MLE frequency (and so the plug-in standard error) is poorly
+// estimated. It is also a proxy for what no estimate can see: keys well below
+// the supported frequency are almost never reported, so their mass is
+// missing from the answer (a bias the interval does not contain), and a large
+// share near the threshold signals that such keys are many. A fifth keeps sums
+// over heavy keys (and sums under moderate sampling, q >= 0.3) reliable and
+// flags counts over Zipf data and sums where light keys matter.
+const UnreliableShare = 0.2
+
+// SumError is a sum estimate with its standard error, interval and
+// reliability.
+type SumError struct {
+	Selected      int
+	Estimate      float64
+	Variance      float64
+	StandardError float64
+	Interval      Interval
+	Reliability   Reliability
+}
+
+// SumWithError estimates sum_x L(x) g(w_x) over the selected reported keys
+// (eq. 10: s^ = sum_x a_{j_x}) with a standard error, a normal confidence
+// interval at level (0 < level < 1) and a reliability statement.
+//
+// Variance. Keys are sanitized (and, under ppswor/priority/custom sampling,
+// sampled) independently, so Var[s^] = sum over ALL selected keys, reported
+// or not, of V(w_x), where V(i) = Stats(i).Variance = sum_j pi_{i,j}
+// (a_j - E_i)^2 + (1 - pi_i) E_i^2 is the exact variance of one key's term
+// under the end-to-end rows pi_{i,j} (sampling q_i and the sanitizer's
+// noise both included; the (1 - pi_i) part is the key not being reported).
+// The true frequencies are unknown and unreported keys are invisible, so we
+// use the Horvitz-Thompson plug-in
+//
+//	Var^ = sum_{x reported, selected} V(i^_x) / pi_{i^_x},   i^_x = MLEFrequency of x,
+//
+// which is exactly unbiased for sum_x V(w_x) if i^_x = w_x (each key appears
+// with probability pi_{w_x} and is weighted by its inverse), and close to it
+// where the MLE frequency is accurate, i.e. above SupportedFrom. We prefer it
+// to the unbiased estimator of Var (which needs an unbiased estimate of
+// g(w)^2 per key, the triangular solve whose estimates alternate in sign and
+// explode, Appendix F) because it is nonnegative and stable; where it is not
+// accurate (mass below SupportedFrom) the answer is flagged unreliable.
+//
+// The interval is s^ -/+ z SE with z = Phi^{-1}((1 + level)/2), its lower end
+// clamped at 0 (every g is nonnegative, so the statistic is). It covers the
+// sampling and sanitizer noise, not the estimator's bias: small where keys
+// are well above SupportedFrom (see Stats(i).Bias), but keys well below it
+// are almost never reported and their mass is missing from the estimate —
+// the reliability block flags answers where that matters.
+func SumWithError(t *Table, keys []ReportedKey, level float64) (SumError, error) {
+	if !(level > 0 && level < 1) {
+		return SumError{}, errors.New("estimate: interval level must lie strictly between 0 and 1")
+	}
+	out := SumError{Selected: len(keys)}
+	from := t.SupportedFrom()
+	var total, near float64
+	for _, k := range keys {
+		a, err := t.Estimate(k.Value)
+		if err != nil {
+			return SumError{}, err
+		}
+		out.Estimate += a
+		i := max(int64(math.Round(k.Frequency)), 1)
+		st, err := t.Stats(i)
+		if err != nil {
+			return SumError{}, err
+		}
+		if st.Reported > 0 {
+			out.Variance += st.Variance / st.Reported
+		}
+		total += math.Abs(a)
+		if from == 0 || float64(i) < 2*float64(from) {
+			near += math.Abs(a)
+		}
+	}
+	out.StandardError = math.Sqrt(out.Variance)
+	z := math.Sqrt2 * math.Erfinv(level)
+	out.Interval = Interval{Level: level, Lower: math.Max(0, out.Estimate-z*out.StandardError), Upper: math.Max(0, out.Estimate+z*out.StandardError)}
+	rel := Reliability{SupportedFrom: from, Reliable: true}
+	if total > 0 {
+		rel.NearOrBelowShare = near / total
+	}
+	if from == 0 && len(keys) > 0 {
+		rel.NearOrBelowShare = 1
+	}
+	if rel.NearOrBelowShare > UnreliableShare {
+		rel.Reliable = false
+		if from == 0 {
+			rel.Note = "no frequency in range is reported with probability 1/2 or more: the whole answer extrapolates from few reports with large inverse-probability weights"
+		} else {
+			rel.Note = fmt.Sprintf("%.0f%% of this answer comes from keys with estimated frequency below %d, twice the frequency %d below which keys are mostly unreported: "+
+				"it extrapolates from few reports with large weights, its standard error is itself uncertain, and keys well below %d, almost never reported, are missing from it (a bias the interval does not contain)", 100*rel.NearOrBelowShare, 2*from, from, from)
+		}
+	}
+	out.Reliability = rel
+	for _, v := range []float64{out.Estimate, out.Variance, out.Interval.Lower, out.Interval.Upper} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return SumError{}, ErrNotFinite
+		}
+	}
+	return out, nil
+}
+
+// ErrNotFinite is returned when an estimate or its error is not a finite
+// number (overflow for extreme g or parameters).
+var ErrNotFinite = errors.New("estimate: the estimate or its error is not a finite number")
