@@ -81,7 +81,16 @@ var (
 	ErrExists = errors.New("already exists")
 	// ErrLimit: a per-stream limit is reached, e.g. releases (409).
 	ErrLimit = errors.New("limit reached")
+	// ErrUnavailable: the store cannot be reached; retry later (503).
+	ErrUnavailable = errors.New("the store is unavailable")
 )
+
+// IsUnavailable reports whether err means the store was unreachable, whether
+// or not it passed through storeErr: such a request may succeed later and is
+// no fault of the request or of pwsd's logic.
+func IsUnavailable(err error) bool {
+	return errors.Is(err, ErrUnavailable) || store.IsUnavailable(err)
+}
 
 // FieldError is a semantically invalid input naming its JSON field (422).
 type FieldError struct {
@@ -112,6 +121,8 @@ func storeErr(err error, what string) error {
 		return ErrBudget
 	case errors.Is(err, store.ErrExists):
 		return fmt.Errorf("%s: %w", what, ErrExists)
+	case store.IsUnavailable(err):
+		return fmt.Errorf("%s: %w: %w", what, ErrUnavailable, err)
 	default:
 		return fmt.Errorf("%s: %w", what, err)
 	}
