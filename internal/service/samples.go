@@ -103,6 +103,9 @@ type sampleHeader struct {
 // The result holds reported keys only, in random order: it reveals neither how
 // many elements came in nor which were dropped.
 func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements int, src ElementSource) (*Sample, error) {
+	if err := s.checkSampleWork(spec); err != nil {
+		return nil, err
+	}
 	table, err := s.tables.get(spec.Privacy, spec.Sampling, spec.Method)
 	if err != nil {
 		return nil, err
@@ -148,6 +151,9 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 		return nil, fieldErr(fmt.Sprintf("elements[%d].key", i), "repeats the key of an earlier element; keys must be unique")
 	}
 	if spec.Release == ReleaseFrequencies && len(out) > 0 {
+		if err := s.checkWork(spec.Privacy, spec.Sampling, 0, estimatorSize(table, maxValue), 1, "privacy.epsilon", "elements"); err != nil {
+			return nil, err
+		}
 		et, err := s.estimatorTable(ctx, table, estimate.Spec{MaxFrequency: estimatorSize(table, maxValue), G: identityG, Estimator: estimate.MLE})
 		if err != nil {
 			return nil, err

@@ -29,6 +29,9 @@ type Config struct {
 	NewRand func() *rand.Rand
 	// TableCacheSize bounds the sanitizer tables kept in memory (default 64).
 	TableCacheSize int
+	// MaxTableWork bounds one request's table work, estimated up front by
+	// TableWork (422 above it); 0 means DefaultMaxTableWork, negative none.
+	MaxTableWork int64
 }
 
 // Service implements pwsd's use cases. It is safe for concurrent use.
@@ -44,6 +47,8 @@ type Service struct {
 	flight singleflight.Group
 	// computed counts table computations (cache misses); tests read it.
 	computed atomic.Int64
+	// maxWork bounds one request's table work (see checkWork).
+	maxWork int64
 }
 
 // New returns a Service; nil Noise and NewRand default to the secure ones.
@@ -63,8 +68,11 @@ func New(cfg Config) (*Service, error) {
 	if cfg.TableCacheSize <= 0 {
 		cfg.TableCacheSize = 64
 	}
+	if cfg.MaxTableWork == 0 {
+		cfg.MaxTableWork = DefaultMaxTableWork
+	}
 	return &Service{store: cfg.Store, log: cfg.Logger, noise: cfg.Noise, newRand: cfg.NewRand, tables: newTableRegistry(cfg.TableCacheSize),
-		estimators: newEstimatorCache(cfg.TableCacheSize)}, nil
+		estimators: newEstimatorCache(cfg.TableCacheSize), maxWork: cfg.MaxTableWork}, nil
 }
 
 // Ready reports whether the store is reachable and migrated.
