@@ -44,8 +44,8 @@ const (
 	// MaxUniverseSize is the largest universe: user ids must be exact JSON numbers.
 	MaxUniverseSize = 1 << 53
 	// MaxSampleSize bounds the sample size m of a new stream. With
-	// MaxStateCells it keeps a stored state within about 4 MB and an
-	// intrusion answer within about 48 MB (tested at the caps).
+	// MaxStateCells it keeps a stored state within 8 MB and an
+	// intrusion answer within 24 MB (tested at the caps).
 	MaxSampleSize = 1 << 20
 	// MaxStateCells bounds m times the number of tables (heavy hitters) or
 	// moduli (incidence) of a new stream.
