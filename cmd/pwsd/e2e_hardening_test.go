@@ -176,7 +176,7 @@ func TestE2ETableCacheRangeAttack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("load test")
 	}
-	const bound = 100_000_000
+	const bound = 250_000_000
 	dbURL := pgtest.NewDatabase(t)
 	bin := buildBinary(t)
 	p := start(t, bin, "PWSD_DATABASE_URL="+dbURL, fmt.Sprintf("PWSD_TABLE_CACHE_BYTES=%d", bound))
