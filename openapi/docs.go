@@ -2388,9 +2388,6 @@ const docTemplate = `{
                 "dataset": {
                     "type": "string"
                 },
-                "events": {
-                    "type": "integer"
-                },
                 "id": {
                     "type": "string"
                 },
