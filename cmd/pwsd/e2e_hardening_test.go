@@ -40,7 +40,7 @@ func vmHWM(t *testing.T, pid int) int64 {
 
 // TestE2EConcurrentSamplesBoundedRSS: 50 clients each send a 100,000-element
 // JSON sample at once (defect 6: 200 such clients reached 5.47 GB). The
-// admission limit lets PWSD_MAX_HEAVY_REQUESTS run and answers the rest 503
+// admission limit (defaults) lets PWSD_MAX_HEAVY_REQUESTS run and answers the rest 503
 // with Retry-After; the clients retry, every sample is released, and the
 // peak RSS of the process stays under 1 GiB.
 func TestE2EConcurrentSamplesBoundedRSS(t *testing.T) {
@@ -49,7 +49,7 @@ func TestE2EConcurrentSamplesBoundedRSS(t *testing.T) {
 	}
 	const clients, elements, limit = 50, 100_000, 1 << 30
 	bin := buildBinary(t)
-	p := start(t, bin, "PWSD_MAX_HEAVY_REQUESTS=4")
+	p := start(t, bin)
 	var b strings.Builder
 	b.WriteString(`{"privacy":{"epsilon":1,"delta":1e-6},"sampling":{"scheme":"ppswor","threshold":0.01},"elements":[`)
 	for i := 0; i < elements; i++ {
