@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"unicode/utf8"
 )
 
 // Role is what a token may do: a writer may do everything, a reader only GET.
@@ -50,14 +51,23 @@ func LoadTokens(path string) (*Tokens, error) {
 		return nil, fmt.Errorf("tokens file lists no tokens")
 	}
 	t := &Tokens{}
+	first := map[[32]byte]int{}
 	for i, e := range f.Tokens {
-		if len(e.Token) < 16 {
+		if utf8.RuneCountInString(e.Token) < 16 {
 			return nil, fmt.Errorf("tokens file: token %d is shorter than 16 characters", i)
 		}
 		if e.Role != RoleWriter && e.Role != RoleReader {
 			return nil, fmt.Errorf("tokens file: token %d has role %q, want writer or reader", i, e.Role)
 		}
-		t.entries = append(t.entries, tokenEntry{digest: sha256.Sum256([]byte(e.Token)), role: e.Role})
+		d := sha256.Sum256([]byte(e.Token))
+		if j, dup := first[d]; dup {
+			if f.Tokens[j].Role != e.Role {
+				return nil, fmt.Errorf("tokens file: token %d repeats token %d with a different role; list each token once", i, j)
+			}
+			continue
+		}
+		first[d] = i
+		t.entries = append(t.entries, tokenEntry{digest: d, role: e.Role})
 	}
 	return t, nil
 }

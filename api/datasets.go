@@ -146,6 +146,13 @@ func (h *handler) serviceError(w http.ResponseWriter, r *http.Request, err error
 		writeProblem(w, newProblem(http.StatusConflict, "a resource with that name already exists"))
 	case errors.Is(err, service.ErrLimit):
 		writeProblem(w, newProblem(http.StatusConflict, err.Error()))
+	case errors.Is(r.Context().Err(), context.Canceled):
+		// The client went away (mid-body or while waiting): not a server
+		// error; logged at info by requestLogger and counted as 499.
+		writeProblem(w, newProblem(http.StatusServiceUnavailable, "the request was cancelled; nothing was stored"))
+	case service.IsUnavailable(err):
+		h.outage.failed(err)
+		unavailable(w, 2*time.Second, "the store is unreachable; nothing was changed, retry later")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		writeProblem(w, newProblem(http.StatusServiceUnavailable, "the request did not finish within PWSD_REQUEST_TIMEOUT or was cancelled; nothing was stored"))
 	default:

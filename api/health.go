@@ -30,9 +30,10 @@ func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := h.svc.Ready(ctx); err != nil {
-		h.log.Warn("readiness check failed", "error", err)
-		writeProblem(w, newProblem(http.StatusServiceUnavailable, "the store is not reachable or not migrated"))
+		h.outage.failed(err) // logged once per outage, not per probe
+		unavailable(w, time.Second, "the store is not reachable or not migrated")
 		return
 	}
+	h.outage.succeeded()
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }

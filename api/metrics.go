@@ -1,6 +1,8 @@
 package api
 
 import (
+	"crypto/sha256"
+	"crypto/subtle"
 	"net/http"
 	"strconv"
 	"time"
@@ -37,16 +39,44 @@ func (m *metrics) middleware(next http.Handler) http.Handler {
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		start := time.Now()
 		next.ServeHTTP(ww, r)
-		status := ww.Status()
-		if status == 0 {
-			status = http.StatusOK
-		}
-		labels := prometheus.Labels{"route": routePattern(r), "method": r.Method, "status": strconv.Itoa(status)}
+		status := recordedStatus(r, ww.Status())
+		labels := prometheus.Labels{"route": routePattern(r), "method": methodLabel(r.Method), "status": strconv.Itoa(status)}
 		m.requests.With(labels).Inc()
 		m.latency.With(labels).Observe(time.Since(start).Seconds())
 	})
 }
 
-func metricsHandler(reg *prometheus.Registry) http.Handler {
+// methodLabel maps the request method to a closed set: the methods of RFC
+// 9110 and PATCH as they are, anything else "OTHER", so that clients cannot
+// create label values (and memory) at will. Routes are labelled by their
+// chi pattern ("unmatched" when none matched), statuses by their code.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return m
+	}
+	return "OTHER"
+}
+
+// MetricsHandler serves the Prometheus metrics of reg. pwsd mounts it on
+// PWSD_METRICS_ADDR, or on the API address at /metrics behind
+// PWSD_METRICS_TOKEN, or there openly only when the API itself is open.
+func MetricsHandler(reg *prometheus.Registry) http.Handler {
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+}
+
+// metricsToken requires "Authorization: Bearer <token>", compared in
+// constant time over SHA-256 digests.
+func metricsToken(token string, next http.Handler) http.Handler {
+	want := sha256.Sum256([]byte("Bearer " + token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="pwsd-metrics"`)
+			writeProblem(w, newProblem(http.StatusUnauthorized, "/metrics requires the metrics token (PWSD_METRICS_TOKEN)"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -77,7 +77,7 @@ func TestBearerTokens(t *testing.T) {
 		{"reader without token", "GET", "/v1/datasets/d1", "", "", 401},
 		{"healthz open", "GET", "/healthz", "", "", 200},
 		{"readyz open", "GET", "/readyz", "", "", 200},
-		{"metrics open", "GET", "/metrics", "", "", 200},
+		{"metrics not served without its own token", "GET", "/metrics", "", "", 404},
 		{"openapi open", "GET", "/openapi.json", "", "", 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

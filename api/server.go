@@ -15,8 +15,17 @@
 package api
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"regexp"
+	"runtime/debug"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -43,6 +52,19 @@ type Limits struct {
 	MaxEvents         int // events in one stream batch / bits in one counter batch (413 above it)
 	MaxCustomQ        int // custom sampling probabilities listed (422 above it)
 	RequestTimeout    time.Duration
+	// MaxHeavyRequests bounds the requests of the heavy routes (sample
+	// releases, tables, estimates, stream events, releases and intrusions)
+	// running at once; a request that finds no slot within AdmissionWait is
+	// answered 503 with Retry-After instead of queueing without bound.
+	MaxHeavyRequests int
+	// MaxInflightBytes bounds the sum of the body sizes of the heavy
+	// requests in flight: Content-Length, or a fair share
+	// MaxInflightBytes/MaxHeavyRequests when the body is chunked. A request
+	// that would pass it waits like one finding no slot. One request alone is
+	// always admitted (its body is bounded by MaxBodyBytes).
+	MaxInflightBytes int64
+	// AdmissionWait is how long a heavy request may wait for a slot.
+	AdmissionWait time.Duration
 }
 
 // DefaultLimits are the limits used when nothing is configured.
@@ -59,6 +81,9 @@ func DefaultLimits() Limits {
 		MaxEvents:         1_000_000,
 		MaxCustomQ:        100_000,
 		RequestTimeout:    60 * time.Second,
+		MaxHeavyRequests:  8,
+		MaxInflightBytes:  512 << 20,
+		AdmissionWait:     time.Second,
 	}
 }
 
@@ -69,6 +94,12 @@ type Deps struct {
 	Registry *prometheus.Registry // metrics are registered here and served at /metrics
 	Tokens   *Tokens              // nil: open access
 	Limits   Limits
+	// MetricsToken, when set, is the bearer token /metrics requires on the
+	// API address.
+	MetricsToken string
+	// MetricsElsewhere means /metrics is served on its own listener
+	// (PWSD_METRICS_ADDR, see MetricsHandler) and not on the API address.
+	MetricsElsewhere bool
 }
 
 // handler carries the dependencies into the handlers.
@@ -77,15 +108,16 @@ type handler struct {
 	log      *slog.Logger
 	validate *validator.Validate
 	limits   Limits
+	outage   *outage
 }
 
 // NewRouter returns pwsd's HTTP handler with every route and middleware.
 func NewRouter(d Deps) http.Handler {
-	h := &handler{svc: d.Service, log: d.Logger, validate: newValidator(), limits: d.Limits}
+	h := &handler{svc: d.Service, log: d.Logger, validate: newValidator(), limits: d.Limits, outage: &outage{log: d.Logger}}
 	m := newMetrics(d.Registry)
 
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID)
+	r.Use(requestID)
 	r.Use(m.middleware)
 	r.Use(requestLogger(d.Logger))
 	r.Use(recoverer(d.Logger))
@@ -93,7 +125,15 @@ func NewRouter(d Deps) http.Handler {
 
 	r.Get("/healthz", h.healthz)
 	r.Get("/readyz", h.readyz)
-	r.Method(http.MethodGet, "/metrics", metricsHandler(d.Registry))
+	switch {
+	case d.MetricsElsewhere:
+		// Served by MetricsHandler on PWSD_METRICS_ADDR only.
+	case d.MetricsToken != "":
+		r.Method(http.MethodGet, "/metrics", metricsToken(d.MetricsToken, MetricsHandler(d.Registry)))
+	case d.Tokens == nil:
+		// Open API (development): the metrics are as open as the API.
+		r.Method(http.MethodGet, "/metrics", MetricsHandler(d.Registry))
+	}
 	r.Get("/openapi.json", openAPIJSON)
 	r.Get("/docs", docsRedirect)
 	r.Get("/docs/*", docsUI())
@@ -103,6 +143,8 @@ func NewRouter(d Deps) http.Handler {
 		r.Use(middleware.Timeout(d.Limits.RequestTimeout))
 		r.Use(bodyLimit(d.Limits.MaxBodyBytes))
 		r.Use(d.Tokens.middleware(d.Logger))
+		r.Use(h.outage.middleware)
+		r.Use(newAdmission(d.Limits).middleware)
 		h.routes(r)
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
@@ -150,7 +192,10 @@ func recoverer(log *slog.Logger) func(http.Handler) http.Handler {
 					if v == http.ErrAbortHandler {
 						panic(v)
 					}
-					log.Error("panic serving request", "request_id", middleware.GetReqID(r.Context()), "route", routePattern(r))
+					// The panic value and stack name code, not request data:
+					// handlers never panic with input in the value.
+					log.Error("panic serving request", "request_id", middleware.GetReqID(r.Context()), "route", routePattern(r),
+						"panic", panicValue(v), "stack", string(debug.Stack()))
 					writeProblem(w, newProblem(http.StatusInternalServerError, "internal error"))
 				}
 			}()
@@ -178,9 +223,109 @@ func requestLogger(log *slog.Logger) func(http.Handler) http.Handler {
 			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 			start := time.Now()
 			next.ServeHTTP(ww, r)
-			log.Info("request", "method", r.Method, "route", routePattern(r), "status", ww.Status(),
+			status := recordedStatus(r, ww.Status())
+			msg := "request"
+			if status == statusClientClosed {
+				msg = "request abandoned by the client"
+			}
+			log.Info(msg, "method", methodLabel(r.Method), "route", routePattern(r), "status", status,
 				"bytes", ww.BytesWritten(), "duration_ms", float64(time.Since(start).Microseconds())/1000,
 				"request_id", middleware.GetReqID(r.Context()))
 		})
 	}
+}
+
+// statusClientClosed is recorded (logs, metrics) for a request whose client
+// went away before the answer, as reverse proxies do (nginx's 499): it is
+// not a server error.
+const statusClientClosed = 499
+
+// recordedStatus is the status to log and count: 499 when the client
+// cancelled the request (its connection closed), whatever was written.
+func recordedStatus(r *http.Request, status int) int {
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if errors.Is(r.Context().Err(), context.Canceled) && status >= 400 {
+		return statusClientClosed
+	}
+	return status
+}
+
+// panicValue renders a recovered value for the log: errors and strings as
+// text (truncated), anything else by type only.
+func panicValue(v any) string {
+	var s string
+	switch x := v.(type) {
+	case error:
+		s = x.Error()
+	case string:
+		s = x
+	default:
+		s = fmt.Sprintf("%T", v)
+	}
+	if len(s) > 512 {
+		s = s[:512]
+	}
+	return s
+}
+
+// requestIDPattern is what a client's X-Request-Id must look like to be
+// used; anything else is replaced by a fresh id.
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// requestID puts the request id into the context under chi's
+// middleware.RequestIDKey (so middleware.GetReqID finds it) and echoes it in
+// the X-Request-Id response header. A client id is kept only when it matches
+// requestIDPattern, so logs never carry client text.
+func requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(middleware.RequestIDHeader)
+		if !requestIDPattern.MatchString(id) {
+			var b [12]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		w.Header().Set(middleware.RequestIDHeader, id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), middleware.RequestIDKey, id)))
+	})
+}
+
+// outage tracks whether the store is unreachable, so that an outage is
+// logged once when it starts and once when it ends, not once per request.
+type outage struct {
+	log  *slog.Logger
+	down atomic.Bool
+}
+
+// failed records an unreachable store; it logs only on the transition.
+func (o *outage) failed(err error) {
+	if !o.down.Swap(true) {
+		o.log.Error("the store is unreachable: answering 503 until it recovers", "error", err)
+	}
+}
+
+// succeeded records a reachable store; it logs only on the transition.
+func (o *outage) succeeded() {
+	if o.down.Swap(false) {
+		o.log.Info("the store is reachable again")
+	}
+}
+
+// middleware marks the store reachable after any successful /v1 answer
+// (every one of them reads or writes the store).
+func (o *outage) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		next.ServeHTTP(ww, r)
+		if s := ww.Status(); s >= 200 && s < 300 && o.down.Load() {
+			o.succeeded()
+		}
+	})
+}
+
+// unavailable writes a 503 with Retry-After: the store cannot be reached.
+func unavailable(w http.ResponseWriter, retryAfter time.Duration, detail string) {
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(retryAfter.Round(time.Second)/time.Second))))
+	writeProblem(w, newProblem(http.StatusServiceUnavailable, detail))
 }

@@ -52,7 +52,6 @@ type StreamView struct {
 	Continual  bool           `json:"continual"`
 	SampleSize int            `json:"sample_size"`
 	Config     any            `json:"config"`
-	Events     int64          `json:"events"`
 	Releases   int            `json:"releases"`
 	Intrusions int            `json:"intrusions"`
 	Privacy    *StreamPrivacy `json:"privacy,omitempty"`
@@ -61,7 +60,7 @@ type StreamView struct {
 
 func streamView(s service.Stream) StreamView {
 	v := StreamView{ID: s.ID, CreatedAt: s.CreatedAt, Dataset: s.Dataset, Continual: s.Continual, SampleSize: s.SampleSize,
-		Events: s.Events, Releases: s.Releases, Intrusions: s.Intrusions, Output: s.Output}
+		Releases: s.Releases, Intrusions: s.Intrusions, Output: s.Output}
 	if s.Privacy != nil {
 		v.Privacy = &StreamPrivacy{StateEpsilon: s.Privacy.State, ReleaseEpsilon: s.Privacy.PerRelease, ReleaseNoise: string(s.Estimator.ReleaseNoise)}
 		if n := s.Estimator.MaxReleases; n > 0 {

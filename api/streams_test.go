@@ -23,7 +23,6 @@ func TestStreamLifecycle(t *testing.T) {
 		var sv struct {
 			ID         string `json:"id"`
 			SampleSize int    `json:"sample_size"`
-			Events     int64  `json:"events"`
 			Intrusions int    `json:"intrusions"`
 			Output     *float64
 		}
@@ -47,8 +46,12 @@ func TestStreamLifecycle(t *testing.T) {
 		}
 		g := ts.get(t, "/v1/streams/"+sv.ID)
 		g.json(t, &sv)
-		if sv.Events != 5002 {
-			t.Fatalf("events = %d, want 5002", sv.Events)
+		// No exact event count in the answer (defect 4): with one event per
+		// user it is the count the estimator protects.
+		var raw map[string]any
+		g.json(t, &raw)
+		if _, ok := raw["events"]; ok || strings.Contains(string(g.body), "5002") {
+			t.Fatalf("the stream answer reveals the event count: %s", g.body)
 		}
 		var rel struct {
 			Estimate     float64 `json:"estimate"`

@@ -3198,9 +3198,6 @@ const docTemplate = `{
                 "dataset": {
                     "type": "string"
                 },
-                "events": {
-                    "type": "integer"
-                },
                 "id": {
                     "type": "string"
                 },

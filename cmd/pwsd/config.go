@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pwsd/pwsd/api"
 	"github.com/pwsd/pwsd/internal/sanitize"
@@ -28,6 +29,18 @@ type config struct {
 	SampleTTL      time.Duration
 	IdempotencyTTL time.Duration
 	PurgeInterval  time.Duration
+	// ReadHeaderTimeout bounds reading a request's headers.
+	ReadHeaderTimeout time.Duration
+	// MaxConns caps the open connections of the API listener.
+	MaxConns int
+	// MetricsAddr, when set, serves /metrics there instead of on Addr.
+	MetricsAddr string
+	// MetricsToken, when set, is required as a bearer token on /metrics.
+	MetricsToken string
+	// MaxTableWork bounds one request's table work (window cells).
+	MaxTableWork int64
+	// TableCacheBytes bounds the table cache.
+	TableCacheBytes int64
 }
 
 // envVar documents one variable; usage() prints the table.
@@ -59,6 +72,14 @@ var envVars = []envVar{
 	{"PWSD_SAMPLE_TTL", "0", "how long a sample is kept (Go duration, e.g. 720h); 0 keeps samples until deleted. Ledgers are never deleted"},
 	{"PWSD_IDEMPOTENCY_TTL", "24h", "how long an Idempotency-Key and its answer are remembered (at most PWSD_SAMPLE_TTL when that is set)"},
 	{"PWSD_PURGE_INTERVAL", "1m", "how often expired samples and idempotency keys are deleted"},
+	{"PWSD_READ_HEADER_TIMEOUT", "5s", "time to read a request's headers (slow-header clients are cut off)"},
+	{"PWSD_MAX_CONNS", "1024", "most open connections on PWSD_ADDR; further clients wait in the kernel's accept queue"},
+	{"PWSD_METRICS_ADDR", "", "serve /metrics on this separate address (e.g. 127.0.0.1:9090) and not on PWSD_ADDR"},
+	{"PWSD_METRICS_TOKEN", "", "bearer token /metrics requires on PWSD_ADDR; with tokens but neither this nor PWSD_METRICS_ADDR, /metrics is not served"},
+	{"PWSD_MAX_TABLE_WORK", "10000000", "most table work of one request, in window cells rows x (L+1) (422 above, naming epsilon or the rows)"},
+	{"PWSD_MAX_HEAVY_REQUESTS", "8", "heavy requests (POSTs, tables, plots, estimates) running at once (503 with Retry-After when no slot frees within 1s)"},
+	{"PWSD_MAX_INFLIGHT_BYTES", "536870912", "sum of body bytes of heavy requests in flight (503 with Retry-After above)"},
+	{"PWSD_TABLE_CACHE_BYTES", "268435456", "bound of the table cache (memory or table_cache in PostgreSQL), least recently used evicted"},
 }
 
 func usage() string {
@@ -134,6 +155,18 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	c.IdempotencyTTL = durVar("PWSD_IDEMPOTENCY_TTL")
 	c.PurgeInterval = durVar("PWSD_PURGE_INTERVAL")
+	c.ReadHeaderTimeout = durVar("PWSD_READ_HEADER_TIMEOUT")
+	c.MaxConns = int(intVar("PWSD_MAX_CONNS"))
+	c.MetricsAddr = get("PWSD_METRICS_ADDR")
+	c.MetricsToken = get("PWSD_METRICS_TOKEN")
+	c.MaxTableWork = intVar("PWSD_MAX_TABLE_WORK")
+	c.TableCacheBytes = intVar("PWSD_TABLE_CACHE_BYTES")
+	c.Limits.MaxHeavyRequests = int(intVar("PWSD_MAX_HEAVY_REQUESTS"))
+	c.Limits.MaxInflightBytes = intVar("PWSD_MAX_INFLIGHT_BYTES")
+	c.Limits.AdmissionWait = time.Second
+	if c.MetricsToken != "" && utf8.RuneCountInString(c.MetricsToken) < 16 {
+		errs = append(errs, "PWSD_METRICS_TOKEN must be at least 16 characters")
+	}
 	if c.Limits.MaxFrequency > sanitize.MaxFrequency {
 		errs = append(errs, fmt.Sprintf("PWSD_MAX_FREQUENCY must be at most %d", sanitize.MaxFrequency))
 	}

@@ -64,6 +64,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		st = pg
 	}
 	defer st.Close()
+	if l, ok := st.(store.TableCacheLimiter); ok {
+		l.LimitTableCache(cfg.TableCacheBytes)
+	}
 
 	var tokens *api.Tokens
 	if cfg.TokensFile != "" {
@@ -77,17 +80,22 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 
 	svc, err := service.New(service.Config{Store: st, Logger: log, SampleTTL: cfg.SampleTTL,
-		IdempotencyTTL: cfg.IdempotencyTTL, IdempotencyWait: cfg.Limits.RequestTimeout})
+		IdempotencyTTL: cfg.IdempotencyTTL, IdempotencyWait: cfg.Limits.RequestTimeout, MaxTableWork: cfg.MaxTableWork})
 	if err != nil {
 		return err
 	}
 	go svc.RunJanitor(ctx, cfg.PurgeInterval)
 	reg := prometheus.NewRegistry()
+	deps := api.Deps{Service: svc, Logger: log, Registry: reg, Tokens: tokens, Limits: cfg.Limits,
+		MetricsToken: cfg.MetricsToken, MetricsElsewhere: cfg.MetricsAddr != ""}
+	if tokens != nil && cfg.MetricsAddr == "" && cfg.MetricsToken == "" {
+		log.Warn("/metrics is not served: set PWSD_METRICS_ADDR or PWSD_METRICS_TOKEN to scrape it")
+	}
 	srv := &http.Server{
 		Addr:              cfg.Addr,
-		Handler:           api.NewRouter(api.Deps{Service: svc, Logger: log, Registry: reg, Tokens: tokens, Limits: cfg.Limits}),
+		Handler:           api.NewRouter(deps),
 		ReadTimeout:       cfg.ReadTimeout,
-		ReadHeaderTimeout: 10 * 1e9,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		WriteTimeout:      cfg.WriteTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -97,9 +105,20 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
-	log.Info("pwsd listening", "addr", ln.Addr().String())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	log.Info("pwsd listening", "addr", ln.Addr().String(), "max_conns", cfg.MaxConns)
+	errc := make(chan error, 2)
+	go func() { errc <- srv.Serve(limitListener(ln, cfg.MaxConns)) }()
+	if cfg.MetricsAddr != "" {
+		msrv := &http.Server{Handler: api.MetricsHandler(reg), ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		mln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("listening on %s (PWSD_METRICS_ADDR): %w", cfg.MetricsAddr, err)
+		}
+		log.Info("metrics listening", "addr", mln.Addr().String())
+		go func() { _ = msrv.Serve(mln) }()
+		defer msrv.Close()
+	}
 
 	select {
 	case err := <-errc:

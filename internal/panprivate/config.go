@@ -43,11 +43,18 @@ const (
 	MinEpsilon = 1e-6
 	// MaxUniverseSize is the largest universe: user ids must be exact JSON numbers.
 	MaxUniverseSize = 1 << 53
-	// MaxSampleSize bounds the sample size m.
-	MaxSampleSize = 1 << 24
+	// MaxSampleSize bounds the sample size m of a new stream. With
+	// MaxStateCells it keeps a stored state within 8 MB and an
+	// intrusion answer within 24 MB (tested at the caps).
+	MaxSampleSize = 1 << 20
 	// MaxStateCells bounds m times the number of tables (heavy hitters) or
-	// moduli (incidence).
-	MaxStateCells = 1 << 26
+	// moduli (incidence) of a new stream.
+	MaxStateCells = 1 << 21
+	// storedMaxSampleSize and storedMaxStateCells are the caps before
+	// MaxSampleSize and MaxStateCells were lowered: states stored under them
+	// still load.
+	storedMaxSampleSize = 1 << 24
+	storedMaxStateCells = 1 << 26
 	// MaxCropT bounds the cropping threshold t of the cropped mean.
 	MaxCropT = 1 << 24
 	// MaxOccurrences bounds max_occurrences (N in Figs. 3-5).
@@ -270,6 +277,8 @@ func (c Config) validate(resolved bool) (Config, error) {
 			}
 			if c.Moduli < 1 || c.Moduli > MaxModuli {
 				err = paramErr("moduli", "must be between 1 and %d", MaxModuli)
+			} else if n := len(primesUpTo(DefaultMaxModulus)); c.K == 0 && c.Moduli > n {
+				err = paramErr("moduli", "must be at most %d, the primes up to %d, unless k widens the range", n, DefaultMaxModulus)
 			}
 		}
 		if err == nil && c.K != 0 && (c.K < 2 || c.K > MaxModulus) {
@@ -304,8 +313,12 @@ func (c Config) validate(resolved bool) (Config, error) {
 	case c.SampleSize == 0:
 		return c, paramErr("sample_size", "is required (or accuracy, for density and cropped_mean)")
 	}
-	if c.SampleSize < 1 || c.SampleSize > MaxSampleSize || uint64(c.SampleSize) > c.UniverseSize {
-		return c, paramErr("sample_size", "must be between 1 and min(universe_size, %d)", MaxSampleSize)
+	maxSize, maxCells := MaxSampleSize, MaxStateCells
+	if resolved { // a stored state: the caps it was created under
+		maxSize, maxCells = storedMaxSampleSize, storedMaxStateCells
+	}
+	if c.SampleSize < 1 || c.SampleSize > maxSize || uint64(c.SampleSize) > c.UniverseSize {
+		return c, paramErr("sample_size", "must be between 1 and min(universe_size, %d)", maxSize)
 	}
 	switch c.Estimator {
 	case KindHeavyHitters:
@@ -313,12 +326,12 @@ func (c Config) validate(resolved bool) (Config, error) {
 		if th == nil {
 			return c, paramErr("rho", "gives more than %d cropped-mean tables for max_occurrences", maxHHTables)
 		}
-		if c.SampleSize*len(th) > MaxStateCells {
-			return c, paramErr("sample_size", "times the number of cropped-mean tables must be at most %d", MaxStateCells)
+		if c.SampleSize*len(th) > maxCells {
+			return c, paramErr("sample_size", "times the number of cropped-mean tables must be at most %d", maxCells)
 		}
 	case KindIncidence:
-		if c.SampleSize*c.Moduli > MaxStateCells {
-			return c, paramErr("sample_size", "times moduli must be at most %d", MaxStateCells)
+		if c.SampleSize*c.Moduli > maxCells {
+			return c, paramErr("sample_size", "times moduli must be at most %d", maxCells)
 		}
 	}
 	return c, nil

@@ -355,7 +355,7 @@ func continualDecode(data []byte, lap dprand.Laplacer, rng *rand.Rand) (*Continu
 	if d.err != nil {
 		return nil, d.err
 	}
-	if m > MaxSampleSize {
+	if m > storedMaxSampleSize {
 		return nil, errors.New("sample size out of range")
 	}
 	cfg.SampleSize = int(m)

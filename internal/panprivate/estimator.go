@@ -55,11 +55,12 @@ type Release struct {
 	EpsilonSpent float64 `json:"epsilon_spent"`
 }
 
-// Stats are an estimator's counts.
+// Stats are an estimator's public counts. The number of events is not one
+// of them: with one event per user it is the exact count the estimators
+// exist to protect, so it is neither kept nor stored.
 type Stats struct {
-	Events     uint64 `json:"events"`
-	Releases   int    `json:"releases"`
-	Intrusions int    `json:"intrusions"`
+	Releases   int `json:"releases"`
+	Intrusions int `json:"intrusions"`
 }
 
 // Privacy states an estimator's guarantees in the papers' terms. The state
@@ -488,7 +489,7 @@ func (b *base) encodeBase() *wireWriter {
 		w.byte1(0)
 	}
 	w.raw(b.key[:])
-	w.uvarint(b.stats.Events)
+	w.uvarint(0) // formerly the event count: always 0, ignored on reading
 	w.uvarint(uint64(b.stats.Releases))
 	w.uvarint(uint64(b.stats.Intrusions))
 	return w
@@ -506,7 +507,7 @@ func decodeBase(r *wireReader, rng *rand.Rand) (*base, error) {
 	c.Estimator, c.Algorithm = kindCodes[kc], algCodes[ac]
 	c.Epsilon = r.float()
 	c.UniverseSize = r.uvarint()
-	c.SampleSize = int(r.intn(MaxSampleSize))
+	c.SampleSize = int(r.intn(storedMaxSampleSize))
 	switch r.byte1() {
 	case 0:
 	case 1:
@@ -531,7 +532,7 @@ func decodeBase(r *wireReader, rng *rand.Rand) (*base, error) {
 	var key [KeySize]byte
 	copy(key[:], r.take(KeySize))
 	var st Stats
-	st.Events = r.uvarint()
+	_ = r.uvarint() // formerly the exact event count: dropped
 	st.Releases = int(r.intn(math.MaxInt32))
 	st.Intrusions = int(r.intn(math.MaxInt32))
 	if r.err != nil {

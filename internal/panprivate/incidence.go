@@ -234,7 +234,6 @@ func (in *incidence) Apply(events []Event) error {
 			in.counters[i][x] = uint8(c)
 		}
 	}
-	in.stats.Events += uint64(len(ids))
 	return nil
 }
 

@@ -105,7 +105,6 @@ func (d *ppds) Apply(events []Event) error {
 			d.members--
 		}
 	}
-	d.stats.Events += uint64(len(ids))
 	return nil
 }
 
@@ -177,7 +176,7 @@ func decodePPDS(b *base, r *wireReader) (*ppds, error) {
 		return nil, fmt.Errorf("ppds level: %w", r.err)
 	}
 	n := d.qualifying()
-	if n > 4*uint64(MaxSampleSize)+64 {
+	if n > 4*uint64(storedMaxSampleSize)+64 {
 		return nil, fmt.Errorf("%w: ppds level too low for the sample size", ErrCorruptState)
 	}
 	d.bits = r.bitset(n)

@@ -32,6 +32,11 @@ func (p Privacy) Validate() error {
 	return nil
 }
 
+// minNormal is the smallest normal float64. Subnormal thresholds and
+// probabilities lose precision in every product the sanitizer forms, so
+// they are refused.
+const minNormal = 0x1p-1022
+
 // Scheme names how the client drew its non-private sample.
 type Scheme string
 
@@ -69,6 +74,9 @@ func (s Sampling) Validate() error {
 		if !(s.Threshold > 0) || math.IsInf(s.Threshold, 0) {
 			return &ParamError{Field: "threshold", Msg: "must be a finite number greater than 0"}
 		}
+		if s.Threshold < minNormal {
+			return &ParamError{Field: "threshold", Msg: "must be at least 2.2250738585072014e-308, the smallest normal float64"}
+		}
 		if !(s.Power > 0) || math.IsInf(s.Power, 0) {
 			return &ParamError{Field: "power", Msg: "must be a finite number greater than 0"}
 		}
@@ -81,6 +89,9 @@ func (s Sampling) Validate() error {
 		for i, q := range s.Probabilities {
 			if !(q > 0) || q > 1 {
 				return &ParamError{Field: fmt.Sprintf("probabilities[%d]", i), Msg: "must be greater than 0 and at most 1"}
+			}
+			if q < minNormal {
+				return &ParamError{Field: fmt.Sprintf("probabilities[%d]", i), Msg: "must be at least 2.2250738585072014e-308, the smallest normal float64"}
 			}
 			if q < prev {
 				return &ParamError{Field: fmt.Sprintf("probabilities[%d]", i), Msg: "must not be smaller than the previous probability"}

@@ -20,11 +20,19 @@ type Dataset struct {
 	Releases      []store.Release
 }
 
+// MaxEpsilonBudget caps a dataset's epsilon budget: beyond it no guarantee
+// is meaningful (e^epsilon overflows float64 long before), and sums of
+// charges stay far from float64 overflow.
+const MaxEpsilonBudget = 1e6
+
 // CreateDataset creates a dataset with a budget; epsilon_budget > 0 and
 // 0 <= delta_budget <= 1.
 func (s *Service) CreateDataset(ctx context.Context, name string, eps, delta float64) (Dataset, error) {
 	if !(eps > 0) || math.IsInf(eps, 0) {
 		return Dataset{}, fieldErr("epsilon_budget", "must be a finite number greater than 0")
+	}
+	if eps > MaxEpsilonBudget {
+		return Dataset{}, fieldErr("epsilon_budget", "must be at most %g", float64(MaxEpsilonBudget))
 	}
 	if !(delta >= 0) || delta > 1 {
 		return Dataset{}, fieldErr("delta_budget", "must be at least 0 and at most 1")

@@ -1,6 +1,8 @@
 package service
 
 import (
+	"math"
+
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
 
@@ -42,4 +44,104 @@ func firstQOne(s sanitize.Sampling) int64 {
 		}
 	}
 	return hi
+}
+
+// DefaultMaxTableWork is the default bound on one request's table work
+// (PWSD_MAX_TABLE_WORK), in window cells (see TableWork). Measured on the
+// reference machine, building estimator tables costs about 1.5 µs per cell,
+// so the default bounds one uncached table request to roughly 15 s of one
+// core; it admits L up to about 400 (e.g. epsilon 0.05 with delta 1e-6
+// gives L = 203) for frequency tables and samples.
+const DefaultMaxTableWork = 10_000_000
+
+// TableWork estimates, before any computation, the work of the tables a
+// request needs, in window cells. Every sanitizer or estimator row holds a
+// window of w = ceil(L(epsilon, delta)) + 1 cells (ALGORITHMS.md), so the
+// work is w times the rows computed:
+//   - rows: the rows asked for (a frequencies range);
+//   - w rows: the outcomes of a row span about L tokens, so tables and
+//     estimates reach about w rows past the largest frequency (measured:
+//     10 estimator rows at L = 13816 cost as much as w^2 cells);
+//   - the rows computed to reach frequency top: all of them, or when the
+//     scheme reaches q_i = 1 at q1, up to the stationary point, about q1 + 4w
+//     (measured: rows are stationary from about 4L with q = 1);
+//   - estimators tables of size 4 times that point plus 64, rounded up to a
+//     power of two (estimatorSize), or top+1 when smaller.
+//
+// The estimate depends on public parameters only, never on data.
+func TableWork(p sanitize.Privacy, smp sanitize.Sampling, rows, top int64, estimators int) (work, window float64) {
+	window = math.Ceil(sanitize.L(p)) + 1
+	reach := float64(top)
+	if qOne := firstQOne(smp); qOne > 0 {
+		reach = math.Min(reach, float64(qOne)+4*window)
+	}
+	est := math.Max(64, math.Min(float64(top)+1, 4*reach+64))
+	est = math.Exp2(math.Ceil(math.Log2(est)))
+	return window * (float64(rows) + reach + window + float64(estimators)*est), window
+}
+
+// checkWork refuses, with a 422 naming the parameter responsible, a request
+// whose TableWork exceeds s.maxWork. epsField names epsilon as the client
+// wrote it ("epsilon", "privacy.epsilon"); rowsField the rows or frequency
+// parameter. When even the smallest request (one row of frequency 1) is too
+// much, or rowsField is empty, epsilon is named: L is too large.
+func (s *Service) checkWork(p sanitize.Privacy, smp sanitize.Sampling, rows, top int64, estimators int, epsField, rowsField string) error {
+	if s.maxWork <= 0 {
+		return nil
+	}
+	work, window := TableWork(p, smp, rows, top, estimators)
+	if work <= float64(s.maxWork) {
+		return nil
+	}
+	if base, _ := TableWork(p, smp, 1, 1, estimators); base > float64(s.maxWork) || rowsField == "" {
+		return fieldErr(epsField, "with this delta gives L = %.6g: the tables need about %.3g window cells (rows × (L+1)), above the limit of %d (PWSD_MAX_TABLE_WORK); use a larger epsilon or delta", window-1, work, s.maxWork)
+	}
+	return fieldErr(rowsField, "asks for about %.3g window cells of table work (rows × (L+1), L = %.6g), above the limit of %d (PWSD_MAX_TABLE_WORK); ask for fewer or smaller frequencies", work, window-1, s.maxWork)
+}
+
+// checkSampleWork bounds a sample release before reading its elements: the
+// privacy parameters alone must leave room for one row (and, for a
+// frequencies release, its estimator table). The elements' frequencies are
+// bounded one by one as they are read (sampleFrequencyLimit), so a release
+// of small keys under a scheme that reaches q = 1 late is not refused for
+// keys it does not hold.
+func (s *Service) checkSampleWork(spec SampleSpec) error {
+	return s.checkWork(spec.Privacy, spec.Sampling, 0, 1, sampleEstimators(spec), "privacy.epsilon", "")
+}
+
+// sampleEstimators is the number of estimator tables a release builds.
+func sampleEstimators(spec SampleSpec) int {
+	if spec.Release == ReleaseFrequencies {
+		return 1
+	}
+	return 0
+}
+
+// sampleFrequencyLimit returns the largest frequency an element of a release
+// under spec may have: the smaller of frequencyLimit(t) and the largest top
+// whose TableWork stays within s.maxWork (TableWork is non-decreasing in
+// top, so a binary search finds it). It depends on public parameters only.
+func (s *Service) sampleFrequencyLimit(spec SampleSpec, t *sanitize.Table) int64 {
+	limit := frequencyLimit(t)
+	if s.maxWork <= 0 {
+		return limit
+	}
+	est := sampleEstimators(spec)
+	fits := func(top int64) bool {
+		w, _ := TableWork(spec.Privacy, spec.Sampling, 0, top, est)
+		return w <= float64(s.maxWork)
+	}
+	if fits(limit) {
+		return limit
+	}
+	lo, hi := int64(1), limit // fits(lo) holds: checkSampleWork passed
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if fits(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }

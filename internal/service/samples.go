@@ -114,6 +114,9 @@ type sampleHeader struct {
 // The result holds reported keys only, in random order: it reveals neither how
 // many elements came in nor which were dropped.
 func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements int, src ElementSource) (*Sample, error) {
+	if err := s.checkSampleWork(spec); err != nil {
+		return nil, err
+	}
 	// Refuse an unknown dataset or an overspend before reading the upload;
 	// the store charges atomically below, so a concurrent release that
 	// spends the rest meanwhile is still refused there.
@@ -126,7 +129,7 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 	if err != nil {
 		return nil, err
 	}
-	limit := frequencyLimit(table)
+	limit := s.sampleFrequencyLimit(spec, table)
 	rng := s.newRand()
 	seen := newKeySet()
 	var out []store.Element
@@ -144,7 +147,7 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 		}
 		seen.add(key, n)
 		if freq > limit {
-			return nil, fieldErr(fmt.Sprintf("elements[%d].frequency", n), "exceeds %d, the largest frequency this sampling scheme can be sanitized at (q_i < 1 beyond it)", limit)
+			return nil, fieldErr(fmt.Sprintf("elements[%d].frequency", n), "exceeds %d, the largest frequency this release can sanitize: q_i < 1 beyond it, or the table work would pass PWSD_MAX_TABLE_WORK", limit)
 		}
 		o, err := table.Draw(freq, rng)
 		if err != nil {
@@ -167,6 +170,9 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 		return nil, fieldErr(fmt.Sprintf("elements[%d].key", i), "repeats the key of an earlier element; keys must be unique")
 	}
 	if spec.Release == ReleaseFrequencies && len(out) > 0 {
+		if err := s.checkWork(spec.Privacy, spec.Sampling, 0, estimatorSize(table, maxValue), 1, "privacy.epsilon", "elements"); err != nil {
+			return nil, err
+		}
 		et, err := s.estimatorTable(ctx, table, estimate.Spec{MaxFrequency: estimatorSize(table, maxValue), G: identityG, Estimator: estimate.MLE})
 		if err != nil {
 			return nil, err

@@ -40,6 +40,9 @@ type Config struct {
 	// IdempotencyWait bounds how long a duplicate waits for the first
 	// request with its key (default 60s, the request timeout).
 	IdempotencyWait time.Duration
+	// MaxTableWork bounds one request's table work, estimated up front by
+	// TableWork (422 above it); 0 means DefaultMaxTableWork, negative none.
+	MaxTableWork int64
 }
 
 // Service implements pwsd's use cases. It is safe for concurrent use.
@@ -57,6 +60,8 @@ type Service struct {
 	computed atomic.Int64
 	// sampleTTL, idemTTL and idemWait: see Config.
 	sampleTTL, idemTTL, idemWait time.Duration
+	// maxWork bounds one request's table work (see checkWork).
+	maxWork int64
 }
 
 // New returns a Service; nil Noise and NewRand default to the secure ones.
@@ -76,6 +81,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.TableCacheSize <= 0 {
 		cfg.TableCacheSize = 64
 	}
+	if cfg.MaxTableWork == 0 {
+		cfg.MaxTableWork = DefaultMaxTableWork
+	}
 	if cfg.SampleTTL < 0 {
 		return nil, errors.New("service: SampleTTL must not be negative")
 	}
@@ -90,7 +98,8 @@ func New(cfg Config) (*Service, error) {
 		cfg.IdempotencyWait = time.Minute
 	}
 	return &Service{store: cfg.Store, log: cfg.Logger, noise: cfg.Noise, newRand: cfg.NewRand, tables: newTableRegistry(cfg.TableCacheSize),
-		estimators: newEstimatorCache(cfg.TableCacheSize), sampleTTL: cfg.SampleTTL, idemTTL: cfg.IdempotencyTTL, idemWait: cfg.IdempotencyWait}, nil
+		estimators: newEstimatorCache(cfg.TableCacheSize), sampleTTL: cfg.SampleTTL, idemTTL: cfg.IdempotencyTTL, idemWait: cfg.IdempotencyWait,
+		maxWork: cfg.MaxTableWork}, nil
 }
 
 // Ready reports whether the store is reachable and migrated.
@@ -107,7 +116,16 @@ var (
 	ErrExists = errors.New("already exists")
 	// ErrLimit: a per-stream limit is reached, e.g. releases (409).
 	ErrLimit = errors.New("limit reached")
+	// ErrUnavailable: the store cannot be reached; retry later (503).
+	ErrUnavailable = errors.New("the store is unavailable")
 )
+
+// IsUnavailable reports whether err means the store was unreachable, whether
+// or not it passed through storeErr: such a request may succeed later and is
+// no fault of the request or of pwsd's logic.
+func IsUnavailable(err error) bool {
+	return errors.Is(err, ErrUnavailable) || store.IsUnavailable(err)
+}
 
 // FieldError is a semantically invalid input naming its JSON field (422).
 type FieldError struct {
@@ -138,6 +156,8 @@ func storeErr(err error, what string) error {
 		return ErrBudget
 	case errors.Is(err, store.ErrExists):
 		return fmt.Errorf("%s: %w", what, ErrExists)
+	case store.IsUnavailable(err):
+		return fmt.Errorf("%s: %w: %w", what, ErrUnavailable, err)
 	default:
 		return fmt.Errorf("%s: %w", what, err)
 	}

@@ -48,7 +48,6 @@ type Stream struct {
 	Estimator  *panprivate.Config                 // resolved configuration (not continual)
 	Density    *panprivate.ContinualDensityConfig // resolved configuration (continual)
 	SampleSize int
-	Events     int64
 	Releases   int
 	Intrusions int
 	// Output is the latest continual output (continual mode only).
@@ -131,7 +130,7 @@ func (s *Service) streamView(rec *store.StateRecord) (Stream, error) {
 		return Stream{}, err
 	}
 	v := Stream{ID: rec.ID, CreatedAt: rec.CreatedAt, Dataset: rec.Dataset, Continual: cfg.Continual,
-		Estimator: cfg.Estimator, Density: cfg.Density, Events: rec.Events, Releases: rec.Releases}
+		Estimator: cfg.Estimator, Density: cfg.Density, Releases: rec.Releases}
 	if cfg.Continual {
 		cd, err := panprivate.UnmarshalContinualDensity(rec.State, s.noise, s.newRand())
 		if err != nil {
@@ -206,7 +205,6 @@ func (s *Service) ApplyEvents(ctx context.Context, id string, events []panprivat
 			}
 		}
 		rec.State = state
-		rec.Events += int64(len(events))
 		view, err = s.streamView(rec)
 		return nil, err
 	})

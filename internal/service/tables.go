@@ -55,6 +55,9 @@ type FrequencyRow struct {
 
 // FrequencyRows returns rows from..to of the frequency sanitizer, cached.
 func (s *Service) FrequencyRows(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, m sanitize.Method, from, to int64) ([]FrequencyRow, error) {
+	if err := s.checkWork(p, smp, to-from+1, to, 2, "epsilon", "frequency"); err != nil {
+		return nil, err
+	}
 	key := sanitize.Key("rows", p, smp, m) + "|" + strconv.FormatInt(from, 10) + "-" + strconv.FormatInt(to, 10)
 	return cached(ctx, s, key, func() ([]FrequencyRow, error) {
 		t, err := s.tables.get(p, smp, m)
@@ -128,6 +131,9 @@ type EstimatorRow struct {
 // EstimatorRows returns expected value, bias, variance and MSE of the per-key
 // estimate for frequencies 1..n, with the non-private reference variance.
 func (s *Service) EstimatorRows(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, m sanitize.Method, g estimate.G, e estimate.Estimator, n int64) ([]EstimatorRow, error) {
+	if err := s.checkWork(p, smp, 0, n, 1, "epsilon", "max_frequency"); err != nil {
+		return nil, err
+	}
 	key := sanitize.Key("estimator-rows", p, smp, m) + "|g=" + g.String() + "|est=" + string(e) + "|n=" + strconv.FormatInt(n, 10)
 	return cached(ctx, s, key, func() ([]EstimatorRow, error) {
 		et, err := s.estimatorTableFor(ctx, p, smp, m, estimate.Spec{MaxFrequency: n, G: g, Estimator: e})

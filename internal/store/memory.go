@@ -12,7 +12,7 @@ import (
 // configured. Its contents live as long as the process.
 type Memory struct {
 	mu       sync.Mutex
-	tables   map[string][]byte
+	tables   *tableLRU
 	samples  map[string]*Sample
 	datasets map[string]*Dataset
 	ledger   map[string][]Release
@@ -27,7 +27,7 @@ type Memory struct {
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory {
 	return &Memory{
-		tables:     map[string][]byte{},
+		tables:     newTableLRU(DefaultTableCacheBytes),
 		samples:    map[string]*Sample{},
 		datasets:   map[string]*Dataset{},
 		ledger:     map[string][]Release{},
@@ -47,19 +47,13 @@ func (m *Memory) Close() {}
 
 // GetTable implements Store.
 func (m *Memory) GetTable(_ context.Context, key string) ([]byte, bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	d, ok := m.tables[key]
+	d, ok := m.tables.get(key)
 	return d, ok, nil
 }
 
 // PutTable implements Store.
 func (m *Memory) PutTable(_ context.Context, key string, data []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.tables[key]; !ok {
-		m.tables[key] = slices.Clone(data)
-	}
+	m.tables.put(key, data)
 	return nil
 }
 

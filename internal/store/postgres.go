@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/golang-migrate/migrate/v4"
@@ -21,6 +22,8 @@ import (
 // privacy ledger survive restarts and are shared by every pwsd replica.
 type Postgres struct {
 	pool *pgxpool.Pool
+	// tableCacheBytes bounds table_cache (see PutTable).
+	tableCacheBytes atomic.Int64
 }
 
 // Migrate applies every pending migration embedded in package migrations to
@@ -64,7 +67,9 @@ func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
 		pool.Close()
 		return nil, fmt.Errorf("pinging postgres: %w", err)
 	}
-	return &Postgres{pool: pool}, nil
+	p := &Postgres{pool: pool}
+	p.tableCacheBytes.Store(DefaultTableCacheBytes)
+	return p, nil
 }
 
 // Ping implements Store.
@@ -91,7 +96,8 @@ func (p *Postgres) Close() { p.pool.Close() }
 // GetTable implements Store.
 func (p *Postgres) GetTable(ctx context.Context, key string) ([]byte, bool, error) {
 	var data []byte
-	err := p.pool.QueryRow(ctx, `SELECT data FROM table_cache WHERE key = $1`, key).Scan(&data)
+	// Reading marks the table used, for least-recently-used eviction.
+	err := p.pool.QueryRow(ctx, `UPDATE table_cache SET last_used = clock_timestamp() WHERE key = $1 RETURNING data`, key).Scan(&data)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, false, nil
 	}
@@ -102,12 +108,43 @@ func (p *Postgres) GetTable(ctx context.Context, key string) ([]byte, bool, erro
 }
 
 // PutTable implements Store.
+// The insert and the eviction of the least recently used tables until the
+// total size is within the bound run in one transaction, serialised by an
+// advisory lock, so table_cache never stays above the bound. A table larger
+// than the bound is not stored.
 func (p *Postgres) PutTable(ctx context.Context, key string, data []byte) error {
-	_, err := p.pool.Exec(ctx, `INSERT INTO table_cache (key, data) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, key, data)
+	limit := p.tableCacheBytes.Load()
+	if int64(len(data)) > limit {
+		return nil
+	}
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7316001)`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO table_cache (key, data, size, last_used) VALUES ($1, $2, $3, clock_timestamp()) ON CONFLICT (key) DO NOTHING`,
+			key, data, int64(len(data))); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM table_cache WHERE key IN (
+			SELECT key FROM (SELECT key, sum(size) OVER (ORDER BY last_used DESC, key) AS total FROM table_cache) t WHERE total > $1)`, limit)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("caching table: %w", err)
 	}
 	return nil
+}
+
+// LimitTableCache implements TableCacheLimiter.
+func (p *Postgres) LimitTableCache(bytes int64) { p.tableCacheBytes.Store(bytes) }
+
+// TableCacheBytes returns the total size of the cached tables.
+func (p *Postgres) TableCacheBytes(ctx context.Context) (int64, error) {
+	var n int64
+	if err := p.pool.QueryRow(ctx, `SELECT coalesce(sum(size), 0) FROM table_cache`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("measuring table cache: %w", err)
+	}
+	return n, nil
 }
 
 // charge applies c inside tx with the dataset row locked.

@@ -9,6 +9,7 @@ package store
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 )
 
@@ -136,7 +137,15 @@ type StateRecord struct {
 const budgetSlack = 1e-9
 
 // fits reports whether charging (eps, delta) to d stays within its budget.
+// A charge whose sums are not finite never fits (nothing non-finite is ever
+// written to the ledger).
 func fits(d Dataset, eps, delta float64) bool {
-	return d.SpentEpsilon+eps <= d.EpsilonBudget*(1+budgetSlack) &&
-		d.SpentDelta+delta <= d.DeltaBudget*(1+budgetSlack)
+	se, sd := d.SpentEpsilon+eps, d.SpentDelta+delta
+	if !finite(se) || !finite(sd) || !finite(eps) || !finite(delta) || eps < 0 || delta < 0 {
+		return false
+	}
+	return se <= d.EpsilonBudget+d.EpsilonBudget*budgetSlack &&
+		sd <= d.DeltaBudget+d.DeltaBudget*budgetSlack
 }
+
+func finite(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }
