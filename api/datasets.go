@@ -121,13 +121,13 @@ func (h *handler) serviceError(w http.ResponseWriter, r *http.Request, err error
 		for i, f := range ve.Fields {
 			fields[i] = FieldError{Field: f.Field, Message: f.Msg}
 		}
-		writeProblem(w, newProblem(http.StatusUnprocessableEntity, "the request is not valid", fields...))
+		writeProblem(w, newProblem(http.StatusUnprocessableEntity, detailInvalid, fields...))
 	case errors.As(err, &pve):
 		fields := make([]FieldError, len(pve.Fields))
 		for i, f := range pve.Fields {
 			fields[i] = FieldError{Field: f.Field, Message: f.Message}
 		}
-		writeProblem(w, newProblem(http.StatusUnprocessableEntity, "the request is not valid", fields...))
+		writeProblem(w, newProblem(http.StatusUnprocessableEntity, detailInvalid, fields...))
 	case errors.As(err, &pfe):
 		writeProblem(w, invalid(pfe.Field, pfe.Message))
 	case errors.As(err, &fe):

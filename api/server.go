@@ -86,6 +86,9 @@ func NewRouter(d Deps) http.Handler {
 
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID)
+	r.Use(problemRequestID)
+	r.Use(middleware.GetHead)
+	r.Use(checkQuery(r))
 	r.Use(m.middleware)
 	r.Use(requestLogger(d.Logger))
 	r.Use(recoverer(d.Logger))
@@ -108,9 +111,7 @@ func NewRouter(d Deps) http.Handler {
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, newProblem(http.StatusNotFound, "no such resource"))
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, newProblem(http.StatusMethodNotAllowed, "method not allowed on this resource"))
-	})
+	r.MethodNotAllowed(methodNotAllowed(r))
 	return r
 }
 

@@ -85,6 +85,9 @@ func (s *Service) EstimateSample(ctx context.Context, id string, g estimate.G, e
 	if out.Estimate, err = et.EstimateSum(values); err != nil {
 		return SampleEstimate{}, estimateErr(err)
 	}
+	if math.IsInf(out.Estimate, 0) || math.IsNaN(out.Estimate) {
+		return SampleEstimate{}, fieldErr("g", "is out of range: the estimate overflows float64; use a smaller exponent or a cap")
+	}
 	return out, nil
 }
 
