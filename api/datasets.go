@@ -135,7 +135,7 @@ func (h *handler) serviceError(w http.ResponseWriter, r *http.Request, err error
 	case errors.As(err, &le):
 		writeProblem(w, newProblem(http.StatusRequestEntityTooLarge, le.Msg))
 	case errors.Is(err, service.ErrNotFound):
-		writeProblem(w, newProblem(http.StatusNotFound, "no such resource"))
+		writeProblem(w, notFound(r, err))
 	case errors.Is(err, service.ErrBudget):
 		writeProblem(w, newProblem(http.StatusConflict, "the release would exceed the dataset's privacy budget; nothing was released"))
 	case errors.Is(err, service.ErrExists):

@@ -7,8 +7,11 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/go-playground/validator/v10"
+
+	"github.com/pwsd/pwsd/internal/service"
 )
 
 // FieldError names one invalid field by its JSON path, e.g. "privacy.epsilon".
@@ -193,4 +196,34 @@ func message(fe validator.FieldError) string {
 	default:
 		return "is not valid (" + fe.Tag() + ")"
 	}
+}
+
+// notFound is the 404 for err, saying what is missing: the service's
+// *NotFoundError when it names it, else the resource the route names by its
+// {id} or {name} ("sample \"abc\" does not exist").
+func notFound(r *http.Request, err error) *Problem {
+	var nf *service.NotFoundError
+	if errors.As(err, &nf) {
+		return newProblem(http.StatusNotFound, quoteBounded(nf))
+	}
+	pattern := routePattern(r)
+	for _, kind := range []string{"sample", "stream", "counter", "dataset"} {
+		if strings.HasPrefix(pattern, "/v1/"+kind+"s/{") {
+			id := chi.URLParam(r, "id")
+			if id == "" {
+				id = chi.URLParam(r, "name")
+			}
+			return newProblem(http.StatusNotFound, quoteBounded(&service.NotFoundError{Kind: kind, Name: id}))
+		}
+	}
+	return newProblem(http.StatusNotFound, "no such resource")
+}
+
+// quoteBounded renders a not-found error with its name cut to 128 bytes.
+func quoteBounded(nf *service.NotFoundError) string {
+	c := *nf
+	if len(c.Name) > 128 {
+		c.Name = strings.ToValidUTF8(c.Name[:128], "") + "..."
+	}
+	return c.Error()
 }

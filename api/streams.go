@@ -213,7 +213,7 @@ func (h *handler) postRelease(w http.ResponseWriter, r *http.Request) {
 //	@Produce		json
 //	@Param			id	path		string	true	"stream id"
 //	@Success		200	{object}	object
-//	@Failure		404	{object}	Problem
+//	@Failure		404,409	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/streams/{id}/intrusions [post]
 func (h *handler) postIntrusion(w http.ResponseWriter, r *http.Request) {

@@ -39,16 +39,20 @@ const docTemplate = `{
         },
         "/openapi.json": {
             "get": {
+                "description": "Generated from the swag annotations by openapi/gen (make openapi); the HTTP tests validate every request and answer against it.",
                 "produces": [
                     "application/json"
                 ],
                 "tags": [
                     "operations"
                 ],
-                "summary": "The OpenAPI (Swagger 2.0) description of this API",
+                "summary": "The OpenAPI 3.0 description of this API",
                 "responses": {
                     "200": {
-                        "description": "OK"
+                        "description": "OK",
+                        "schema": {
+                            "type": "object"
+                        }
                     }
                 }
             }
@@ -76,6 +80,25 @@ const docTemplate = `{
                         "description": "Service Unavailable",
                         "schema": {
                             "$ref": "#/definitions/api.Problem"
+                        }
+                    }
+                }
+            }
+        },
+        "/swagger.json": {
+            "get": {
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "operations"
+                ],
+                "summary": "The Swagger 2.0 description of this API (swag's output)",
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "type": "object"
                         }
                     }
                 }
@@ -1339,6 +1362,12 @@ const docTemplate = `{
                         "schema": {
                             "$ref": "#/definitions/api.Problem"
                         }
+                    },
+                    "409": {
+                        "description": "Conflict",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
                     }
                 }
             }
@@ -1882,10 +1911,14 @@ const docTemplate = `{
             "type": "object",
             "properties": {
                 "field": {
-                    "type": "string"
+                    "description": "Field is the JSON path of the field as the client wrote it\n(\"privacy.epsilon\", \"elements[3].frequency\"), or the query parameter's\nname; \"(body)\" or \"(query)\" when the whole body or query is at fault.",
+                    "type": "string",
+                    "example": "privacy.epsilon"
                 },
                 "message": {
-                    "type": "string"
+                    "description": "Message says what is wrong, in words; it never quotes the value.",
+                    "type": "string",
+                    "example": "must be greater than 0"
                 }
             }
         },
@@ -1933,22 +1966,34 @@ const docTemplate = `{
             "type": "object",
             "properties": {
                 "detail": {
+                    "description": "Detail explains this occurrence; it never contains request data.",
                     "type": "string"
                 },
                 "errors": {
+                    "description": "Errors names each invalid field or parameter.",
                     "type": "array",
                     "items": {
                         "$ref": "#/definitions/api.FieldError"
                     }
                 },
+                "request_id": {
+                    "description": "RequestID is the request's id (the X-Request-Id header), to match a\ncall with the server's log line.",
+                    "type": "string"
+                },
                 "status": {
-                    "type": "integer"
+                    "description": "Status is the HTTP status code.",
+                    "type": "integer",
+                    "example": 422
                 },
                 "title": {
-                    "type": "string"
+                    "description": "Title is the HTTP status text.",
+                    "type": "string",
+                    "example": "Unprocessable Entity"
                 },
                 "type": {
-                    "type": "string"
+                    "description": "Type is a stable URI naming the kind of problem.",
+                    "type": "string",
+                    "example": "https://pwsd.dev/problems/invalid-input"
                 }
             }
         },
@@ -2468,7 +2513,7 @@ const docTemplate = `{
     },
     "securityDefinitions": {
         "bearer": {
-            "description": "\"Bearer \u003ctoken\u003e\" when PWSD_API_TOKENS_FILE is set.",
+            "description": "\"Bearer \u003ctoken\u003e\" when PWSD_API_TOKENS_FILE is set (the scheme is case-insensitive).",
             "type": "apiKey",
             "name": "Authorization",
             "in": "header"
@@ -2483,7 +2528,7 @@ var SwaggerInfo = &swag.Spec{
 	BasePath:         "/",
 	Schemes:          []string{},
 	Title:            "pwsd — private weighted sampling service",
-	Description:      "pwsd turns non-private weighted samples (threshold, ppswor, priority) into (epsilon, delta)-differentially private ones, estimates linear and ordinal statistics from them, and runs pan-private streaming estimators and counters under continual observation.\nSanitized values (\"value\", table \"outcomes\") are ORDINAL TOKENS, not frequencies: a key of true frequency i is typically reported near i - L. Use the \"estimate\" fields for frequencies.",
+	Description:      "pwsd turns non-private weighted samples (threshold, ppswor, priority) into (epsilon, delta)-differentially private ones, estimates linear and ordinal statistics from them, and runs pan-private streaming estimators and counters under continual observation.\nSanitized values (\"value\", table \"outcomes\") are ORDINAL TOKENS, not frequencies: a key of true frequency i is typically reported near i - L. Use the \"estimate\" fields for frequencies.\nEvery error is application/problem+json naming the invalid fields; every response carries X-Request-Id and every problem its request_id. Unknown or repeated query parameters are a 400.",
 	InfoInstanceName: "swagger",
 	SwaggerTemplate:  docTemplate,
 	LeftDelim:        "{{",

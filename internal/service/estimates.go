@@ -135,7 +135,7 @@ func (s *Service) Rank(ctx context.Context, id, key string) (RankedElement, int,
 			return r, len(smp.Elements), nil
 		}
 	}
-	return RankedElement{}, 0, fmt.Errorf("key not reported in this sample: %w", ErrNotFound)
+	return RankedElement{}, 0, &NotFoundError{Kind: "key", Name: key}
 }
 
 // Quantile is one quantile of the estimated frequency distribution.

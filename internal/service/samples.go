@@ -171,7 +171,7 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 		charge = &store.Charge{Dataset: spec.Dataset, Kind: "sample", Ref: smp.ID, Epsilon: spec.Privacy.Epsilon, Delta: spec.Privacy.Delta}
 	}
 	if err := s.store.CreateSample(ctx, smp, charge); err != nil {
-		return nil, storeErr(err, "storing sample")
+		return nil, notFoundAs(storeErr(err, "storing sample"), "dataset", spec.Dataset)
 	}
 	return &Sample{ID: smp.ID, CreatedAt: smp.CreatedAt, Spec: spec, Elements: out}, nil
 }

@@ -107,7 +107,7 @@ func (s *Service) CreateStream(ctx context.Context, spec StreamSpec) (Stream, er
 		charge = &store.Charge{Dataset: spec.Dataset, Kind: kindStream, Ref: rec.ID, Epsilon: cfg.Density.Epsilon}
 	}
 	if err := s.store.CreateState(ctx, rec, charge); err != nil {
-		return Stream{}, storeErr(err, "creating stream")
+		return Stream{}, notFoundAs(storeErr(err, "creating stream"), "dataset", spec.Dataset)
 	}
 	return s.streamView(rec)
 }
