@@ -137,6 +137,7 @@ type problem struct {
 		Field   string `json:"field"`
 		Message string `json:"message"`
 	} `json:"errors"`
+	RequestID string `json:"request_id"`
 }
 
 func (r response) problem(t *testing.T) problem {

@@ -368,7 +368,9 @@ func closest(n string, spec paramSpec) string {
 		return ""
 	}
 	best, bestD := "", 3
-	squash := func(s string) string { return strings.NewReplacer("_", "", "-", "", ".", "").Replace(strings.ToLower(s)) }
+	squash := func(s string) string {
+		return strings.NewReplacer("_", "", "-", "", ".", "").Replace(strings.ToLower(s))
+	}
 	for _, group := range [][]string{spec.single, spec.repeated} {
 		for _, c := range group {
 			d := editDistance(n, c)

@@ -2,11 +2,14 @@ package api_test
 
 import (
 	"fmt"
-	"github.com/pwsd/pwsd/api"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pwsd/pwsd/api"
 )
 
 // TestBadInputIsAPreciseProblem: every malformed or invalid request gets a
@@ -107,4 +110,140 @@ func TestLimitsAreEnforced(t *testing.T) {
 			r.problem(t)
 		})
 	}
+}
+
+// createSampleID posts a small frequencies sample and returns its id.
+func createSampleID(t *testing.T, ts *testServer) string {
+	t.Helper()
+	r := ts.postJSON(t, "/v1/samples", `{"privacy":{"epsilon":1,"delta":0.01},"sampling":{"scheme":"none"},"elements":[{"key":"a","frequency":100},{"key":"b","frequency":300},{"key":"c","frequency":200}]}`)
+	if r.status != http.StatusCreated {
+		t.Fatalf("creating a sample: %d %s", r.status, r.body)
+	}
+	var v struct{ ID string }
+	r.json(t, &v)
+	return v.ID
+}
+
+// TestQueryIsStrict: every GET route refuses unknown and repeated
+// single-valued parameters with a 400 naming them, never a 5xx; values that
+// are not finite, or results that overflow, are 422s naming the parameter.
+func TestQueryIsStrict(t *testing.T) {
+	ts := newServer(t, nil)
+	id := createSampleID(t, ts)
+	s := "/v1/samples/" + id
+	const tbl = "epsilon=1&delta=0.01"
+	for _, tc := range []struct {
+		name, path string
+		status     int
+		field      string
+		message    string
+	}{
+		{"unknown parameter names it and suggests", s + "/estimate?keyprefix=a", 400, "keyprefix", "did you mean key_prefix?"},
+		{"repeated single-valued", s + "/estimate?estimator=mle&estimator=unbiased", 400, "estimator", "is given 2 times"},
+		{"repeatable key may repeat", s + "/estimate?key=a&key=b", 200, "", ""},
+		{"unknown on a table", "/v1/tables/reporting?" + tbl + "&frequency=3", 400, "frequency", "is not a parameter"},
+		{"any parameter on a route without any", "/healthz?verbose=1", 400, "verbose", "is not a parameter"},
+		{"limit is not a parameter of estimate", s + "/estimate?limit=3", 400, "limit", "is not a parameter"},
+		{"q=NaN", s + "/quantiles?q=NaN", 422, "q[0]", "must be a number in [0, 1]"},
+		{"q=Inf", s + "/quantiles?q=0.5&q=Inf", 422, "q[1]", "must be a number in [0, 1]"},
+		{"g=power:400 on a sample", s + "/estimate?g=power:400", 422, "g", "out of range"},
+		{"g=power:1e308 on a sample", s + "/estimate?g=power:1e308", 422, "g", "out of range"},
+		{"g=power:400 on the estimators table", "/v1/tables/estimators?" + tbl + "&g=power:400", 422, "g", "out of range"},
+		{"g=power:1e308 on the estimators table", "/v1/tables/estimators?" + tbl + "&g=power:1e308", 422, "g", "out of range"},
+		{"epsilon=1e400 is out of range", "/v1/tables/reporting?epsilon=1e400&delta=0.1", 422, "epsilon", "out of range"},
+		{"epsilon=NaN", "/v1/tables/reporting?epsilon=NaN&delta=0.1", 422, "epsilon", "finite"},
+		{"unknown sample", "/v1/samples/nope/top", 404, "", `sample "nope" does not exist`},
+		{"unreported key", s + "/rank?key=zzz", 404, "", `key "zzz" is not in this sample`},
+		{"unknown dataset", "/v1/datasets/nope", 404, "", `dataset "nope" does not exist`},
+		{"unknown stream", "/v1/streams/nope", 404, "", `stream "nope" does not exist`},
+		{"unknown counter", "/v1/counters/nope", 404, "", `counter "nope" does not exist`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := ts.get(t, tc.path)
+			if r.status != tc.status {
+				t.Fatalf("status %d, want %d: %s", r.status, tc.status, r.body)
+			}
+			if tc.status < 400 {
+				return
+			}
+			p := r.problem(t)
+			if tc.field != "" && !slices.Contains(p.fields(), tc.field) {
+				t.Errorf("errors name %v, want %s", p.fields(), tc.field)
+			}
+			said := p.Detail
+			for _, e := range p.Errors {
+				said += "\n" + e.Message
+			}
+			if !strings.Contains(said, tc.message) {
+				t.Errorf("problem %s does not say %q", r.body, tc.message)
+			}
+			if p.RequestID == "" {
+				t.Errorf("problem without request_id: %s", r.body)
+			}
+		})
+	}
+	// An unknown dataset named in a POST body is named as such.
+	r := ts.postJSON(t, "/v1/samples", `{"dataset":"nope","privacy":{"epsilon":1,"delta":0.01},"sampling":{"scheme":"none"},"elements":[{"key":"a","frequency":3}]}`)
+	if r.status != 404 || !strings.Contains(r.problem(t).Detail, `dataset "nope" does not exist`) {
+		t.Errorf("unknown dataset in the body: %d %s", r.status, r.body)
+	}
+}
+
+// TestHTTPSemantics: 405 lists Allow, HEAD answers every GET route without
+// a body, 401 carries WWW-Authenticate: Bearer, the scheme is matched
+// case-insensitively, and the request id in a problem is the one in the log.
+func TestHTTPSemantics(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tokens.json")
+	if err := os.WriteFile(path, []byte(`{"tokens":[{"token":"0123456789abcdef","role":"writer"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	toks, err := api.LoadTokens(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := newServer(t, nil, func(d *api.Deps) { d.Tokens = toks })
+	auth := []string{"Authorization", "Bearer 0123456789abcdef"}
+
+	t.Run("405 with Allow", func(t *testing.T) {
+		r := ts.do(t, http.MethodPut, "/v1/samples/x", "", "", auth...)
+		if r.status != 405 || r.header.Get("Allow") != "GET, HEAD" {
+			t.Fatalf("status %d Allow %q", r.status, r.header.Get("Allow"))
+		}
+		r.problem(t)
+		if r := ts.do(t, http.MethodDelete, "/v1/tables/reporting", "", "", auth...); r.header.Get("Allow") != "GET, HEAD" {
+			t.Errorf("Allow %q on a table", r.header.Get("Allow"))
+		}
+	})
+	t.Run("HEAD on GET routes", func(t *testing.T) {
+		for _, p := range []string{"/healthz", "/openapi.json", "/v1/tables/reporting?epsilon=1&delta=0.1"} {
+			r := ts.do(t, http.MethodHead, p, "", "", auth...)
+			if r.status != 200 || len(r.body) != 0 || r.header.Get("Content-Type") == "" {
+				t.Errorf("HEAD %s: %d, %d bytes, Content-Type %q", p, r.status, len(r.body), r.header.Get("Content-Type"))
+			}
+		}
+	})
+	t.Run("401 with WWW-Authenticate", func(t *testing.T) {
+		for _, h := range [][]string{nil, {"Authorization", "Bearer wrong-token-0000000"}, {"Authorization", "Basic 0123456789abcdef"}} {
+			r := ts.do(t, http.MethodGet, "/v1/datasets/x", "", "", h...)
+			if r.status != 401 || !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") {
+				t.Errorf("%v: status %d WWW-Authenticate %q", h, r.status, r.header.Get("WWW-Authenticate"))
+			}
+			r.problem(t)
+		}
+	})
+	t.Run("scheme is case-insensitive", func(t *testing.T) {
+		for _, s := range []string{"bearer", "BEARER", "Bearer"} {
+			if r := ts.do(t, http.MethodGet, "/v1/tables/reporting?epsilon=1&delta=0.1", "", "", "Authorization", s+" 0123456789abcdef"); r.status != 200 {
+				t.Errorf("%s: status %d", s, r.status)
+			}
+		}
+	})
+	t.Run("request_id matches the log", func(t *testing.T) {
+		r := ts.do(t, http.MethodGet, "/v1/samples/none", "", "", auth...)
+		p := r.problem(t)
+		if p.RequestID == "" || !strings.Contains(ts.logs.String(), `"request_id":"`+p.RequestID+`"`) {
+			t.Errorf("request_id %q not in the log", p.RequestID)
+		}
+	})
 }
