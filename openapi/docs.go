@@ -1418,6 +1418,93 @@ const docTemplate = `{
                 }
             }
         },
+        "/v1/tables/audit": {
+            "get": {
+                "security": [
+                    {
+                        "bearer": []
+                    }
+                ],
+                "description": "For every pair of neighbouring frequencies (i-1, i) with i in the range (frequency 0 is never reported), computes exactly max over output sets S of P_i(S) - e^epsilon P_{i-1}(S) (up) and of P_{i-1}(S) - e^epsilon P_i(S) (down), over \"not reported\" and the common refinement of both rows' pieces, in double-double arithmetic. Answers per direction the worst loss, its excess over delta (\u003c= 0 when the release is (epsilon, delta)-DP) and the row where it occurs. The same audit the test suite runs.",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "tables"
+                ],
+                "summary": "Exact privacy audit of the frequency sanitizer's rows (a privacy certificate)",
+                "parameters": [
+                    {
+                        "type": "number",
+                        "description": "epsilon \u003e 0",
+                        "name": "epsilon",
+                        "in": "query",
+                        "required": true
+                    },
+                    {
+                        "type": "number",
+                        "description": "0 \u003c delta \u003c= 1",
+                        "name": "delta",
+                        "in": "query",
+                        "required": true
+                    },
+                    {
+                        "type": "string",
+                        "default": "none",
+                        "description": "ppswor | priority | none | custom",
+                        "name": "scheme",
+                        "in": "query"
+                    },
+                    {
+                        "type": "number",
+                        "description": "tau",
+                        "name": "threshold",
+                        "in": "query"
+                    },
+                    {
+                        "type": "number",
+                        "default": 1,
+                        "description": "p",
+                        "name": "power",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "custom: q_1,...,q_n",
+                        "name": "probabilities",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "default": "max_separation",
+                        "description": "discrete | max_separation",
+                        "name": "method",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "F or A-B: audit the pairs (i-1, i) for i in A..B",
+                        "name": "frequency",
+                        "in": "query",
+                        "required": true
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/api.AuditView"
+                        }
+                    },
+                    "422": {
+                        "description": "Unprocessable Entity",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    }
+                }
+            }
+        },
         "/v1/tables/estimators": {
             "get": {
                 "security": [
@@ -1710,6 +1797,56 @@ const docTemplate = `{
                 "beta": {
                     "type": "number",
                     "example": 0.05
+                }
+            }
+        },
+        "api.AuditView": {
+            "type": "object",
+            "properties": {
+                "delta": {
+                    "type": "number"
+                },
+                "down": {
+                    "description": "Down is the reverse direction: P_{i-1}(S) - e^eps P_i(S).",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/service.AuditDirection"
+                        }
+                    ]
+                },
+                "epsilon": {
+                    "description": "Epsilon and Delta are the guarantee audited.",
+                    "type": "number"
+                },
+                "from": {
+                    "type": "integer"
+                },
+                "holds": {
+                    "description": "Holds says whether both directions stay within delta (up to\nAuditTolerance*delta) for every pair in the range.",
+                    "type": "boolean"
+                },
+                "method": {
+                    "description": "Method is the sanitizer audited.",
+                    "type": "string",
+                    "enum": [
+                        "max_separation",
+                        "discrete"
+                    ]
+                },
+                "to": {
+                    "type": "integer"
+                },
+                "tolerance": {
+                    "description": "Tolerance is the relative allowance over delta under which the audit\nholds (double-double rounding).",
+                    "type": "number"
+                },
+                "up": {
+                    "description": "Up compares each row i with its predecessor i-1: P_i(S) - e^eps P_{i-1}(S).",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/service.AuditDirection"
+                        }
+                    ]
                 }
             }
         },
@@ -2470,6 +2607,23 @@ const docTemplate = `{
                 },
                 "sample": {
                     "type": "string"
+                }
+            }
+        },
+        "service.AuditDirection": {
+            "type": "object",
+            "properties": {
+                "excess_over_delta": {
+                    "description": "Excess is Loss - delta: at most 0 (up to AuditTolerance*delta) when\nevery pair in the range is (epsilon, delta)-DP in this direction.",
+                    "type": "number"
+                },
+                "frequency": {
+                    "description": "Frequency is the row i of the pair (i-1, i) where Loss occurs.",
+                    "type": "integer"
+                },
+                "loss": {
+                    "description": "Loss is the largest hockey-stick divergence found:\nmax over S of P_a(S) - e^epsilon P_b(S).",
+                    "type": "number"
                 }
             }
         },
