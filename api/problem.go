@@ -22,6 +22,9 @@ type FieldError struct {
 	Field string `json:"field" example:"privacy.epsilon"`
 	// Message says what is wrong, in words; it never quotes the value.
 	Message string `json:"message" example:"must be greater than 0"`
+	// Line is the NDJSON line the error is on (1 = the first line), for
+	// NDJSON bodies; Field then still names the JSON path (elements[i]).
+	Line int `json:"line,omitempty" example:"3"`
 }
 
 // Problem is an RFC 9457 problem details object.
@@ -163,6 +166,16 @@ func jsonPath(prefix, ns string) string {
 	if i := strings.IndexByte(ns, '.'); i >= 0 {
 		ns = ns[i+1:]
 	}
+	// Embedded Go structs (SampleRequest's SampleHeader) have no JSON name:
+	// drop their Go type names, which start with a capital letter.
+	parts := strings.Split(ns, ".")
+	kept := parts[:0]
+	for _, p := range parts {
+		if p != "" && (p[0] < 'A' || p[0] > 'Z') {
+			kept = append(kept, p)
+		}
+	}
+	ns = strings.Join(kept, ".")
 	if prefix != "" {
 		return prefix + "." + ns
 	}

@@ -32,7 +32,7 @@ type SampleHeader struct {
 // Raw elements are never stored or logged.
 type SampleElement struct {
 	Key       string      `json:"key" example:"a"`
-	Frequency json.Number `json:"frequency" swaggertype:"integer" example:"17"`
+	Frequency Integer `json:"frequency" swaggertype:"integer" example:"17"`
 }
 
 // SampleRequest is the JSON form of POST /v1/samples.
@@ -169,12 +169,12 @@ func (h *handler) createSample(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		var hd SampleHeader
-		if err := decodeLine(line, &hd, "line 1"); err != nil {
+		if err := decodeLine(line, &hd, lr.n, ""); err != nil {
 			writeError(w, err)
 			return
 		}
 		if spec, err = h.spec(hd); err != nil {
-			writeError(w, err)
+			writeError(w, atLine(err, lr.n))
 			return
 		}
 		i := 0
@@ -185,12 +185,13 @@ func (h *handler) createSample(w http.ResponseWriter, r *http.Request) {
 			}
 			var e SampleElement
 			if k, f, ok := parseElementFast(line); ok {
-				e = SampleElement{Key: k, Frequency: json.Number(f)}
-			} else if err := decodeLine(line, &e, "line "+strconv.Itoa(lr.n)); err != nil {
+				e = SampleElement{Key: k, Frequency: Integer(f)}
+			} else if err := decodeLine(line, &e, lr.n, "elements["+strconv.Itoa(i)+"]"); err != nil {
 				return "", 0, err
 			}
 			i++
-			return h.element(i-1, e)
+			k, f, err := h.element(i-1, e)
+			return k, f, atLine(err, lr.n)
 		}
 	case "application/json", "":
 		var req SampleRequest

@@ -247,3 +247,78 @@ func TestHTTPSemantics(t *testing.T) {
 		}
 	})
 }
+
+// TestBodyErrorsNameThePath: body errors name the JSON path exactly as the
+// client wrote it (never a Go type name), NDJSON errors add the line,
+// integral frequencies written as 5.0 or 1e2 are accepted while strings are
+// not, invalid UTF-8 is a 422 naming the element, and out-of-range numbers
+// say so.
+func TestBodyErrorsNameThePath(t *testing.T) {
+	ts := newServer(t, nil)
+	stream := ts.postJSON(t, "/v1/streams", `{"estimator":"density","epsilon":0.5,"universe_size":100,"sample_size":10}`)
+	if stream.status != 201 {
+		t.Fatalf("creating a stream: %d %s", stream.status, stream.body)
+	}
+	events := "/v1/streams/" + strings.TrimPrefix(stream.header.Get("Location"), "/v1/streams/") + "/events"
+	const hdr = `"privacy":{"epsilon":0.5,"delta":1e-6},"sampling":{"scheme":"none"}`
+	nd := func(lines ...string) string { return strings.Join(lines, "\n") + "\n" }
+	for _, tc := range []struct {
+		name, path, ct, body string
+		status               int
+		field                string
+		line                 int
+		msg                  string
+	}{
+		{"frequency 5.0 and 1e2 accepted", "/v1/samples", "application/json", `{` + hdr + `,"elements":[{"key":"a","frequency":5.0},{"key":"b","frequency":1e2}]}`, 201, "", 0, ""},
+		{"frequency as a string refused", "/v1/samples", "application/json", `{` + hdr + `,"elements":[{"key":"a","frequency":3},{"key":"b","frequency":"900"}]}`, 400, "elements[1].frequency", 0, "not a string"},
+		{"frequency 2.5", "/v1/samples", "application/json", `{` + hdr + `,"elements":[{"key":"a","frequency":2.5}]}`, 422, "elements[0].frequency", 0, "must be an integer"},
+		{"frequency 1e400", "/v1/samples", "application/json", `{` + hdr + `,"elements":[{"key":"a","frequency":1e400}]}`, 422, "elements[0].frequency", 0, "out of range"},
+		{"epsilon 1e400", "/v1/samples", "application/json", `{"privacy":{"epsilon":1e400,"delta":0.1},"sampling":{"scheme":"none"}}`, 422, "privacy.epsilon", 0, "out of range"},
+		{"epsilon as a string", "/v1/samples", "application/json", `{"privacy":{"epsilon":"0.5","delta":0.1},"sampling":{"scheme":"none"}}`, 400, "privacy.epsilon", 0, "must be number"},
+		{"invalid epsilon named without Go types", "/v1/samples", "application/json", `{"privacy":{"epsilon":0,"delta":0.1},"sampling":{"scheme":"none"},"elements":[]}`, 422, "privacy.epsilon", 0, ""},
+		{"unknown nested field", "/v1/samples", "application/json", `{"privacy":{"epsilon":1,"delta":0.1},"sampling":{"scheme":"ppswor","threshhold":0.1}}`, 400, "sampling.threshhold", 0, "not a known field"},
+		{"unknown element field", "/v1/samples", "application/json", `{` + hdr + `,"elements":[{"key":"a","weight":3}]}`, 400, "elements[0].weight", 0, "not a known field"},
+		{"field names are case-sensitive", "/v1/samples", "application/json", `{"Privacy":{"epsilon":1,"delta":0.1},"sampling":{"scheme":"none"}}`, 400, "Privacy", 0, "not a known field"},
+		{"duplicate member", "/v1/samples", "application/json", `{` + hdr + `,"elements":[{"key":"a","key":"b","frequency":1}]}`, 400, "elements[0].key", 0, "more than once"},
+		{"invalid UTF-8 key", "/v1/samples", "application/json", "{" + hdr + `,"elements":[{"key":"a","frequency":1},{"key":"` + "\xff" + `","frequency":1},{"key":"` + "\xfe" + `","frequency":1}]}`, 422, "elements[1].key", 0, "valid UTF-8"},
+		{"ndjson invalid UTF-8 key", "/v1/samples", "application/x-ndjson", nd("{"+hdr+"}", `{"key":"a","frequency":1}`, `{"key":"`+"\xff"+`","frequency":1}`), 422, "elements[1].key", 3, "valid UTF-8"},
+		{"ndjson bad frequency has line and index", "/v1/samples", "application/x-ndjson", nd("{"+hdr+"}", `{"key":"a","frequency":1}`, "", `{"key":"b","frequency":0}`), 422, "elements[1].frequency", 4, "at least 1"},
+		{"ndjson malformed line has line and index", "/v1/samples", "application/x-ndjson", nd("{"+hdr+"}", `{"key":"a","frequency":1}`, `{"key":}`), 400, "elements[1].key", 3, "not valid JSON"},
+		{"ndjson unknown element field", "/v1/samples", "application/x-ndjson", nd("{"+hdr+"}", `{"key":"a","frequency":1,"weight":2}`), 400, "elements[0].weight", 2, "not a known field"},
+		{"ndjson header error has line 1", "/v1/samples", "application/x-ndjson", nd(`{"privacy":{"epsilon":-1,"delta":0.1},"sampling":{"scheme":"none"}}`), 422, "privacy.epsilon", 1, ""},
+		{"universe_size 1e18", "/v1/streams", "application/json", `{"estimator":"density","epsilon":0.5,"universe_size":1e18}`, 400, "universe_size", 0, "integer >= 0"},
+		{"user null", events, "application/json", `{"events":[{"user":1},{"user":null}]}`, 422, "events[1].user", 0, "is required"},
+		{"ndjson user null", events, "application/x-ndjson", nd(`{"user":1}`, `{"user":null}`), 422, "events[1].user", 2, "is required"},
+		{"empty body", "/v1/samples", "application/json", ``, 400, "(body)", 0, "empty"},
+		{"truncated body", "/v1/samples", "application/json", `{"privacy":{"epsilon":1`, 400, "", 0, "truncated"},
+		{"trailing data", "/v1/samples", "application/json", `{` + hdr + `} {}`, 400, "(body)", 0, "not valid JSON"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := ts.do(t, http.MethodPost, tc.path, tc.ct, tc.body)
+			if r.status != tc.status {
+				t.Fatalf("status %d, want %d: %s", r.status, tc.status, r.body)
+			}
+			if tc.status < 400 {
+				return
+			}
+			var p struct {
+				Detail string
+				Errors []api.FieldError
+			}
+			r.problem(t)
+			r.json(t, &p)
+			found := false
+			for _, e := range p.Errors {
+				if strings.ContainsAny(e.Field[:min(1, len(e.Field))], "ABCDEFGHIJKLMNOPQRSTUVWXYZ") && tc.field != "Privacy" {
+					t.Errorf("field %q names a Go type", e.Field)
+				}
+				if (tc.field == "" || e.Field == tc.field) && e.Line == tc.line && strings.Contains(e.Message, tc.msg) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("errors %+v, want field %q line %d saying %q", p.Errors, tc.field, tc.line, tc.msg)
+			}
+		})
+	}
+}

@@ -2052,6 +2052,11 @@ const docTemplate = `{
                     "type": "string",
                     "example": "privacy.epsilon"
                 },
+                "line": {
+                    "description": "Line is the NDJSON line the error is on (1 = the first line), for\nNDJSON bodies; Field then still names the JSON path (elements[i]).",
+                    "type": "integer",
+                    "example": 3
+                },
                 "message": {
                     "description": "Message says what is wrong, in words; it never quotes the value.",
                     "type": "string",
