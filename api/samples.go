@@ -31,7 +31,7 @@ type SampleHeader struct {
 // SampleElement is one raw element: a key and its integer frequency >= 1.
 // Raw elements are never stored or logged.
 type SampleElement struct {
-	Key       string      `json:"key" example:"a"`
+	Key       string  `json:"key" example:"a"`
 	Frequency Integer `json:"frequency" swaggertype:"integer" example:"17"`
 }
 
