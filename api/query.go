@@ -347,7 +347,7 @@ func queryProblem(spec paramSpec, v url.Values) *Problem {
 	if len(errs) == 0 {
 		return nil
 	}
-	return newProblem(http.StatusBadRequest, "the query has unknown or repeated parameters", errs...)
+	return newProblem(http.StatusBadRequest, detailMalformed, errs...)
 }
 
 // paramName bounds an unknown parameter name for quoting in a problem.
