@@ -109,6 +109,10 @@ func fixOperation(path, method string, op *openapi3.Operation) error {
 		if r == nil {
 			continue
 		}
+		if n, err := strconv.Atoi(code); err == nil && n >= 400 {
+			// Errors are problems whatever the operation produces.
+			r.Content = openapi3.Content{mtProblem: &openapi3.MediaType{Schema: &openapi3.SchemaRef{Ref: problemRef}}}
+		}
 		for mt, m := range r.Content {
 			if m.Schema != nil && m.Schema.Ref == problemRef && mt != mtProblem {
 				delete(r.Content, mt)
