@@ -322,3 +322,25 @@ func TestBodyErrorsNameThePath(t *testing.T) {
 		})
 	}
 }
+
+// TestStrictQueryIsLoggedByRoute: a 400 for an unknown parameter is logged
+// and counted under its route pattern, never the raw query.
+func TestStrictQueryIsLoggedByRoute(t *testing.T) {
+	ts := newServer(t, nil)
+	if r := ts.get(t, "/v1/tables/reporting?SECRETPARAM=1"); r.status != 400 {
+		t.Fatalf("status %d", r.status)
+	}
+	logs := ts.logs.String()
+	if !strings.Contains(logs, `"route":"/v1/tables/reporting","status":400`) || strings.Contains(logs, "SECRETPARAM") {
+		t.Errorf("the 400 is not logged by route pattern alone: %s", logs)
+	}
+	counted := false
+	for _, line := range strings.Split(string(ts.get(t, "/metrics").body), "\n") {
+		if strings.HasPrefix(line, "pwsd_http_requests_total") && strings.Contains(line, `route="/v1/tables/reporting"`) && strings.Contains(line, `status="400"`) {
+			counted = true
+		}
+	}
+	if !counted {
+		t.Errorf("the 400 is not counted under its route")
+	}
+}
