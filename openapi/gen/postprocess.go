@@ -133,7 +133,7 @@ func fixOperation(path, method string, op *openapi3.Operation) error {
 	}
 	statuses := []int{400, 405, 500}
 	if v1 {
-		statuses = append(statuses, 401, 503)
+		statuses = append(statuses, 401, 413, 503) // 413: a declared Content-Length above PWSD_MAX_BODY_BYTES
 		if method != http.MethodGet {
 			statuses = append(statuses, 403)
 		}
@@ -141,7 +141,7 @@ func fixOperation(path, method string, op *openapi3.Operation) error {
 			statuses = append(statuses, 404)
 		}
 		if op.RequestBody != nil {
-			statuses = append(statuses, 413, 415, 422)
+			statuses = append(statuses, 415, 422)
 		}
 		for _, p := range op.Parameters {
 			if p.Value != nil && p.Value.In == "query" {
