@@ -17,6 +17,8 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/go-playground/validator/v10"
+
+	"github.com/pwsd/pwsd/internal/panprivate"
 )
 
 // newValidator returns a validator that names fields by their JSON names.
@@ -232,7 +234,7 @@ func decodeProblem(err error, lineNo int, prefix string) *Problem {
 			return fe(status, detailFor(status), ptr, ie.Msg)
 		case errors.Is(err, strconv.ErrRange):
 			return fe(http.StatusUnprocessableEntity, detailInvalid, ptr, "is out of range for a "+goKind(sem.GoType))
-		case sem.GoType != nil && sem.GoType.String() == "panprivate.Event":
+		case sem.GoType == reflect.TypeFor[panprivate.Event]():
 			msg := `must be {"user": id or name, "op": "delete" (optional)}`
 			if strings.Contains(fmt.Sprint(sem.Err), "without user") {
 				return fe(http.StatusUnprocessableEntity, detailInvalid, ptr+"/user", "is required: a user id (integer) or name (string)")
