@@ -233,7 +233,7 @@ func decodeProblem(err error, lineNo int, prefix string) *Problem {
 			}
 			return fe(status, detailFor(status), ptr, ie.Msg)
 		case errors.Is(err, strconv.ErrRange):
-			return fe(http.StatusUnprocessableEntity, detailInvalid, ptr, "is out of range for a "+goKind(sem.GoType))
+			return fe(http.StatusUnprocessableEntity, detailInvalid, ptr, rangeMessage(sem.GoType))
 		case sem.GoType == reflect.TypeFor[panprivate.Event]():
 			msg := `must be {"user": id or name, "op": "delete" (optional)}`
 			if strings.Contains(fmt.Sprint(sem.Err), "without user") {
@@ -260,6 +260,26 @@ func detailFor(status int) string {
 		return detailMalformed
 	}
 	return detailInvalid
+}
+
+// rangeMessage says that a number is out of the range of Go type t.
+func rangeMessage(t reflect.Type) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return "is out of range"
+	}
+	switch t.Kind() {
+	case reflect.Float32, reflect.Float64:
+		return "is out of range: must be a finite number of magnitude below 1.8e308"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		lim := int64(1)<<(t.Bits()-1) - 1
+		return fmt.Sprintf("is out of range: must be from %d to %d", -lim-1, lim)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return fmt.Sprintf("is out of range: must be from 0 to %d", uint64(1)<<(t.Bits()-1)*2-1)
+	}
+	return "is out of range"
 }
 
 // goKind names a Go type's JSON kind in words.

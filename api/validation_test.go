@@ -344,3 +344,24 @@ func TestStrictQueryIsLoggedByRoute(t *testing.T) {
 		t.Errorf("the 400 is not counted under its route")
 	}
 }
+
+// TestOutOfRangeIntegers: integers beyond their Go type say "out of range"
+// with the range, never "must be of type".
+func TestOutOfRangeIntegers(t *testing.T) {
+	ts := newServer(t, nil)
+	for _, tc := range []struct{ path, body, field, want string }{
+		{"/v1/streams", `{"estimator":"density","epsilon":0.5,"universe_size":100000000000000000000}`, "universe_size", "must be from 0 to 18446744073709551615"},
+		{"/v1/counters", `{"epsilon":1,"horizon":99999999999999999999}`, "horizon", "must be from -9223372036854775808 to 9223372036854775807"},
+		{"/v1/counters", `{"epsilon":1e999,"horizon":10}`, "epsilon", "out of range"},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			r := ts.postJSON(t, tc.path, tc.body)
+			var p struct{ Errors []api.FieldError }
+			r.problem(t)
+			r.json(t, &p)
+			if r.status != 422 || len(p.Errors) != 1 || p.Errors[0].Field != tc.field || !strings.Contains(p.Errors[0].Message, tc.want) {
+				t.Errorf("%d %s, want 422 naming %s: %s", r.status, r.body, tc.field, tc.want)
+			}
+		})
+	}
+}
