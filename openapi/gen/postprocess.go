@@ -70,7 +70,38 @@ func postProcess(doc *openapi3.T, types map[string][]goField) error {
 		fixSchema(name, doc.Components.Schemas[name].Value)
 	}
 	markRequired(doc, types)
+	describeEvents(doc)
+	// The bearer token is an HTTP authentication scheme in OpenAPI 3.
+	if ss, ok := doc.Components.SecuritySchemes["bearer"]; ok && ss.Value != nil {
+		ss.Value = &openapi3.SecurityScheme{Type: "http", Scheme: "bearer", Description: ss.Value.Description}
+	}
 	return nil
+}
+
+// describeEvents replaces swag's bare objects for stream events by their
+// shape: {"user": id or name, "op": "insert" | "delete"}.
+func describeEvents(doc *openapi3.T) {
+	s := doc.Components.Schemas["api.EventsRequest"]
+	if s == nil || s.Value == nil {
+		return
+	}
+	ev := s.Value.Properties["events"]
+	if ev == nil || ev.Value == nil {
+		return
+	}
+	integer := &openapi3.Schema{Type: &openapi3.Types{"integer"}, Min: ptr(0.0), Description: "a user id, 0 to 2^64-1"}
+	name := &openapi3.Schema{Type: &openapi3.Types{"string"}, Description: "a user name"}
+	ev.Value.Items = &openapi3.SchemaRef{Value: &openapi3.Schema{
+		Type:        &openapi3.Types{"object"},
+		Description: "One event: an appearance of user, or with op delete its deletion.",
+		Required:    []string{"user"},
+		Properties: openapi3.Schemas{
+			"user": {Value: &openapi3.Schema{Description: "The user: a non-negative integer id or a string name.",
+				OneOf: openapi3.SchemaRefs{{Value: integer}, {Value: name}}}},
+			"op": {Value: &openapi3.Schema{Type: &openapi3.Types{"string"}, Enum: []any{"insert", "delete"},
+				Default: "insert", Description: "insert (default) or delete."}},
+		},
+	}}
 }
 
 // fixOperation sets media types, statuses and parameter constraints.
