@@ -209,7 +209,7 @@ func (h *handler) postRelease(w http.ResponseWriter, r *http.Request) {
 //	@Tags			streams
 //	@Produce		json
 //	@Param			id	path		string	true	"stream id"
-//	@Success		200	{object}	object
+//	@Success		200	{object}	panprivate.State
 //	@Failure		404,409	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/streams/{id}/intrusions [post]

@@ -1354,7 +1354,7 @@ const docTemplate = `{
                     "200": {
                         "description": "OK",
                         "schema": {
-                            "type": "object"
+                            "$ref": "#/definitions/panprivate.State"
                         }
                     },
                     "404": {
@@ -2612,6 +2612,160 @@ const docTemplate = `{
                 },
                 "sample": {
                     "type": "string"
+                }
+            }
+        },
+        "panprivate.Algorithm": {
+            "type": "string",
+            "enum": [
+                "dwork",
+                "optbern",
+                "ppds"
+            ],
+            "x-enum-varnames": [
+                "AlgorithmDwork",
+                "AlgorithmOptBern",
+                "AlgorithmPPDS"
+            ]
+        },
+        "panprivate.Kind": {
+            "type": "string",
+            "enum": [
+                "density",
+                "cropped_mean",
+                "heavy_hitters",
+                "incidence"
+            ],
+            "x-enum-comments": {
+                "KindCroppedMean": "mean of min(n_x, t) over the universe (Fig. 2)",
+                "KindDensity": "fraction of the universe that appears (Fig. 1, Algs. 2-3)",
+                "KindHeavyHitters": "fraction of users appearing at least k times (Fig. 3)",
+                "KindIncidence": "fraction of users appearing exactly t times (Figs. 4-5)"
+            },
+            "x-enum-descriptions": [
+                "fraction of the universe that appears (Fig. 1, Algs. 2-3)",
+                "mean of min(n_x, t) over the universe (Fig. 2)",
+                "fraction of users appearing at least k times (Fig. 3)",
+                "fraction of users appearing exactly t times (Figs. 4-5)"
+            ],
+            "x-enum-varnames": [
+                "KindDensity",
+                "KindCroppedMean",
+                "KindHeavyHitters",
+                "KindIncidence"
+            ]
+        },
+        "panprivate.ModulusState": {
+            "type": "object",
+            "properties": {
+                "counters": {
+                    "type": "array",
+                    "items": {
+                        "type": "integer"
+                    }
+                },
+                "noise": {
+                    "type": "array",
+                    "items": {
+                        "type": "number"
+                    }
+                },
+                "p": {
+                    "type": "integer"
+                }
+            }
+        },
+        "panprivate.State": {
+            "type": "object",
+            "properties": {
+                "algorithm": {
+                    "$ref": "#/definitions/panprivate.Algorithm"
+                },
+                "bits": {
+                    "description": "Bits holds one '0'/'1' per user (density; ppds: membership in the\ndistinct sample).",
+                    "type": "string"
+                },
+                "epsilon": {
+                    "type": "number"
+                },
+                "estimator": {
+                    "$ref": "#/definitions/panprivate.Kind"
+                },
+                "intrusions": {
+                    "description": "Intrusions counts the announced intrusions before this one.",
+                    "type": "integer"
+                },
+                "key": {
+                    "description": "Key (hex) keys the string-id hash and the sampling permutation.",
+                    "type": "string"
+                },
+                "level": {
+                    "description": "Level and Members are the ppds level L and distinct-sample size.",
+                    "type": "integer"
+                },
+                "members": {
+                    "type": "integer"
+                },
+                "moduli": {
+                    "description": "Moduli are the incidence counters, one set per prime.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/panprivate.ModulusState"
+                    }
+                },
+                "multiplicities": {
+                    "description": "Multiplicities are the heavy-hitter multiplicities r_x per user.",
+                    "type": "array",
+                    "items": {
+                        "type": "number"
+                    }
+                },
+                "p0": {
+                    "description": "P0 and P1 are P(bit = 1) under the distributions in use for users\nthat have not / have appeared.",
+                    "type": "number"
+                },
+                "p1": {
+                    "type": "number"
+                },
+                "sample_size": {
+                    "type": "integer"
+                },
+                "tables": {
+                    "description": "Tables are the cropped-mean tables (one for cropped_mean, one per\nthreshold for heavy_hitters).",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/panprivate.TableState"
+                    }
+                },
+                "universe_size": {
+                    "type": "integer"
+                },
+                "users": {
+                    "description": "Users lists the universe ids whose entries the tables hold, in table\norder (density, cropped mean, heavy hitters, incidence: the sample M;\nppds: the users at or above the current level).",
+                    "type": "array",
+                    "items": {
+                        "type": "integer"
+                    }
+                }
+            }
+        },
+        "panprivate.TableState": {
+            "type": "object",
+            "properties": {
+                "bits": {
+                    "type": "string"
+                },
+                "counters": {
+                    "type": "array",
+                    "items": {
+                        "type": "integer"
+                    }
+                },
+                "resolution": {
+                    "type": "integer"
+                },
+                "t": {
+                    "type": "number"
                 }
             }
         },
