@@ -210,7 +210,9 @@ func TestHTTPSemantics(t *testing.T) {
 		if r.status != 405 || r.header.Get("Allow") != "GET, HEAD" {
 			t.Fatalf("status %d Allow %q", r.status, r.header.Get("Allow"))
 		}
-		r.problem(t)
+		if r.problem(t).RequestID == "" {
+			t.Errorf("405 without request_id")
+		}
 		if r := ts.do(t, http.MethodDelete, "/v1/tables/reporting", "", "", auth...); r.header.Get("Allow") != "GET, HEAD" {
 			t.Errorf("Allow %q on a table", r.header.Get("Allow"))
 		}
@@ -229,7 +231,9 @@ func TestHTTPSemantics(t *testing.T) {
 			if r.status != 401 || !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") {
 				t.Errorf("%v: status %d WWW-Authenticate %q", h, r.status, r.header.Get("WWW-Authenticate"))
 			}
-			r.problem(t)
+			if r.problem(t).RequestID == "" {
+				t.Errorf("401 without request_id")
+			}
 		}
 	})
 	t.Run("scheme is case-insensitive", func(t *testing.T) {
