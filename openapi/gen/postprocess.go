@@ -52,6 +52,7 @@ var queryPatterns = map[string]string{
 
 func postProcess(doc *openapi3.T, types map[string][]goField) error {
 	doc.Servers = nil // same origin
+	doc.Components.Headers = standardHeaders()
 	if doc.Components.Responses == nil {
 		doc.Components.Responses = openapi3.ResponseBodies{}
 	}
@@ -191,7 +192,36 @@ func fixOperation(path, method string, op *openapi3.Operation) error {
 		}
 		op.Responses.Set(code, &openapi3.ResponseRef{Value: problemResponse(n)})
 	}
+	for code, r := range op.Responses.Map() {
+		if r.Value == nil {
+			continue
+		}
+		if r.Value.Headers == nil {
+			r.Value.Headers = openapi3.Headers{}
+		}
+		r.Value.Headers["X-Request-Id"] = &openapi3.HeaderRef{Ref: "#/components/headers/X-Request-Id"}
+		switch code {
+		case "401":
+			r.Value.Headers["WWW-Authenticate"] = &openapi3.HeaderRef{Ref: "#/components/headers/WWW-Authenticate"}
+		case "405":
+			r.Value.Headers["Allow"] = &openapi3.HeaderRef{Ref: "#/components/headers/Allow"}
+		}
+	}
 	return nil
+}
+
+// standardHeaders are the response headers pwsd sets, referenced from
+// every response that carries them.
+func standardHeaders() openapi3.Headers {
+	h := func(desc string) *openapi3.HeaderRef {
+		return &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{
+			Description: desc, Schema: &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{"string"}}}}}}
+	}
+	return openapi3.Headers{
+		"X-Request-Id":     h("The request's id: the client's own X-Request-Id when it is a safe token, else one pwsd made; the same id is in the log line and in a problem's request_id."),
+		"WWW-Authenticate": h(`Bearer realm="pwsd" (with error="invalid_token" for a token that is not valid).`),
+		"Allow":            h("The methods this path answers, e.g. GET, HEAD."),
+	}
 }
 
 func textSchema(desc string) *openapi3.SchemaRef {
