@@ -94,9 +94,9 @@ func (t *Tokens) middleware(log *slog.Logger) func(http.Handler) http.Handler {
 			return next
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			auth := r.Header.Get("Authorization")
-			token, ok := strings.CutPrefix(auth, "Bearer ")
-			if !ok || token == "" {
+			scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+			token = strings.TrimLeft(token, " ")
+			if !strings.EqualFold(scheme, "Bearer") || token == "" { // RFC 9110: the scheme is case-insensitive
 				w.Header().Set("WWW-Authenticate", `Bearer realm="pwsd"`)
 				writeProblem(w, newProblem(http.StatusUnauthorized, "a bearer token is required"))
 				return

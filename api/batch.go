@@ -30,7 +30,7 @@ func readBatch[T any](r *http.Request, lim Limits, max int, what string,
 			}
 			item, err := line(b, len(items))
 			if err != nil {
-				return nil, err
+				return nil, atLine(err, lr.n)
 			}
 			items = append(items, item)
 		}

@@ -3,7 +3,7 @@ package api
 import (
 	"bufio"
 	"encoding/csv"
-	"encoding/json"
+
 	"errors"
 	"fmt"
 	"io"
@@ -128,7 +128,13 @@ func (h *handler) csvSample(r *http.Request) (service.SampleSpec, service.Elemen
 		}
 		line, _ := cr.FieldPos(0)
 		i++
-		k, f, err := h.element(i-1, SampleElement{Key: rec[keyCol], Frequency: json.Number(strings.TrimSpace(rec[freqCol]))})
+		var freq Integer
+		if cell := strings.TrimSpace(rec[freqCol]); cell != "" {
+			if err := freq.UnmarshalJSON([]byte(cell)); err != nil {
+				return "", 0, atCSVLine(invalid(fmt.Sprintf("elements[%d].frequency", i-1), err.Error()), line)
+			}
+		}
+		k, f, err := h.element(i-1, SampleElement{Key: rec[keyCol], Frequency: freq})
 		if err != nil {
 			return "", 0, atCSVLine(err, line)
 		}

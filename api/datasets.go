@@ -123,13 +123,13 @@ func (h *handler) serviceError(w http.ResponseWriter, r *http.Request, err error
 		for i, f := range ve.Fields {
 			fields[i] = FieldError{Field: f.Field, Message: f.Msg}
 		}
-		writeProblem(w, newProblem(http.StatusUnprocessableEntity, "the request is not valid", fields...))
+		writeProblem(w, newProblem(http.StatusUnprocessableEntity, detailInvalid, fields...))
 	case errors.As(err, &pve):
 		fields := make([]FieldError, len(pve.Fields))
 		for i, f := range pve.Fields {
 			fields[i] = FieldError{Field: f.Field, Message: f.Message}
 		}
-		writeProblem(w, newProblem(http.StatusUnprocessableEntity, "the request is not valid", fields...))
+		writeProblem(w, newProblem(http.StatusUnprocessableEntity, detailInvalid, fields...))
 	case errors.As(err, &pfe):
 		writeProblem(w, invalid(pfe.Field, pfe.Message))
 	case errors.As(err, &fe):
@@ -137,7 +137,7 @@ func (h *handler) serviceError(w http.ResponseWriter, r *http.Request, err error
 	case errors.As(err, &le):
 		writeProblem(w, newProblem(http.StatusRequestEntityTooLarge, le.Msg))
 	case errors.Is(err, service.ErrNotFound):
-		writeProblem(w, newProblem(http.StatusNotFound, "no such resource"))
+		writeProblem(w, notFound(r, err))
 	case errors.As(err, &be):
 		writeProblem(w, newProblem(http.StatusConflict, be.Error()+"; nothing was released or charged"))
 	case errors.Is(err, service.ErrBudget):

@@ -3,17 +3,22 @@ package api
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/go-playground/validator/v10"
+
+	"github.com/pwsd/pwsd/internal/panprivate"
 )
 
 // newValidator returns a validator that names fields by their JSON names.
@@ -51,34 +56,25 @@ func wantsNDJSON(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "application/x-ndjson")
 }
 
-// decodeJSON decodes exactly one JSON value from body into dst, rejecting
-// unknown fields and trailing data. Errors are problems that never quote the
-// input.
+// decodeJSON decodes exactly one JSON value from body into dst, strictly:
+// unknown fields, duplicate names, invalid UTF-8 and trailing data are
+// refused, and field names match exactly. Errors are problems naming the
+// JSON path as the client wrote it ("elements[3].frequency") and never
+// quoting the input.
 func decodeJSON(body io.Reader, dst any) error {
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return decodeProblem(err, "")
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return tooLarge(mbe.Limit)
-		}
-		return newProblem(http.StatusBadRequest, "unexpected data after the JSON value")
+	if err := jsonv2.UnmarshalRead(body, dst, jsonv2.RejectUnknownMembers(true)); err != nil {
+		return decodeProblem(err, 0, "")
 	}
 	return nil
 }
 
-// decodeLine decodes one NDJSON line strictly; where names the line.
-func decodeLine(line []byte, dst any, where string) error {
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return decodeProblem(err, where)
-	}
-	if dec.More() {
-		return newProblem(http.StatusBadRequest, where+": unexpected data after the JSON value")
+// decodeLine decodes NDJSON line number lineNo (1-based) strictly into dst;
+// prefix is the JSON path of the value the line holds in the equivalent JSON
+// body ("elements[2]", "" for the header), so that errors name both the
+// path and the line.
+func decodeLine(line []byte, dst any, lineNo int, prefix string) error {
+	if err := jsonv2.Unmarshal(line, dst, jsonv2.RejectUnknownMembers(true)); err != nil {
+		return decodeProblem(err, lineNo, prefix)
 	}
 	return nil
 }
@@ -87,53 +83,228 @@ func tooLarge(limit int64) *Problem {
 	return newProblem(http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body exceeds the limit of %d bytes (PWSD_MAX_BODY_BYTES)", limit))
 }
 
-// decodeProblem turns a json decoding error into a problem without echoing input.
-func decodeProblem(err error, where string) *Problem {
-	prefix := ""
-	if where != "" {
-		prefix = where + ": "
+// atLine marks the field errors of a problem with the NDJSON line they come
+// from; other errors pass unchanged.
+func atLine(err error, lineNo int) error {
+	var p *Problem
+	if err == nil || !errors.As(err, &p) {
+		return err
 	}
+	cp := *p
+	cp.Errors = make([]FieldError, len(p.Errors))
+	for i, fe := range p.Errors {
+		if fe.Line == 0 {
+			fe.Line = lineNo
+		}
+		cp.Errors[i] = fe
+	}
+	if len(cp.Errors) == 0 {
+		cp.Errors = []FieldError{{Field: "(line)", Message: "is not valid", Line: lineNo}}
+	}
+	return &cp
+}
+
+// pointerPath turns a JSON pointer ("/elements/0/key") into the path a
+// client writes ("elements[0].key"), appended to prefix.
+func pointerPath(prefix string, ptr string) string {
+	out := prefix
+	if ptr == "" {
+		return out
+	}
+	for _, seg := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+		seg = strings.NewReplacer("~1", "/", "~0", "~").Replace(seg)
+		if _, err := strconv.Atoi(seg); err == nil {
+			out += "[" + seg + "]"
+			continue
+		}
+		if len(seg) > 64 {
+			seg = seg[:64]
+		}
+		seg = strings.ToValidUTF8(seg, "?")
+		if out != "" {
+			out += "."
+		}
+		out += seg
+	}
+	return out
+}
+
+// IntegerError is why a JSON value is not an acceptable Integer.
+type IntegerError struct{ Msg string }
+
+func (e *IntegerError) Error() string { return e.Msg }
+
+// Integer is a JSON number that must be an integer. Integral numbers written
+// with a fraction or an exponent (5.0, 1e2: pandas writes integer columns so)
+// are accepted; strings ("900"), fractions (2.5) and numbers beyond 2^53
+// written that way are refused. The value is the integer's decimal text.
+type Integer string
+
+// UnmarshalJSON implements json.Unmarshaler (both encoding/json versions).
+func (n *Integer) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return &IntegerError{"must be a JSON integer"}
+	}
+	switch c := b[0]; {
+	case c == 'n': // null: absent
+		*n = ""
+		return nil
+	case c == '"':
+		return &IntegerError{"must be a JSON integer, not a string"}
+	case c != '-' && (c < '0' || c > '9'):
+		return &IntegerError{"must be a JSON integer"}
+	}
+	if isIntegerText(b) {
+		*n = Integer(b)
+		return nil
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	switch {
+	case err != nil && isRangeErr(err):
+		return &IntegerError{"is out of range"}
+	case err != nil:
+		return &IntegerError{"must be a JSON integer"}
+	case f != math.Trunc(f):
+		return &IntegerError{"must be an integer"}
+	case math.Abs(f) > 1<<53:
+		return &IntegerError{"is out of range (integers above 2^53 must be written without a fraction or exponent)"}
+	}
+	*n = Integer(strconv.FormatInt(int64(f), 10))
+	return nil
+}
+
+func isIntegerText(b []byte) bool {
+	if len(b) > 0 && b[0] == '-' {
+		b = b[1:]
+	}
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeProblem turns a JSON decoding error into a problem naming the JSON
+// path (under prefix) and, for NDJSON, the line; it never echoes input.
+func decodeProblem(err error, lineNo int, prefix string) *Problem {
 	var mbe *http.MaxBytesError
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
+	var syn *jsontext.SyntacticError
+	var sem *jsonv2.SemanticError
+	var ie *IntegerError
+	field := func(ptr string) string {
+		if p := pointerPath(prefix, ptr); p != "" {
+			return p
+		}
+		return "(body)"
+	}
+	fe := func(status int, detail, ptr, msg string) *Problem {
+		return newProblem(status, detail, FieldError{Field: field(ptr), Message: msg, Line: lineNo})
+	}
 	switch {
 	case errors.As(err, &mbe):
 		return tooLarge(mbe.Limit)
-	case errors.Is(err, io.EOF):
-		return newProblem(http.StatusBadRequest, prefix+"the body is empty; a JSON object is required")
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return newProblem(http.StatusBadRequest, prefix+"the JSON value is truncated")
-	case errors.As(err, &se):
-		return newProblem(http.StatusBadRequest, fmt.Sprintf("%smalformed JSON at byte offset %d", prefix, se.Offset))
-	case errors.As(err, &te):
-		field := te.Field
-		if field == "" {
-			field = "(body)"
+	case errors.As(err, &syn):
+		switch {
+		case syn.Err != nil && syn.Err.Error() == "invalid UTF-8": // jsontext does not export the error
+			return fe(http.StatusUnprocessableEntity, detailInvalid, string(syn.JSONPointer), "must be valid UTF-8")
+		case errors.Is(syn.Err, jsontext.ErrDuplicateName):
+			return fe(http.StatusBadRequest, detailMalformed, string(syn.JSONPointer), "is given more than once")
+		case errors.Is(err, io.ErrUnexpectedEOF) && syn.ByteOffset == 0 && lineNo == 0:
+			return fe(http.StatusBadRequest, detailMalformed, "", "is empty; a JSON object is required")
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return fe(http.StatusBadRequest, detailMalformed, string(syn.JSONPointer), "is truncated")
+		default:
+			return fe(http.StatusBadRequest, detailMalformed, string(syn.JSONPointer), fmt.Sprintf("is not valid JSON (at byte offset %d)", syn.ByteOffset))
 		}
-		return newProblem(http.StatusBadRequest, prefix+"a JSON value has the wrong type", FieldError{Field: field, Message: "must be of type " + jsonKind(te.Type)})
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		if len(name) > 64 {
-			name = name[:64]
+	case errors.As(err, &sem):
+		ptr := string(sem.JSONPointer)
+		switch {
+		case errors.Is(err, jsonv2.ErrUnknownName):
+			return fe(http.StatusBadRequest, detailMalformed, ptr, "is not a known field")
+		case errors.As(err, &ie):
+			status := http.StatusUnprocessableEntity
+			if strings.Contains(ie.Msg, "JSON integer") {
+				status = http.StatusBadRequest
+			}
+			return fe(status, detailFor(status), ptr, ie.Msg)
+		case errors.Is(err, strconv.ErrRange):
+			return fe(http.StatusUnprocessableEntity, detailInvalid, ptr, rangeMessage(sem.GoType))
+		case sem.GoType == reflect.TypeFor[panprivate.Event]():
+			msg := `must be {"user": id or name, "op": "delete" (optional)}`
+			if strings.Contains(fmt.Sprint(sem.Err), "without user") {
+				return fe(http.StatusUnprocessableEntity, detailInvalid, ptr+"/user", "is required: a user id (integer) or name (string)")
+			}
+			return fe(http.StatusUnprocessableEntity, detailInvalid, ptr, msg)
+		case sem.GoType != nil:
+			return fe(http.StatusBadRequest, detailMalformed, ptr, "must be "+goKind(sem.GoType))
+		default:
+			return fe(http.StatusBadRequest, detailMalformed, ptr, "is not valid")
 		}
-		return newProblem(http.StatusBadRequest, prefix+"the request has an unknown field", FieldError{Field: name, Message: "is not a known field"})
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return fe(http.StatusBadRequest, detailMalformed, "", "is truncated")
 	default:
-		return newProblem(http.StatusBadRequest, prefix+"malformed JSON")
+		return fe(http.StatusBadRequest, detailMalformed, "", "could not be read")
 	}
 }
 
-func jsonKind(t reflect.Type) string {
+// detailMalformed is the one detail text of every 400.
+const detailMalformed = "the request is malformed: errors names each offending field or parameter"
+
+func detailFor(status int) string {
+	if status == http.StatusBadRequest {
+		return detailMalformed
+	}
+	return detailInvalid
+}
+
+// rangeMessage says that a number is out of the range of Go type t.
+func rangeMessage(t reflect.Type) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return "is out of range"
+	}
 	switch t.Kind() {
-	case reflect.Float32, reflect.Float64, reflect.Int, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint64:
+	case reflect.Float32, reflect.Float64:
+		return "is out of range: must be a finite number of magnitude below 1.8e308"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		lim := int64(1)<<(t.Bits()-1) - 1
+		return fmt.Sprintf("is out of range: must be from %d to %d", -lim-1, lim)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return fmt.Sprintf("is out of range: must be from 0 to %d", uint64(1)<<(t.Bits()-1)*2-1)
+	}
+	return "is out of range"
+}
+
+// goKind names a Go type's JSON kind in words.
+func goKind(t reflect.Type) string {
+	if t == nil {
+		return "value"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Float32, reflect.Float64:
 		return "number"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer (digits only, no fraction or exponent)"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer >= 0 (digits only, no fraction or exponent)"
 	case reflect.String:
-		return "string"
+		return "a string"
 	case reflect.Bool:
-		return "boolean"
+		return "true or false"
 	case reflect.Slice, reflect.Array:
-		return "array"
+		return "an array"
 	default:
-		return "object"
+		return "an object"
 	}
 }
 

@@ -8,14 +8,28 @@ import (
 	"github.com/pwsd/pwsd/openapi"
 )
 
-// openAPIJSON serves the swag-generated API description.
+// openAPIJSON serves the generated OpenAPI 3.0 description.
 //
-//	@Summary	The OpenAPI (Swagger 2.0) description of this API
+//	@Summary		The OpenAPI 3.0 description of this API
+//	@Description	Generated from the swag annotations by openapi/gen (make openapi); the HTTP tests validate every request and answer against it.
+//	@Tags			operations
+//	@Produce		json
+//	@Success		200	{object}	object
+//	@Router			/openapi.json [get]
+func openAPIJSON(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(openapi.JSON3)
+}
+
+// swaggerJSON serves swag's Swagger 2.0 output, from which /openapi.json is
+// derived.
+//
+//	@Summary	The Swagger 2.0 description of this API (swag's output)
 //	@Tags		operations
 //	@Produce	json
-//	@Success	200
-//	@Router		/openapi.json [get]
-func openAPIJSON(w http.ResponseWriter, r *http.Request) {
+//	@Success	200	{object}	object
+//	@Router		/swagger.json [get]
+func swaggerJSON(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(openapi.JSON)
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
-	"strconv"
 
 	"github.com/go-chi/chi/v5"
 
@@ -265,9 +264,10 @@ func (h *handler) top(w http.ResponseWriter, r *http.Request) {
 //	@Security	bearer
 //	@Router		/v1/samples/{id}/rank [get]
 func (h *handler) rank(w http.ResponseWriter, r *http.Request) {
-	key := r.URL.Query().Get("key")
-	if key == "" {
-		writeProblem(w, invalid("key", "is required"))
+	q := newQuery(r)
+	key := q.str("key", true)
+	if err := q.problem(); err != nil {
+		writeError(w, err)
 		return
 	}
 	id := chi.URLParam(r, "id")
@@ -293,21 +293,12 @@ func (h *handler) rank(w http.ResponseWriter, r *http.Request) {
 //	@Security		bearer
 //	@Router			/v1/samples/{id}/quantiles [get]
 func (h *handler) quantiles(w http.ResponseWriter, r *http.Request) {
-	raw := r.URL.Query()["q"]
-	if len(raw) == 0 || len(raw) > 100 {
-		writeProblem(w, invalid("q", "give 1 to 100 quantiles in [0, 1]"))
+	q := newQuery(r)
+	qs := q.floats("q", 0, 1, 100)
+	if err := q.problem(); err != nil {
+		writeError(w, err)
 		return
 	}
-	qs := make([]float64, len(raw))
-	for i, s := range raw {
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || !(f >= 0 && f <= 1) {
-			writeProblem(w, invalid(fmt.Sprintf("q[%d]", i), "must be a number in [0, 1]"))
-			return
-		}
-		qs[i] = f
-	}
-	q := newQuery(r)
 	pop := service.Population(q.v.Get("population"))
 	if pop != "" && pop != service.PopulationAll && pop != service.PopulationReported {
 		q.fail("population", "must be all or reported")

@@ -20,7 +20,7 @@ func FuzzParseElementFast(f *testing.F) {
 			return
 		}
 		var e SampleElement
-		if err := decodeLine([]byte(line), &e, "line"); err != nil {
+		if err := decodeLine([]byte(line), &e, 1, "elements[0]"); err != nil {
 			t.Fatalf("fast path accepted %q, encoding/json refuses: %v", line, err)
 		}
 		if e.Key != k || string(e.Frequency) != string(freq) {

@@ -4,8 +4,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/go-chi/chi/v5"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -36,7 +39,7 @@ func checkAnswer(t *testing.T, h http.Handler, req *http.Request) {
 	if rec.Code >= 500 {
 		t.Fatalf("status %d for input: %s", rec.Code, rec.Body)
 	}
-	if rec.Code >= 400 && rec.Header().Get("Content-Type") != "application/problem+json" {
+	if rec.Code >= 400 && req.Method != "HEAD" && rec.Header().Get("Content-Type") != "application/problem+json" {
 		t.Fatalf("status %d without problem+json", rec.Code)
 	}
 }
@@ -114,5 +117,71 @@ func FuzzTableQueries(f *testing.F) {
 			req.URL.Path = path[:strings.IndexByte(path, '?')]
 			checkAnswer(t, h, req)
 		}
+	})
+}
+
+// querySeeds are valid queries of GET routes, as fuzzing seeds.
+var querySeeds = map[string]string{
+	"/v1/samples/{id}/estimate":  "g=power:2&estimator=biased_down&key=a&key_prefix=a&key_regex=^a",
+	"/v1/samples/{id}/top":       "k=2",
+	"/v1/samples/{id}/rank":      "key=a",
+	"/v1/samples/{id}/quantiles": "q=0.5&q=0.9",
+	"/v1/tables/reporting":       "epsilon=0.5&delta=1e-6&scheme=ppswor&threshold=0.01&max_frequency=30&baseline=sbh",
+	"/v1/tables/frequencies":     "epsilon=0.5&delta=1e-6&frequency=3-7&method=discrete",
+	"/v1/tables/audit":           "epsilon=0.5&delta=1e-6&frequency=1-7",
+	"/v1/tables/estimators":      "epsilon=1&delta=0.01&g=cap:5&estimator=unbiased&max_frequency=40",
+	"/v1/plots/reporting":        "epsilon=1&delta=0.01&max_frequency=20",
+	"/v1/plots/bias":             "epsilon=1&delta=0.01&max_frequency=20&g=count",
+	"/v1/plots/variance":         "epsilon=1&delta=0.01&max_frequency=20&normalized=false",
+	"/v1/plots/nrmse":            "epsilon=1&delta=0.01&scheme=priority&distribution=zipf&alpha=1.2&n=100&sweep_points=5",
+	"/v1/plan/summary":           "epsilon=1&delta=0.01&scheme=ppswor&threshold=0.1&distribution=uniform&a=1&b=50",
+	"/v1/samples":                "limit=2",
+}
+
+// FuzzQuerySurface: no query string on any GET route of the router (or its
+// HEAD) is answered with a 5xx, and every error is a problem+json. The
+// routes are read from the router itself, so new GET routes are fuzzed too;
+// {id} is a stored sample's id (a 404 elsewhere) and {name} a dataset's.
+func FuzzQuerySurface(f *testing.F) {
+	h := fuzzRouter(f)
+	var routes []string
+	_ = chi.Walk(h.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		if method == http.MethodGet && !strings.HasPrefix(route, "/docs") {
+			routes = append(routes, route)
+		}
+		return nil
+	})
+	slices.Sort(routes)
+	body := `{"privacy":{"epsilon":1,"delta":0.01},"sampling":{"scheme":"none"},"elements":[{"key":"a","frequency":40},{"key":"b","frequency":90},{"key":"c","frequency":7}]}`
+	req := httptest.NewRequest("POST", "/v1/samples", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 201 {
+		f.Fatalf("creating the sample: %d %s", rec.Code, rec.Body)
+	}
+	id := strings.TrimPrefix(rec.Header().Get("Location"), "/v1/samples/")
+	req = httptest.NewRequest("POST", "/v1/datasets", strings.NewReader(`{"name":"d1","epsilon_budget":1,"delta_budget":0.1}`))
+	req.Header.Set("Content-Type", "application/json")
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	for i, r := range routes {
+		f.Add(uint8(i), querySeeds[r], false)
+	}
+	for _, q := range []string{"q=NaN", "g=power:400", "g=power:1e308", "epsilon=1e400&delta=1", "epsilon=NaN&delta=NaN",
+		"frequency=1-99999999999999999999", "k=-1", "key=%ff", "%zz", "a=1;b=2", "max_frequency=2001", "probabilities=0.1,,1",
+		"limit=-1&cursor=%00"} {
+		for i := range routes {
+			f.Add(uint8(i), q, true)
+		}
+	}
+	f.Fuzz(func(t *testing.T, route uint8, query string, head bool) {
+		path := strings.NewReplacer("{id}", id, "{name}", "d1").Replace(routes[int(route)%len(routes)])
+		method := "GET"
+		if head {
+			method = "HEAD"
+		}
+		req := httptest.NewRequest(method, "/", nil)
+		req.URL.Path, req.URL.RawQuery = path, query
+		checkAnswer(t, h, req)
 	})
 }

@@ -267,7 +267,7 @@ func TestStoreUnavailable(t *testing.T) {
 // TestClientGoneMidBody: a client that disconnects while sending its body
 // is logged at info and counted as 499, not as a 500 (defect 9).
 func TestClientGoneMidBody(t *testing.T) {
-	ts := newServer(t, nil)
+	ts := newRawServer(t, nil)
 	addr := strings.TrimPrefix(ts.URL, "http://")
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -315,7 +315,7 @@ func TestEventBodyGuard(t *testing.T) {
 // most PWSD_ADMISSION_WAIT and is answered 503 with Retry-After; cheap reads
 // pass.
 func TestAdmissionLimit(t *testing.T) {
-	ts := newServer(t, nil, withLimits(func(l *api.Limits) { l.MaxHeavyRequests = 1; l.AdmissionWait = 50 * time.Millisecond }))
+	ts := newRawServer(t, nil, withLimits(func(l *api.Limits) { l.MaxHeavyRequests = 1; l.AdmissionWait = 50 * time.Millisecond }))
 	// Hold the only slot with a sample whose body never finishes.
 	addr := strings.TrimPrefix(ts.URL, "http://")
 	c, err := net.Dial("tcp", addr)

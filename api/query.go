@@ -2,10 +2,15 @@ package api
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
 
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
@@ -29,7 +34,7 @@ func (q *query) problem() error {
 	if len(q.errs) == 0 {
 		return nil
 	}
-	return newProblem(http.StatusUnprocessableEntity, "the query is not valid", q.errs...)
+	return newProblem(http.StatusUnprocessableEntity, detailInvalid, q.errs...)
 }
 
 func (q *query) has(name string) bool { return q.v.Get(name) != "" }
@@ -43,11 +48,44 @@ func (q *query) float(name string, required bool) (float64, bool) {
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
+	switch {
+	case err != nil && isRangeErr(err):
+		q.fail(name, "is out of range: must be a finite number of magnitude below 1.8e308")
+		return 0, false
+	case err != nil:
 		q.fail(name, "must be a number")
+		return 0, false
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		q.fail(name, "must be a finite number")
 		return 0, false
 	}
 	return f, true
+}
+
+// isRangeErr reports whether a strconv error is a range error.
+func isRangeErr(err error) bool {
+	ne, ok := err.(*strconv.NumError)
+	return ok && ne.Err == strconv.ErrRange
+}
+
+// floats reads a repeatable number parameter: 1 to max values, each finite
+// and in [lo, hi]. Errors name the value by its position, as in q[2].
+func (q *query) floats(name string, lo, hi float64, max int) []float64 {
+	raw := q.v[name]
+	if len(raw) == 0 || len(raw) > max {
+		q.fail(name, fmt.Sprintf("give 1 to %d values, each a number in [%g, %g]", max, lo, hi))
+		return nil
+	}
+	out := make([]float64, len(raw))
+	for i, s := range raw {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(f) || f < lo || f > hi {
+			q.fail(fmt.Sprintf("%s[%d]", name, i), fmt.Sprintf("must be a number in [%g, %g]", lo, hi))
+			continue
+		}
+		out[i] = f
+	}
+	return out
 }
 
 func (q *query) int(name string, def, lo, hi int64) int64 {
@@ -95,8 +133,8 @@ func (q *query) sampling(maxQ int) sanitize.Sampling {
 		}
 		for i, p := range parts {
 			f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-			if err != nil {
-				q.fail(fmt.Sprintf("probabilities[%d]", i), "must be a number")
+			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+				q.fail(fmt.Sprintf("probabilities[%d]", i), "must be a finite number")
 				return sanitize.Sampling{}
 			}
 			probs = append(probs, f)
@@ -181,4 +219,205 @@ func (q *query) frequencyRange(maxFreq, maxRows int64) (int64, int64) {
 // estimator tables and their plots.
 func (q *query) maxFrequency(l Limits) int64 {
 	return q.int("max_frequency", 100, 1, l.MaxTableFrequency)
+}
+
+// paramSpec is the set of query parameters one route accepts: single-valued
+// ones (given at most once) and repeatable ones.
+type paramSpec struct {
+	single, repeated []string
+}
+
+// Shared groups of query parameters.
+var (
+	privacyQuery  = []string{"epsilon", "delta"}
+	samplingQuery = []string{"scheme", "threshold", "power", "probabilities"}
+	planQuery     = []string{"epsilon", "delta", "scheme", "threshold", "power", "probabilities", "method",
+		"g", "estimator", "distribution", "alpha", "n", "a", "b", "sweep_from", "sweep_to", "sweep_points"}
+	// sampleQuery is accepted by every /v1/samples route: the issue-14
+	// lifecycle and estimation parameters (estimator, level, group_by,
+	// delimiter, length, population) are listed here so that every sample
+	// route takes the same names.
+	sampleQuery = []string{"estimator", "level", "group_by", "delimiter", "length", "population"}
+	listQuery   = []string{"limit", "cursor"}
+)
+
+func join(groups ...[]string) []string {
+	var out []string
+	for _, g := range groups {
+		out = append(out, g...)
+	}
+	return out
+}
+
+// routeQuery declares, in this one place, the query parameters of every
+// route, keyed by method and chi route pattern. A route that is not listed
+// takes no query parameters. An unknown parameter or a repeated single-valued
+// one is a 400 naming it (checkQuery), before the handler runs; handlers read
+// values with query. HEAD uses the GET entry.
+var routeQuery = map[string]paramSpec{
+	"GET /v1/samples":                {single: join(listQuery)},
+	"POST /v1/samples":               {single: join(sampleQuery, privacyQuery, samplingQuery, []string{"dataset", "release", "method"})},
+	"GET /v1/samples/{id}":           {single: join(sampleQuery, listQuery)},
+	"GET /v1/samples/{id}/estimate":  {single: join(sampleQuery, []string{"g", "key_prefix", "key_regex"}), repeated: []string{"key"}},
+	"GET /v1/samples/{id}/top":       {single: join(sampleQuery, []string{"k"})},
+	"GET /v1/samples/{id}/rank":      {single: join(sampleQuery, []string{"key"})},
+	"GET /v1/samples/{id}/quantiles": {single: sampleQuery, repeated: []string{"q"}},
+	"GET /v1/tables/reporting":       {single: join(privacyQuery, samplingQuery, []string{"max_frequency", "baseline"})},
+	"GET /v1/tables/frequencies":     {single: join(privacyQuery, samplingQuery, []string{"method", "frequency"})},
+	"GET /v1/tables/audit":           {single: join(privacyQuery, samplingQuery, []string{"method", "frequency"})},
+	"GET /v1/tables/estimators":      {single: join(privacyQuery, samplingQuery, []string{"method", "g", "estimator", "max_frequency", "baseline"})},
+	"GET /v1/plots/reporting":        {single: join(privacyQuery, samplingQuery, []string{"max_frequency", "baseline"})},
+	"GET /v1/plots/bias":             {single: join(privacyQuery, samplingQuery, []string{"method", "g", "estimator", "max_frequency", "baseline"})},
+	"GET /v1/plots/variance":         {single: join(privacyQuery, samplingQuery, []string{"method", "g", "estimator", "max_frequency", "baseline", "normalized"})},
+	"GET /v1/plots/nrmse":            {single: planQuery},
+	"GET /v1/plan/summary":           {single: planQuery},
+	"GET /v1/datasets":               {single: listQuery},
+	"GET /v1/streams":                {single: listQuery},
+	"GET /v1/counters":               {single: listQuery},
+}
+
+// maxNamedParams bounds how many offending parameters one problem names.
+const maxNamedParams = 20
+
+// checkQuery refuses, with a 400 naming them, query parameters the matched
+// route does not declare in routeQuery and single-valued ones given more
+// than once. Routes that do not match (404, 405) pass through untouched.
+func checkQuery(root chi.Routes) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.RawQuery == "" {
+				next.ServeHTTP(w, r)
+				return
+			}
+			method := r.Method
+			if method == http.MethodHead {
+				method = http.MethodGet
+			}
+			pattern := root.Find(chi.NewRouteContext(), method, r.URL.Path)
+			if pattern == "" {
+				next.ServeHTTP(w, r)
+				return
+			}
+			v, err := url.ParseQuery(r.URL.RawQuery)
+			if err != nil {
+				writeError(w, newProblem(http.StatusBadRequest, detailMalformed, FieldError{Field: "(query)", Message: "is not valid URL query syntax (bad percent-encoding or a ';' separator)"}))
+				return
+			}
+			if p := queryProblem(routeQuery[method+" "+pattern], v); p != nil {
+				if rctx := chi.RouteContext(r.Context()); rctx != nil {
+					rctx.RoutePatterns = append(rctx.RoutePatterns, pattern) // logs and metrics label the route
+				}
+				writeError(w, p)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// queryProblem checks v against spec; nil when every parameter is known and
+// no single-valued one repeats.
+func queryProblem(spec paramSpec, v url.Values) *Problem {
+	kind := map[string]bool{} // name -> repeatable
+	for _, n := range spec.single {
+		kind[n] = false
+	}
+	for _, n := range spec.repeated {
+		kind[n] = true
+	}
+	names := make([]string, 0, len(v))
+	for n := range v {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var errs []FieldError
+	for _, n := range names {
+		if len(errs) == maxNamedParams {
+			break
+		}
+		repeatable, known := kind[n]
+		switch {
+		case !known:
+			msg := "is not a parameter of this route"
+			if s := closest(n, spec); s != "" {
+				msg += "; did you mean " + s + "?"
+			}
+			errs = append(errs, FieldError{Field: paramName(n), Message: msg})
+		case !repeatable && len(v[n]) > 1:
+			errs = append(errs, FieldError{Field: n, Message: fmt.Sprintf("is given %d times; it takes one value", len(v[n]))})
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return newProblem(http.StatusBadRequest, detailMalformed, errs...)
+}
+
+// paramName bounds an unknown parameter name for quoting in a problem.
+func paramName(n string) string {
+	if len(n) > 64 {
+		n = n[:64]
+	}
+	if !utf8.ValidString(n) {
+		n = strings.ToValidUTF8(n, "?")
+	}
+	return n
+}
+
+// closest suggests the declared parameter nearest to n (edit distance at
+// most 2, or the same letters without separators), or "".
+func closest(n string, spec paramSpec) string {
+	if len(n) > 64 {
+		return ""
+	}
+	best, bestD := "", 3
+	squash := func(s string) string {
+		return strings.NewReplacer("_", "", "-", "", ".", "").Replace(strings.ToLower(s))
+	}
+	for _, group := range [][]string{spec.single, spec.repeated} {
+		for _, c := range group {
+			d := editDistance(n, c)
+			if squash(n) == squash(c) {
+				d = 0
+			}
+			if d < bestD {
+				best, bestD = c, d
+			}
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := prev[j-1]
+			if a[i-1] != b[j-1] {
+				c++
+			}
+			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// str reads a string parameter, which must be valid UTF-8.
+func (q *query) str(name string, required bool) string {
+	s := q.v.Get(name)
+	switch {
+	case s == "" && required:
+		q.fail(name, "is required")
+	case !utf8.ValidString(s):
+		q.fail(name, "must be valid UTF-8")
+		return ""
+	}
+	return s
 }

@@ -15,6 +15,7 @@ func (h *handler) routes(r chi.Router) {
 	r.Get("/tables/reporting", h.reporting)
 	r.Get("/tables/frequencies", h.frequencies)
 	r.Get("/tables/estimators", h.estimators)
+	r.Get("/tables/audit", h.audit)
 	r.Get("/plots/reporting", h.plotReporting)
 	r.Get("/plots/bias", h.plotBias)
 	r.Get("/plots/variance", h.plotVariance)

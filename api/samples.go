@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
@@ -32,8 +33,8 @@ type SampleHeader struct {
 // SampleElement is one raw element: a key and its integer frequency >= 1.
 // Raw elements are never stored or logged.
 type SampleElement struct {
-	Key       string      `json:"key" example:"a"`
-	Frequency json.Number `json:"frequency" swaggertype:"integer" example:"17"`
+	Key       string  `json:"key" example:"a"`
+	Frequency Integer `json:"frequency" swaggertype:"integer" example:"17"`
 }
 
 // SampleRequest is the JSON form of POST /v1/samples.
@@ -147,6 +148,9 @@ func (h *handler) element(i int, e SampleElement) (string, int64, error) {
 	if len(e.Key) > h.limits.MaxKeyBytes {
 		return "", 0, invalid(fmt.Sprintf("elements[%d].key", i), fmt.Sprintf("must be at most %d bytes (PWSD_MAX_KEY_BYTES)", h.limits.MaxKeyBytes))
 	}
+	if !utf8.ValidString(e.Key) {
+		return "", 0, invalid(fmt.Sprintf("elements[%d].key", i), "must be valid UTF-8")
+	}
 	f, err := strconv.ParseInt(string(e.Frequency), 10, 64)
 	if e.Frequency == "" {
 		return "", 0, invalid(fmt.Sprintf("elements[%d].frequency", i), "is required")
@@ -219,12 +223,12 @@ func (h *handler) createSample(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		var hd SampleHeader
-		if err := decodeLine(line, &hd, "line 1"); err != nil {
+		if err := decodeLine(line, &hd, lr.n, ""); err != nil {
 			writeError(w, err)
 			return
 		}
 		if spec, err = h.spec(hd); err != nil {
-			writeError(w, err)
+			writeError(w, atLine(err, lr.n))
 			return
 		}
 		i := 0
@@ -235,12 +239,13 @@ func (h *handler) createSample(w http.ResponseWriter, r *http.Request) {
 			}
 			var e SampleElement
 			if k, f, ok := parseElementFast(line); ok {
-				e = SampleElement{Key: k, Frequency: json.Number(f)}
-			} else if err := decodeLine(line, &e, "line "+strconv.Itoa(lr.n)); err != nil {
+				e = SampleElement{Key: k, Frequency: Integer(f)}
+			} else if err := decodeLine(line, &e, lr.n, "elements["+strconv.Itoa(i)+"]"); err != nil {
 				return "", 0, err
 			}
 			i++
-			return h.element(i-1, e)
+			k, f, err := h.element(i-1, e)
+			return k, f, atLine(err, lr.n)
 		}
 	case "application/json", "":
 		var req SampleRequest

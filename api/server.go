@@ -1,17 +1,17 @@
-// Package api is pwsd's HTTP layer: routing, request decoding and
-// validation, problem+json errors, authentication, metrics and the OpenAPI
-// documentation. Handlers are thin: they translate between HTTP and the
-// service in internal/service, which holds all logic and all mathematics.
+// Package api is pwsd's HTTP layer. NewRouter builds the whole service: the
+// /v1 routes of samples, tables, plots, plans, streams, counters and
+// datasets, and the operational routes (health, readiness, metrics, the
+// OpenAPI documents and their interactive page).
 //
-//	@title						pwsd — private weighted sampling service
-//	@version					1
-//	@description				pwsd turns non-private weighted samples (threshold, ppswor, priority) into (epsilon, delta)-differentially private ones, estimates linear and ordinal statistics from them, and runs pan-private streaming estimators and counters under continual observation.
-//	@description				Sanitized values ("value", table "outcomes") are ORDINAL TOKENS, not frequencies: a key of true frequency i is typically reported near i - L. Use the "frequency" fields for frequencies ("contribution" is a key's term in a sum, with 1/q weighting under sampling).
-//	@BasePath					/
-//	@securityDefinitions.apikey	bearer
-//	@in							header
-//	@name						Authorization
-//	@description				"Bearer <token>" when PWSD_API_TOKENS_FILE is set.
+// Handlers are thin: they decode and validate a request, call
+// internal/service, which holds all logic and all mathematics, and encode the
+// answer. Every request is strict: each route declares its query parameters
+// in one place (routeQuery), JSON bodies refuse unknown fields, and every
+// error is an RFC 9457 application/problem+json answer that names the field
+// as the client wrote it and carries the request id. No input is answered
+// with a 5xx. Bearer tokens, request limits and timeouts are enforced by the
+// middleware set up in NewRouter; the OpenAPI description is generated from
+// the swag annotations on the handlers (see openapi_info.go and openapi/).
 package api
 
 import (
@@ -118,10 +118,13 @@ func NewRouter(d Deps) http.Handler {
 
 	r := chi.NewRouter()
 	r.Use(requestID)
+	r.Use(problemRequestID)
 	r.Use(m.middleware)
 	r.Use(requestLogger(d.Logger))
 	r.Use(recoverer(d.Logger))
 	r.Use(securityHeaders)
+	r.Use(middleware.GetHead)
+	r.Use(checkQuery(r))
 
 	r.Get("/healthz", h.healthz)
 	r.Get("/readyz", h.readyz)
@@ -135,6 +138,7 @@ func NewRouter(d Deps) http.Handler {
 		r.Method(http.MethodGet, "/metrics", MetricsHandler(d.Registry))
 	}
 	r.Get("/openapi.json", openAPIJSON)
+	r.Get("/swagger.json", swaggerJSON)
 	r.Get("/docs", docsRedirect)
 	r.Get("/docs/*", docsUI())
 	r.Get("/planner", plannerHTML)
@@ -150,9 +154,7 @@ func NewRouter(d Deps) http.Handler {
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, newProblem(http.StatusNotFound, "no such resource"))
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, newProblem(http.StatusMethodNotAllowed, "method not allowed on this resource"))
-	})
+	r.MethodNotAllowed(methodNotAllowed(r))
 	return r
 }
 

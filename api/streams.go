@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -175,10 +174,8 @@ func (h *handler) postEvents(w http.ResponseWriter, r *http.Request) {
 	events, err := readBatch(r, h.limits, h.limits.MaxEvents, "events",
 		func(b []byte, i int) (panprivate.Event, error) {
 			var e panprivate.Event
-			if err := json.Unmarshal(b, &e); err != nil {
-				return e, invalid(fmt.Sprintf("events[%d]", i), `must be {"user": id or name, "op": "delete" (optional)}`)
-			}
-			return e, nil
+			err := decodeLine(b, &e, 0, fmt.Sprintf("events[%d]", i))
+			return e, err
 		},
 		func(body io.Reader) ([]panprivate.Event, error) {
 			var req EventsRequest
@@ -225,8 +222,8 @@ func (h *handler) postRelease(w http.ResponseWriter, r *http.Request) {
 //	@Tags			streams
 //	@Produce		json
 //	@Param			id	path		string	true	"stream id"
-//	@Success		200	{object}	object
-//	@Failure		404	{object}	Problem
+//	@Success		200	{object}	panprivate.State
+//	@Failure		404,409	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/streams/{id}/intrusions [post]
 func (h *handler) postIntrusion(w http.ResponseWriter, r *http.Request) {

@@ -39,16 +39,20 @@ const docTemplate = `{
         },
         "/openapi.json": {
             "get": {
+                "description": "Generated from the swag annotations by openapi/gen (make openapi); the HTTP tests validate every request and answer against it.",
                 "produces": [
                     "application/json"
                 ],
                 "tags": [
                     "operations"
                 ],
-                "summary": "The OpenAPI (Swagger 2.0) description of this API",
+                "summary": "The OpenAPI 3.0 description of this API",
                 "responses": {
                     "200": {
-                        "description": "OK"
+                        "description": "OK",
+                        "schema": {
+                            "type": "object"
+                        }
                     }
                 }
             }
@@ -76,6 +80,25 @@ const docTemplate = `{
                         "description": "Service Unavailable",
                         "schema": {
                             "$ref": "#/definitions/api.Problem"
+                        }
+                    }
+                }
+            }
+        },
+        "/swagger.json": {
+            "get": {
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "operations"
+                ],
+                "summary": "The Swagger 2.0 description of this API (swag's output)",
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "type": "object"
                         }
                     }
                 }
@@ -1848,11 +1871,17 @@ const docTemplate = `{
                     "200": {
                         "description": "OK",
                         "schema": {
-                            "type": "object"
+                            "$ref": "#/definitions/panprivate.State"
                         }
                     },
                     "404": {
                         "description": "Not Found",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "409": {
+                        "description": "Conflict",
                         "schema": {
                             "$ref": "#/definitions/api.Problem"
                         }
@@ -1913,6 +1942,93 @@ const docTemplate = `{
                         "description": "Conflict",
                         "schema": {
                             "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "422": {
+                        "description": "Unprocessable Entity",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    }
+                }
+            }
+        },
+        "/v1/tables/audit": {
+            "get": {
+                "security": [
+                    {
+                        "bearer": []
+                    }
+                ],
+                "description": "For every pair of neighbouring frequencies (i-1, i) with i in the range (frequency 0 is never reported), computes exactly max over output sets S of P_i(S) - e^epsilon P_{i-1}(S) (up) and of P_{i-1}(S) - e^epsilon P_i(S) (down), over \"not reported\" and the common refinement of both rows' pieces, in double-double arithmetic. Answers per direction the worst loss, its excess over delta (\u003c= 0 when the release is (epsilon, delta)-DP) and the row where it occurs. The same audit the test suite runs.",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "tables"
+                ],
+                "summary": "Exact privacy audit of the frequency sanitizer's rows (a privacy certificate)",
+                "parameters": [
+                    {
+                        "type": "number",
+                        "description": "epsilon \u003e 0",
+                        "name": "epsilon",
+                        "in": "query",
+                        "required": true
+                    },
+                    {
+                        "type": "number",
+                        "description": "0 \u003c delta \u003c= 1",
+                        "name": "delta",
+                        "in": "query",
+                        "required": true
+                    },
+                    {
+                        "type": "string",
+                        "default": "none",
+                        "description": "ppswor | priority | none | custom",
+                        "name": "scheme",
+                        "in": "query"
+                    },
+                    {
+                        "type": "number",
+                        "description": "tau",
+                        "name": "threshold",
+                        "in": "query"
+                    },
+                    {
+                        "type": "number",
+                        "default": 1,
+                        "description": "p",
+                        "name": "power",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "custom: q_1,...,q_n",
+                        "name": "probabilities",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "default": "max_separation",
+                        "description": "discrete | max_separation",
+                        "name": "method",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "F or A-B: audit the pairs (i-1, i) for i in A..B",
+                        "name": "frequency",
+                        "in": "query",
+                        "required": true
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/api.AuditView"
                         }
                     },
                     "422": {
@@ -2219,6 +2335,56 @@ const docTemplate = `{
                 }
             }
         },
+        "api.AuditView": {
+            "type": "object",
+            "properties": {
+                "delta": {
+                    "type": "number"
+                },
+                "down": {
+                    "description": "Down is the reverse direction: P_{i-1}(S) - e^eps P_i(S).",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/service.AuditDirection"
+                        }
+                    ]
+                },
+                "epsilon": {
+                    "description": "Epsilon and Delta are the guarantee audited.",
+                    "type": "number"
+                },
+                "from": {
+                    "type": "integer"
+                },
+                "holds": {
+                    "description": "Holds says whether both directions stay within delta (up to\nAuditTolerance*delta) for every pair in the range.",
+                    "type": "boolean"
+                },
+                "method": {
+                    "description": "Method is the sanitizer audited.",
+                    "type": "string",
+                    "enum": [
+                        "max_separation",
+                        "discrete"
+                    ]
+                },
+                "to": {
+                    "type": "integer"
+                },
+                "tolerance": {
+                    "description": "Tolerance is the relative allowance over delta under which the audit\nholds (double-double rounding).",
+                    "type": "number"
+                },
+                "up": {
+                    "description": "Up compares each row i with its predecessor i-1: P_i(S) - e^eps P_{i-1}(S).",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/service.AuditDirection"
+                        }
+                    ]
+                }
+            }
+        },
         "api.CounterList": {
             "type": "object",
             "properties": {
@@ -2488,10 +2654,19 @@ const docTemplate = `{
             "type": "object",
             "properties": {
                 "field": {
-                    "type": "string"
+                    "description": "Field is the JSON path of the field as the client wrote it\n(\"privacy.epsilon\", \"elements[3].frequency\"), or the query parameter's\nname; \"(body)\" or \"(query)\" when the whole body or query is at fault.",
+                    "type": "string",
+                    "example": "privacy.epsilon"
+                },
+                "line": {
+                    "description": "Line is the NDJSON line the error is on (1 = the first line), for\nNDJSON bodies; Field then still names the JSON path (elements[i]).",
+                    "type": "integer",
+                    "example": 3
                 },
                 "message": {
-                    "type": "string"
+                    "description": "Message says what is wrong, in words; it never quotes the value.",
+                    "type": "string",
+                    "example": "must be greater than 0"
                 }
             }
         },
@@ -2577,22 +2752,34 @@ const docTemplate = `{
             "type": "object",
             "properties": {
                 "detail": {
+                    "description": "Detail explains this occurrence; it never contains request data.",
                     "type": "string"
                 },
                 "errors": {
+                    "description": "Errors names each invalid field or parameter.",
                     "type": "array",
                     "items": {
                         "$ref": "#/definitions/api.FieldError"
                     }
                 },
+                "request_id": {
+                    "description": "RequestID is the request's id (the X-Request-Id header), to match a\ncall with the server's log line.",
+                    "type": "string"
+                },
                 "status": {
-                    "type": "integer"
+                    "description": "Status is the HTTP status code.",
+                    "type": "integer",
+                    "example": 422
                 },
                 "title": {
-                    "type": "string"
+                    "description": "Title is the HTTP status text.",
+                    "type": "string",
+                    "example": "Unprocessable Entity"
                 },
                 "type": {
-                    "type": "string"
+                    "description": "Type is a stable URI naming the kind of problem.",
+                    "type": "string",
+                    "example": "https://pwsd.dev/problems/invalid-input"
                 }
             }
         },
@@ -3235,6 +3422,177 @@ const docTemplate = `{
                 }
             }
         },
+        "panprivate.Algorithm": {
+            "type": "string",
+            "enum": [
+                "dwork",
+                "optbern",
+                "ppds"
+            ],
+            "x-enum-varnames": [
+                "AlgorithmDwork",
+                "AlgorithmOptBern",
+                "AlgorithmPPDS"
+            ]
+        },
+        "panprivate.Kind": {
+            "type": "string",
+            "enum": [
+                "density",
+                "cropped_mean",
+                "heavy_hitters",
+                "incidence"
+            ],
+            "x-enum-comments": {
+                "KindCroppedMean": "mean of min(n_x, t) over the universe (Fig. 2)",
+                "KindDensity": "fraction of the universe that appears (Fig. 1, Algs. 2-3)",
+                "KindHeavyHitters": "fraction of users appearing at least k times (Fig. 3)",
+                "KindIncidence": "fraction of users appearing exactly t times (Figs. 4-5)"
+            },
+            "x-enum-descriptions": [
+                "fraction of the universe that appears (Fig. 1, Algs. 2-3)",
+                "mean of min(n_x, t) over the universe (Fig. 2)",
+                "fraction of users appearing at least k times (Fig. 3)",
+                "fraction of users appearing exactly t times (Figs. 4-5)"
+            ],
+            "x-enum-varnames": [
+                "KindDensity",
+                "KindCroppedMean",
+                "KindHeavyHitters",
+                "KindIncidence"
+            ]
+        },
+        "panprivate.ModulusState": {
+            "type": "object",
+            "properties": {
+                "counters": {
+                    "type": "array",
+                    "items": {
+                        "type": "integer"
+                    }
+                },
+                "noise": {
+                    "type": "array",
+                    "items": {
+                        "type": "number"
+                    }
+                },
+                "p": {
+                    "type": "integer"
+                }
+            }
+        },
+        "panprivate.State": {
+            "type": "object",
+            "properties": {
+                "algorithm": {
+                    "$ref": "#/definitions/panprivate.Algorithm"
+                },
+                "bits": {
+                    "description": "Bits holds one '0'/'1' per user (density; ppds: membership in the\ndistinct sample).",
+                    "type": "string"
+                },
+                "epsilon": {
+                    "type": "number"
+                },
+                "estimator": {
+                    "$ref": "#/definitions/panprivate.Kind"
+                },
+                "intrusions": {
+                    "description": "Intrusions counts the announced intrusions before this one.",
+                    "type": "integer"
+                },
+                "key": {
+                    "description": "Key (hex) keys the string-id hash and the sampling permutation.",
+                    "type": "string"
+                },
+                "level": {
+                    "description": "Level and Members are the ppds level L and distinct-sample size.",
+                    "type": "integer"
+                },
+                "members": {
+                    "type": "integer"
+                },
+                "moduli": {
+                    "description": "Moduli are the incidence counters, one set per prime.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/panprivate.ModulusState"
+                    }
+                },
+                "multiplicities": {
+                    "description": "Multiplicities are the heavy-hitter multiplicities r_x per user.",
+                    "type": "array",
+                    "items": {
+                        "type": "number"
+                    }
+                },
+                "p0": {
+                    "description": "P0 and P1 are P(bit = 1) under the distributions in use for users\nthat have not / have appeared.",
+                    "type": "number"
+                },
+                "p1": {
+                    "type": "number"
+                },
+                "sample_size": {
+                    "type": "integer"
+                },
+                "tables": {
+                    "description": "Tables are the cropped-mean tables (one for cropped_mean, one per\nthreshold for heavy_hitters).",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/panprivate.TableState"
+                    }
+                },
+                "universe_size": {
+                    "type": "integer"
+                },
+                "users": {
+                    "description": "Users lists the universe ids whose entries the tables hold, in table\norder (density, cropped mean, heavy hitters, incidence: the sample M;\nppds: the users at or above the current level).",
+                    "type": "array",
+                    "items": {
+                        "type": "integer"
+                    }
+                }
+            }
+        },
+        "panprivate.TableState": {
+            "type": "object",
+            "properties": {
+                "bits": {
+                    "type": "string"
+                },
+                "counters": {
+                    "type": "array",
+                    "items": {
+                        "type": "integer"
+                    }
+                },
+                "resolution": {
+                    "type": "integer"
+                },
+                "t": {
+                    "type": "number"
+                }
+            }
+        },
+        "service.AuditDirection": {
+            "type": "object",
+            "properties": {
+                "excess_over_delta": {
+                    "description": "Excess is Loss - delta: at most 0 (up to AuditTolerance*delta) when\nevery pair in the range is (epsilon, delta)-DP in this direction.",
+                    "type": "number"
+                },
+                "frequency": {
+                    "description": "Frequency is the row i of the pair (i-1, i) where Loss occurs.",
+                    "type": "integer"
+                },
+                "loss": {
+                    "description": "Loss is the largest hockey-stick divergence found:\nmax over S of P_a(S) - e^epsilon P_b(S).",
+                    "type": "number"
+                }
+            }
+        },
         "service.FrequencyRow": {
             "type": "object",
             "properties": {
@@ -3275,7 +3633,7 @@ const docTemplate = `{
     },
     "securityDefinitions": {
         "bearer": {
-            "description": "\"Bearer \u003ctoken\u003e\" when PWSD_API_TOKENS_FILE is set.",
+            "description": "\"Bearer \u003ctoken\u003e\" when PWSD_API_TOKENS_FILE is set (the scheme is case-insensitive).",
             "type": "apiKey",
             "name": "Authorization",
             "in": "header"
@@ -3290,7 +3648,7 @@ var SwaggerInfo = &swag.Spec{
 	BasePath:         "/",
 	Schemes:          []string{},
 	Title:            "pwsd — private weighted sampling service",
-	Description:      "pwsd turns non-private weighted samples (threshold, ppswor, priority) into (epsilon, delta)-differentially private ones, estimates linear and ordinal statistics from them, and runs pan-private streaming estimators and counters under continual observation.\nSanitized values (\"value\", table \"outcomes\") are ORDINAL TOKENS, not frequencies: a key of true frequency i is typically reported near i - L. Use the \"frequency\" fields for frequencies (\"contribution\" is a key's term in a sum, with 1/q weighting under sampling).",
+	Description:      "pwsd turns non-private weighted samples (threshold, ppswor, priority) into (epsilon, delta)-differentially private ones, estimates linear and ordinal statistics from them, and runs pan-private streaming estimators and counters under continual observation.\nSanitized values (\"value\", table \"outcomes\") are ORDINAL TOKENS, not frequencies: a key of true frequency i is typically reported near i - L. Use the \"frequency\" fields for frequencies (\"contribution\" is a key's term in a sum, with 1/q weighting under sampling).\nEvery error is application/problem+json naming the invalid fields; every response carries X-Request-Id and every problem its request_id. Unknown or repeated query parameters are a 400.",
 	InfoInstanceName: "swagger",
 	SwaggerTemplate:  docTemplate,
 	LeftDelim:        "{{",

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,6 +32,9 @@ func run(args []string) error {
 		switch args[0] {
 		case "-h", "--help", "-help", "help":
 			fmt.Print(usage())
+			return nil
+		case "--version", "-version", "version":
+			fmt.Println(version())
 			return nil
 		case "figures":
 			return runFigures(args[1:])
@@ -136,4 +140,32 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// version describes the binary from its build information: the module
+// version (or "(devel)" for a source build), the VCS commit, whether the
+// tree was modified, and the Go version.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "pwsd (no build information)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	commit, modified, when := "unknown", "", ""
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			commit = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = " (modified)"
+			}
+		case "vcs.time":
+			when = " " + s.Value
+		}
+	}
+	return fmt.Sprintf("pwsd %s commit %s%s%s %s", v, commit, modified, when, bi.GoVersion)
 }

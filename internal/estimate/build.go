@@ -239,7 +239,7 @@ func (b *builder) run(src RowSource) error {
 	}
 	for _, a := range b.t.A {
 		if math.IsNaN(a) || math.IsInf(a, 0) {
-			return errors.New("estimate: an estimate is not finite (the unbiased system is ill-conditioned or the last unit is incomplete)")
+			return ErrNotFinite
 		}
 	}
 	return nil

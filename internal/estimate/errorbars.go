@@ -188,6 +188,3 @@ func SumWithError(t *Table, keys []ReportedKey, level float64) (SumError, error)
 	return out, nil
 }
 
-// ErrNotFinite is returned when an estimate or its error is not a finite
-// number (overflow for extreme g or parameters).
-var ErrNotFinite = errors.New("estimate: the estimate or its error is not a finite number")

@@ -163,6 +163,11 @@ type Tail struct {
 // MaxFrequency.
 var ErrOutOfRange = errors.New("estimate: beyond the table's range")
 
+// ErrNotFinite: a per-token estimate, a sum or its error overflows float64
+// (g grows too fast, or the unbiased system is ill-conditioned or its last
+// unit incomplete).
+var ErrNotFinite = errors.New("estimate: an estimate is not finite (g overflows, or the unbiased system is ill-conditioned or the last unit is incomplete)")
+
 // ErrNotReported is returned for sanitized values <= 0: such a key was not
 // reported and has estimate 0.
 var ErrNotReported = errors.New("estimate: a sanitized value must be greater than 0")

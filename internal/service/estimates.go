@@ -166,6 +166,9 @@ func (s *Service) EstimateSample(ctx context.Context, id string, g estimate.G, e
 			out.Groups = append(out.Groups, GroupEstimate{Group: name, SumError: se})
 		}
 	}
+	if math.IsInf(out.Estimate, 0) || math.IsNaN(out.Estimate) {
+		return SampleEstimate{}, fieldErr("g", "is out of range: the estimate overflows float64; use a smaller exponent or a cap")
+	}
 	return out, nil
 }
 
@@ -290,7 +293,7 @@ func (s *Service) Rank(ctx context.Context, id, key string) (RankedElement, int,
 			return r, len(smp.Elements), nil
 		}
 	}
-	return RankedElement{}, 0, fmt.Errorf("key not reported in this sample: %w", ErrNotFound)
+	return RankedElement{}, 0, &NotFoundError{Kind: "key", Name: key}
 }
 
 // Population says which keys a quantile is over.

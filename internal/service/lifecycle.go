@@ -293,7 +293,7 @@ func (e *BudgetError) Is(target error) bool { return target == ErrBudget }
 func (s *Service) checkBudget(ctx context.Context, dataset string, eps, delta float64) error {
 	d, _, err := s.store.GetDataset(ctx, dataset)
 	if err != nil {
-		return storeErr(err, fmt.Sprintf("dataset %q", dataset))
+		return notFoundAs(storeErr(err, fmt.Sprintf("dataset %q", dataset)), "dataset", dataset)
 	}
 	if !store.Fits(d, eps, delta) {
 		return budgetErrorOf(d, eps, delta)

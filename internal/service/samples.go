@@ -205,7 +205,7 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 		charge = &store.Charge{Dataset: spec.Dataset, Kind: "sample", Ref: smp.ID, Epsilon: spec.Privacy.Epsilon, Delta: spec.Privacy.Delta}
 	}
 	if err := s.store.CreateSample(ctx, smp, charge); err != nil {
-		return nil, s.budgetError(ctx, err, "storing sample", spec.Dataset, spec.Privacy.Epsilon, spec.Privacy.Delta)
+		return nil, notFoundAs(s.budgetError(ctx, err, "storing sample", spec.Dataset, spec.Privacy.Epsilon, spec.Privacy.Delta), "dataset", spec.Dataset)
 	}
 	return &Sample{ID: smp.ID, CreatedAt: smp.CreatedAt, ExpiresAt: smp.ExpiresAt, Spec: view.Spec, Elements: out, Reported: len(out), Keys: view.Keys}, nil
 }

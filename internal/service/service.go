@@ -127,6 +127,30 @@ func IsUnavailable(err error) bool {
 	return errors.Is(err, ErrUnavailable) || store.IsUnavailable(err)
 }
 
+// NotFoundError names what does not exist (404): Kind is "dataset",
+// "sample", "key"...; Name is the client's own name or id for it.
+type NotFoundError struct {
+	Kind, Name string
+}
+
+func (e *NotFoundError) Error() string {
+	if e.Kind == "key" {
+		return fmt.Sprintf("key %q is not in this sample", e.Name)
+	}
+	return fmt.Sprintf("%s %q does not exist", e.Kind, e.Name)
+}
+
+// Is makes a *NotFoundError match ErrNotFound.
+func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// notFoundAs names a not-found err as (kind, name); other errors pass.
+func notFoundAs(err error, kind, name string) error {
+	if errors.Is(err, ErrNotFound) {
+		return &NotFoundError{Kind: kind, Name: name}
+	}
+	return err
+}
+
 // FieldError is a semantically invalid input naming its JSON field (422).
 type FieldError struct {
 	Field string

@@ -107,7 +107,7 @@ func (s *Service) CreateStream(ctx context.Context, spec StreamSpec) (Stream, er
 	}
 	if err := s.store.CreateState(ctx, rec, charge); err != nil {
 		if charge != nil {
-			return Stream{}, s.budgetError(ctx, err, "creating stream", charge.Dataset, charge.Epsilon, charge.Delta)
+			return Stream{}, notFoundAs(s.budgetError(ctx, err, "creating stream", charge.Dataset, charge.Epsilon, charge.Delta), "dataset", spec.Dataset)
 		}
 		return Stream{}, storeErr(err, "creating stream")
 	}

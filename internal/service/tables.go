@@ -226,7 +226,7 @@ func (s *Service) estimatorTable(ctx context.Context, t *sanitize.Table, spec es
 		s.computed.Add(1)
 		et, err := estimate.Build(t, spec)
 		if err != nil {
-			return nil, estimateErr(err)
+			return nil, gErr(estimateErr(err), spec.G, spec.MaxFrequency)
 		}
 		if spec.MaxFrequency <= persistEstimatorsUpTo {
 			data, err := et.MarshalBinary()
@@ -270,6 +270,18 @@ func estimatorSize(t *sanitize.Table, maxValue float64) int64 {
 	return int64(1) << bits.Len64(uint64(need-1))
 }
 
+// gErr names g when err is a non-finite estimate and g itself overflows
+// below frequency n (e.g. power:400); otherwise it returns err.
+func gErr(err error, g estimate.G, n int64) error {
+	if !errors.Is(err, estimate.ErrNotFinite) {
+		return err
+	}
+	if v := g.Eval(float64(n)); math.IsInf(v, 0) || math.IsNaN(v) || math.IsInf(v*float64(n), 0) {
+		return fieldErr("g", "is out of range: g(w) overflows float64 for frequencies up to %d; use a smaller exponent or a cap", n)
+	}
+	return err
+}
+
 // estimateErr maps the estimators' parameter-dependent limits to 422s.
 func estimateErr(err error) error {
 	var ue *estimate.UnstableError
@@ -278,6 +290,8 @@ func estimateErr(err error) error {
 		return fieldErr("estimator", "unbiased estimates cannot be computed beyond frequency %d for these parameters (they alternate in sign and grow exponentially); use biased_down or mle", ue.Frequency)
 	case errors.Is(err, estimate.ErrOutOfRange):
 		return fieldErr("estimator", "this estimator cannot be extended to values this large for these parameters; use mle")
+	case errors.Is(err, estimate.ErrNotFinite):
+		return fmt.Errorf("%w: %w", &FieldError{Field: "estimator", Msg: "gives estimates that are not finite for these parameters (the unbiased system is ill-conditioned); use biased_down or mle"}, err)
 	}
 	return fmt.Errorf("estimating: %w", err)
 }

@@ -1,0 +1,103 @@
+// Command gen writes openapi/openapi.json, the OpenAPI 3.0 description of
+// pwsd, from swag's Swagger 2.0 output (openapi/swagger.json): it converts
+// the document with kin-openapi's openapi2conv, then adds what swag cannot
+// express: the media types pwsd really sends and accepts
+// (application/problem+json, application/x-ndjson, text/csv), every status
+// code each operation can answer, enums and patterns for the closed sets of
+// query parameters, a description on every property, the required
+// properties of every answer, and HEAD next to every GET.
+//
+// Run it through `make openapi`; scripts/openapi-check.sh fails when the
+// committed output is stale. Never edit openapi.json by hand.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi2"
+	"github.com/getkin/kin-openapi/openapi2conv"
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+func main() {
+	in := flag.String("in", "openapi/swagger.json", "swag's Swagger 2.0 output")
+	out := flag.String("out", "openapi/openapi.json", "the OpenAPI 3.0 document to write")
+	src := flag.String("src", ".", "module root, for reading the Go types behind the schemas")
+	flag.Parse()
+	if err := run(*in, *out, *src); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(in, out, src string) error {
+	b, err := os.ReadFile(in)
+	if err != nil {
+		return fmt.Errorf("reading swag output: %w", err)
+	}
+	var doc2 openapi2.T
+	if err := json.Unmarshal(b, &doc2); err != nil {
+		return fmt.Errorf("parsing swag output: %w", err)
+	}
+	doc, err := openapi2conv.ToV3(&doc2)
+	if err != nil {
+		return fmt.Errorf("converting to OpenAPI 3: %w", err)
+	}
+	types, err := parseGoTypes(src)
+	if err != nil {
+		return err
+	}
+	if err := postProcess(doc, types); err != nil {
+		return err
+	}
+	js, err := json.Marshal(doc)
+	if err != nil {
+		return fmt.Errorf("encoding: %w", err)
+	}
+	loader := openapi3.NewLoader()
+	loaded, err := loader.LoadFromData(js)
+	if err != nil {
+		return fmt.Errorf("reloading the generated document: %w", err)
+	}
+	if err := loaded.Validate(loader.Context); err != nil {
+		return fmt.Errorf("the generated document is not valid OpenAPI 3: %w", err)
+	}
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, js, "", "  "); err != nil {
+		return fmt.Errorf("indenting: %w", err)
+	}
+	pretty.WriteByte('\n')
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(out, pretty.Bytes(), 0o644)
+}
+
+// sortedKeys returns m's keys in order, for deterministic output.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// hasPrefixAny reports whether s starts with any of the prefixes.
+func hasPrefixAny(s string, prefixes ...string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
