@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -70,6 +71,12 @@ const tieTol = 1e-10
 // Algorithm 4 cells are tokens; for Algorithm 5 it is one unbiased choice
 // among many (Algorithm 5 has more tokens than frequencies).
 func Build(src RowSource, spec Spec) (*Table, error) {
+	return BuildContext(context.Background(), src, spec)
+}
+
+// BuildContext is Build that stops, with ctx's error, soon after ctx is
+// cancelled (it checks every ctxEvery rows).
+func BuildContext(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
@@ -77,6 +84,7 @@ func Build(src RowSource, spec Spec) (*Table, error) {
 		return nil, errors.New("estimate: nil row source")
 	}
 	b := newBuilder(spec)
+	b.ctx = ctx
 	if err := b.run(src); err != nil {
 		return nil, err
 	}
@@ -139,6 +147,16 @@ type builder struct {
 	n    int64
 	nf   float64
 	t    *Table
+	ctx  context.Context // nil: never cancelled
+
+	// lean builders keep no per-frequency statistics (and no per-row token
+	// masses), and store tokens only from the moment row keepFrom has been
+	// read (0: all): t.A[0] is then token dropped+1 and t.Bounds[0] its
+	// lower end. lastA is the estimate of the last finalised token.
+	lean     bool
+	keepFrom int64
+	dropped  int
+	lastA    float64
 
 	buf  []*rowState
 	head int
@@ -188,8 +206,26 @@ func newBuilder(spec Spec) *builder {
 	return &builder{spec: spec, n: n, nf: float64(n), t: t, nextFreq: 1}
 }
 
+// ctxEvery is how many rows a builder reads between two checks of its
+// context (a few milliseconds of work at most).
+const ctxEvery = 1024
+
+// cancelled reports the builder's context error, checked every ctxEvery rows.
+func (b *builder) cancelled(freq int64) error {
+	if b.ctx == nil || freq%ctxEvery != 0 {
+		return nil
+	}
+	if err := b.ctx.Err(); err != nil {
+		return fmt.Errorf("estimate: %w", err)
+	}
+	return nil
+}
+
 func (b *builder) run(src RowSource) error {
 	fn := func(row sanitize.Row) bool {
+		if b.err = b.cancelled(row.Frequency); b.err != nil {
+			return false
+		}
 		if b.err = b.addRow(row); b.err != nil {
 			return false
 		}
@@ -437,6 +473,7 @@ func (b *builder) advance() error {
 func (b *builder) processToken(t float64) error {
 	pos := b.pos
 	j := len(b.t.A)
+	j += b.dropped
 	if b.spec.Estimator == Unbiased {
 		if k := math.Floor(pos+tol(pos)) + 1; k < t-tol(t) {
 			return errors.New("estimate: the unbiased estimator needs every integer to be a token boundary")
@@ -458,14 +495,13 @@ func (b *builder) processToken(t float64) error {
 		if r.first < 0 {
 			r.first = j
 		}
-		r.masses = append(r.masses, m)
+		if !b.lean {
+			r.masses = append(r.masses, m)
+		}
 		b.mass = append(b.mass, m)
 		b.rem = append(b.rem, rem)
 	}
-	prev := 0.0
-	if j > 0 {
-		prev = b.t.A[j-1]
-	}
+	prev := b.lastA
 	var a float64
 	switch b.spec.Estimator {
 	case BiasedDown:
@@ -497,8 +533,14 @@ func (b *builder) processToken(t float64) error {
 			r.cell += b.mass[k]
 		}
 	}
-	b.t.A = append(b.t.A, a)
-	b.t.Bounds = append(b.t.Bounds, t)
+	if b.keepFrom == 0 || b.nextFreq > b.keepFrom {
+		b.t.A = append(b.t.A, a)
+		b.t.Bounds = append(b.t.Bounds, t)
+	} else {
+		b.dropped++
+		b.t.Bounds[0] = t
+	}
+	b.lastA = a
 	b.pos = t
 	if b.spec.Estimator != Unbiased {
 		for k, r := range active {
@@ -577,7 +619,7 @@ func (b *builder) retireHead() {
 	r := b.buf[b.head]
 	b.buf[b.head] = nil
 	b.head++
-	if r.freq <= b.n {
+	if r.freq <= b.n && !b.lean {
 		b.t.Frequencies[r.freq-1] = rowStats(r.freq, r.g, r.pi, r.masses, b.t.A[max(r.first, 0):])
 	}
 	b.pool = append(b.pool, r)

@@ -12,9 +12,9 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 
-	"golang.org/x/sync/singleflight"
-
 	"github.com/pwsd/pwsd/internal/dprand"
+	"github.com/pwsd/pwsd/internal/estimate"
+	"github.com/pwsd/pwsd/internal/lru"
 	"github.com/pwsd/pwsd/internal/store"
 )
 
@@ -29,7 +29,13 @@ type Config struct {
 	NewRand func() *rand.Rand
 	// TableCacheSize bounds the sanitizer tables kept in memory (default 64).
 	TableCacheSize int
+	// CacheBytes bounds the memory of the estimator tables kept in memory
+	// (default DefaultCacheBytes); least recently used ones are dropped.
+	CacheBytes int64
 }
+
+// DefaultCacheBytes is the default bound of the in-memory estimator cache.
+const DefaultCacheBytes = 256 << 20
 
 // Service implements pwsd's use cases. It is safe for concurrent use.
 type Service struct {
@@ -38,10 +44,12 @@ type Service struct {
 	noise   dprand.Laplacer
 	newRand func() *rand.Rand
 	tables  *tableRegistry
-	// estimators keeps recently built estimator tables in memory.
-	estimators *estimatorCache
+	// estimators keeps recently built estimator tables in memory, bounded in bytes.
+	estimators *lru.Cache[string, *estimate.Table]
 	// flight makes concurrent first requests for one cached table compute it once.
-	flight singleflight.Group
+	flight flightGroup
+	// version prefixes cache keys (algorithmVersion; tests change it).
+	version string
 	// computed counts table computations (cache misses); tests read it.
 	computed atomic.Int64
 }
@@ -63,8 +71,11 @@ func New(cfg Config) (*Service, error) {
 	if cfg.TableCacheSize <= 0 {
 		cfg.TableCacheSize = 64
 	}
+	if cfg.CacheBytes <= 0 {
+		cfg.CacheBytes = DefaultCacheBytes
+	}
 	return &Service{store: cfg.Store, log: cfg.Logger, noise: cfg.Noise, newRand: cfg.NewRand, tables: newTableRegistry(cfg.TableCacheSize),
-		estimators: newEstimatorCache(cfg.TableCacheSize)}, nil
+		estimators: lru.New[string, *estimate.Table](cfg.CacheBytes, (*estimate.Table).SizeBytes), version: algorithmVersion}, nil
 }
 
 // Ready reports whether the store is reachable and migrated.
