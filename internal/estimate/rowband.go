@@ -51,13 +51,21 @@ func RowEstimates(ctx context.Context, src RowSource, g G, from, to, margin int6
 		return errors.New("estimate: nil row source")
 	}
 	bandStart := max(1, from-max(margin, 0))
-	rows, bd, mle, err := rowBand(ctx, src, g, from, to, bandStart)
+	unit := false
+	if ms, ok := src.(interface{ Method() sanitize.Method }); ok && ms.Method() == sanitize.MethodDiscrete {
+		unit = true
+	}
+	rows, bd, mle, err := rowBand(ctx, src, g, from, to, bandStart, unit)
+	if errors.Is(err, errNotUnit) {
+		unit = false
+		rows, bd, mle, err = rowBand(ctx, src, g, from, to, bandStart, unit)
+	}
 	if err != nil {
 		return err
 	}
 	if len(rows) > 0 && len(rows[0].Pieces) > 0 && rows[0].Pieces[0].Lo < float64(bandStart-1) {
 		// The margin missed rows that produce row from's tokens.
-		if rows, bd, mle, err = rowBand(ctx, src, g, from, to, 1); err != nil {
+		if rows, bd, mle, err = rowBand(ctx, src, g, from, to, 1, unit); err != nil {
 			return err
 		}
 	}
@@ -94,10 +102,11 @@ func tokenAt(bounds []float64, v float64) int {
 }
 
 // rowBand streams rows 1.. of src once, feeding every row to a lean
-// biased-down builder and the rows from bandStart on to a lean MLE builder,
+// biased-down builder (the unit-cell one when unit is set; it fails with
+// errNotUnit on other rows) and the rows from bandStart on to a lean MLE builder,
 // until both have finalised every token up to to; it returns copies of rows
 // from..to and the two builders' (partial) tables.
-func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64) ([]sanitize.Row, *Table, *Table, error) {
+func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64, unit bool) ([]sanitize.Row, *Table, *Table, error) {
 	lean := func(e Estimator, first int64) *builder {
 		b := &builder{spec: Spec{MaxFrequency: to, G: g, Estimator: e}, n: to, nf: float64(to), ctx: ctx,
 			lean: true, keepFrom: first, nextFreq: first,
@@ -108,6 +117,11 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64)
 	bd.keepFrom = bandStart // tokens below the band are never looked up
 	mle := lean(MLE, bandStart)
 	mle.keepFrom = 0
+	var ubd *unitBD
+	if unit {
+		ubd = newUnitBD(g, to, bandStart-1)
+		bd.done = true
+	}
 	var rows []sanitize.Row
 	var err error
 	feed := func(b *builder, row sanitize.Row) error {
@@ -126,6 +140,11 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64)
 		if err = feed(bd, row); err != nil {
 			return false
 		}
+		if ubd != nil && !ubd.done {
+			if err = ubd.add(row); err != nil {
+				return false
+			}
+		}
 		if row.Frequency >= bandStart {
 			if err = feed(mle, row); err != nil {
 				return false
@@ -134,7 +153,7 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64)
 		if row.Frequency >= from && row.Frequency <= to {
 			rows = append(rows, row.Clone())
 		}
-		return !(bd.done && mle.done)
+		return !(bd.done && mle.done && (ubd == nil || ubd.done))
 	}
 	last := min(to+maxLookahead, sanitize.MaxFrequency)
 	if e := src.Rows(1, last, fn); e != nil {
@@ -153,6 +172,12 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64)
 		if !b.done {
 			return nil, nil, nil, errors.New("estimate: row supports do not move past the requested frequency")
 		}
+	}
+	if ubd != nil {
+		if !ubd.done {
+			return nil, nil, nil, errors.New("estimate: row supports do not move past the requested frequency")
+		}
+		return rows, ubd.table(), mle.t, nil
 	}
 	return rows, bd.t, mle.t, nil
 }
