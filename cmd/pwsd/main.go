@@ -76,7 +76,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		log.Warn("PWSD_API_TOKENS_FILE is unset: the API is open to anyone who can reach it")
 	}
 
-	svc, err := service.New(service.Config{Store: st, Logger: log})
+	svc, err := service.New(service.Config{Store: st, Logger: log, CacheBytes: cfg.CacheBytes})
 	if err != nil {
 		return err
 	}
