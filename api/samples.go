@@ -118,14 +118,21 @@ func (h *handler) spec(hd SampleHeader) (service.SampleSpec, error) {
 // element validates one raw element; i is its index for error messages,
 // which never contain the element itself.
 func (h *handler) element(i int, e SampleElement) (string, int64, error) {
-	if e.Key == "" {
+	return h.elementFields(i, e.Key, string(e.Frequency))
+}
+
+// elementFields validates one raw element given its key and the text of its
+// frequency (a JSON number); i is its index for error messages, which never
+// contain the element itself.
+func (h *handler) elementFields(i int, key, freq string) (string, int64, error) {
+	if key == "" {
 		return "", 0, invalid(fmt.Sprintf("elements[%d].key", i), "is required")
 	}
-	if len(e.Key) > h.limits.MaxKeyBytes {
+	if len(key) > h.limits.MaxKeyBytes {
 		return "", 0, invalid(fmt.Sprintf("elements[%d].key", i), fmt.Sprintf("must be at most %d bytes (PWSD_MAX_KEY_BYTES)", h.limits.MaxKeyBytes))
 	}
-	f, err := strconv.ParseInt(string(e.Frequency), 10, 64)
-	if e.Frequency == "" {
+	f, err := strconv.ParseInt(freq, 10, 64)
+	if freq == "" {
 		return "", 0, invalid(fmt.Sprintf("elements[%d].frequency", i), "is required")
 	}
 	if err != nil || f < 1 {
@@ -134,7 +141,7 @@ func (h *handler) element(i int, e SampleElement) (string, int64, error) {
 	if f > h.limits.MaxFrequency {
 		return "", 0, invalid(fmt.Sprintf("elements[%d].frequency", i), fmt.Sprintf("must be at most %d (PWSD_MAX_FREQUENCY)", h.limits.MaxFrequency))
 	}
-	return e.Key, f, nil
+	return key, f, nil
 }
 
 // createSample sanitizes a non-private sample.
@@ -183,13 +190,14 @@ func (h *handler) createSample(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return "", 0, err
 			}
-			var e SampleElement
+			i++
 			if k, f, ok := parseElementFast(line); ok {
-				e = SampleElement{Key: k, Frequency: json.Number(f)}
-			} else if err := decodeLine(line, &e, "line "+strconv.Itoa(lr.n)); err != nil {
+				return h.elementFields(i-1, k, aliasString(f)) // no copies: see ElementSource
+			}
+			var e SampleElement
+			if err := decodeLine(line, &e, "line "+strconv.Itoa(lr.n)); err != nil {
 				return "", 0, err
 			}
-			i++
 			return h.element(i-1, e)
 		}
 	case "application/json", "":
