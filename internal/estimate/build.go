@@ -210,9 +210,17 @@ func newBuilder(spec Spec) *builder {
 // context (a few milliseconds of work at most).
 const ctxEvery = 1024
 
-// cancelled reports the builder's context error, checked every ctxEvery rows.
-func (b *builder) cancelled(freq int64) error {
-	if b.ctx == nil || freq%ctxEvery != 0 {
+// ctxWide is the row width from which every row, and every ctxTokens-th
+// token, checks the context (wide rows make each row and token costly).
+const (
+	ctxWide   = 256
+	ctxTokens = 256
+)
+
+// cancelled reports the builder's context error, checked every ctxEvery rows
+// and on every row of at least ctxWide pieces.
+func (b *builder) cancelled(freq int64, pieces int) error {
+	if b.ctx == nil || (freq%ctxEvery != 0 && pieces < ctxWide) {
 		return nil
 	}
 	if err := b.ctx.Err(); err != nil {
@@ -223,7 +231,7 @@ func (b *builder) cancelled(freq int64) error {
 
 func (b *builder) run(src RowSource) error {
 	fn := func(row sanitize.Row) bool {
-		if b.err = b.cancelled(row.Frequency); b.err != nil {
+		if b.err = b.cancelled(row.Frequency, len(row.Pieces)); b.err != nil {
 			return false
 		}
 		if b.err = b.addRow(row); b.err != nil {
@@ -463,6 +471,11 @@ func (b *builder) advance() error {
 			return err
 		}
 		b.ph++
+		if b.ctx != nil && b.ph%ctxTokens == 0 && len(b.buf)-b.head >= ctxWide {
+			if err := b.ctx.Err(); err != nil {
+				return fmt.Errorf("estimate: %w", err)
+			}
+		}
 	}
 	if (b.exhausted || b.lastLo >= b.nf-tol(b.nf)) && (b.ph == len(b.pending) || b.pending[b.ph] > nTol) {
 		b.done = true

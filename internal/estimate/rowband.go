@@ -120,6 +120,7 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 	var ubd *unitBD
 	if unit {
 		ubd = newUnitBD(g, to, bandStart-1)
+		ubd.ctx = ctx
 		bd.done = true
 	}
 	var rows []sanitize.Row
@@ -134,7 +135,7 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 		return b.advance()
 	}
 	fn := func(row sanitize.Row) bool {
-		if err = bd.cancelled(row.Frequency); err != nil {
+		if err = bd.cancelled(row.Frequency, len(row.Pieces)); err != nil {
 			return false
 		}
 		if err = feed(bd, row); err != nil {

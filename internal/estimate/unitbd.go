@@ -1,7 +1,9 @@
 package estimate
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"math"
 
 	"github.com/pwsd/pwsd/internal/sanitize"
@@ -35,6 +37,7 @@ type unitRow struct {
 // S_i(j) the row's mass on cells >= j and a_j = a_{j-1} when no row
 // produces token j. It stores a_j for j > keepBelow only.
 type unitBD struct {
+	ctx       context.Context // nil: never cancelled
 	g         G
 	n         int64 // finalise tokens 1..n
 	keepBelow int64
@@ -96,15 +99,20 @@ func (u *unitBD) add(row sanitize.Row) error {
 	r.freq, r.lo, r.g, r.sa = i, lo, u.g.at(i), 0
 	u.rows = append(u.rows, r)
 	u.lastLo = max(u.lastLo, lo)
-	u.advance(u.lastLo)
-	return nil
+	return u.advance(u.lastLo)
 }
 
-// advance finalises tokens up to min(upTo, n).
-func (u *unitBD) advance(upTo int64) {
+// advance finalises tokens up to min(upTo, n), checking the context every
+// ctxTokens tokens when rows are wide.
+func (u *unitBD) advance(upTo int64) error {
 	upTo = min(upTo, u.n)
 	for j := u.pos + 1; j <= upTo; j++ {
 		act := u.rows[u.head:]
+		if u.ctx != nil && j%ctxTokens == 0 && len(act) >= ctxWide {
+			if err := u.ctx.Err(); err != nil {
+				return fmt.Errorf("estimate: %w", err)
+			}
+		}
 		a := math.Inf(1)
 		for _, r := range act {
 			if k := j - 1 - r.lo; k >= 0 {
@@ -145,6 +153,7 @@ func (u *unitBD) advance(upTo int64) {
 	if u.pos >= u.n {
 		u.done = true
 	}
+	return nil
 }
 
 // table returns the stored tokens as a (partial) estimator table.

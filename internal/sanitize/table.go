@@ -1,6 +1,7 @@
 package sanitize
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -108,20 +109,32 @@ func (t *Table) Method() Method { return t.m }
 // cheap to reach (q constant within about 2^20 rows) StationaryFrom computes
 // up to it, otherwise it reports only what is known.
 func (t *Table) StationaryFrom() (int64, bool) {
+	s, ok, _ := t.StationaryFromContext(context.Background())
+	return s, ok
+}
+
+// StationaryFromContext is StationaryFrom that stops computing rows, with
+// ctx's error, soon after ctx is cancelled (every 64 rows).
+func (t *Table) StationaryFromContext(ctx context.Context) (int64, bool, error) {
 	if st := t.stationary(); st != nil {
-		return st.from(), true
+		return st.from(), true, nil
 	}
 	if t.qConst == never || t.qConst > 1<<20 {
-		return 0, false
+		return 0, false, nil
 	}
 	cu := t.cursorAt(t.checkpointBelow(t.qConst))
 	for n := int64(0); n < 1<<21 && !cu.hitStationary; n++ {
+		if n%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return 0, false, fmt.Errorf("sanitize: stationary rows: %w", err)
+			}
+		}
 		cu.step()
 	}
 	if st := t.stationary(); st != nil {
-		return st.from(), true
+		return st.from(), true, nil
 	}
-	return 0, false
+	return 0, false, nil
 }
 
 // cycle holds the stationary rows s, s+1, ..., s+p-1.

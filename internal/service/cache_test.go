@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -110,6 +111,34 @@ func TestFrequencyRowsDeadline(t *testing.T) {
 	_, err := s.FrequencyRows(ctx, p, smp, sanitize.MethodDiscrete, 4_000_000, 4_000_000)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want context.DeadlineExceeded", err)
+	}
+}
+
+// TestAbandonedComputationStops: a small-epsilon frequencies request
+// (L about 14,000: its rows to 10^5 would take many minutes) answers its
+// deadline's error, and its computation then stops (its goroutine ends)
+// instead of running on after the client has gone. The 20 s bound is a
+// liveness limit, not a speed claim (it ends within milliseconds).
+func TestAbandonedComputationStops(t *testing.T) {
+	s := newTestService(t, Config{})
+	base := runtime.NumGoroutine()
+	p, _ := sanitize.NewPrivacy(1e-3, 1e-6)
+	smp, _ := sanitize.NewSampling(sanitize.SchemeNone, 0, 1, nil)
+	for _, m := range []sanitize.Method{sanitize.MethodDiscrete, sanitize.MethodMaxSeparation} {
+		t.Run(string(m), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			if _, err := s.FrequencyRows(ctx, p, smp, m, 100_000, 100_000); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("err = %v, want context.DeadlineExceeded", err)
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for runtime.NumGoroutine() > base {
+				if time.Now().After(deadline) {
+					t.Fatal("the abandoned computation is still running")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
 	}
 }
 

@@ -62,7 +62,11 @@ func (s *Service) FrequencyRows(ctx context.Context, p sanitize.Privacy, smp san
 		if limit := frequencyLimit(t); to > limit {
 			return nil, fieldErr("frequency", "must be at most %d for this sampling scheme (q_i < 1 beyond it)", limit)
 		}
-		if estimatorSize(t, float64(to)) <= to {
+		n, err := estimatorSizeContext(ctx, t, float64(to))
+		if err != nil {
+			return nil, err
+		}
+		if n <= to {
 			// Stationary rows: small estimator tables and their tails
 			// serve any frequency.
 			return s.frequencyRowsFromTables(ctx, t, from, to)
@@ -108,7 +112,10 @@ func (s *Service) frequencyRowsFromTables(ctx context.Context, t *sanitize.Table
 		}
 		raw = append(raw, r)
 	}
-	n := estimatorSize(t, float64(to))
+	n, err := estimatorSizeContext(ctx, t, float64(to))
+	if err != nil {
+		return nil, err
+	}
 	mle, err := s.estimatorTable(ctx, t, estimate.Spec{MaxFrequency: n, G: identityG, Estimator: estimate.MLE})
 	if err != nil {
 		return nil, err
@@ -241,14 +248,28 @@ func (s *Service) estimatorTableFor(ctx context.Context, p sanitize.Privacy, smp
 // are stationary no further than a little past the stationary point, since
 // the table's tail extends estimates beyond it.
 func estimatorSize(t *sanitize.Table, maxValue float64) int64 {
+	n, _ := estimatorSizeContext(context.Background(), t, maxValue)
+	return n
+}
+
+// estimatorSizeContext is estimatorSize that stops with ctx's error when
+// ctx is cancelled while it looks for the stationary point. It looks only
+// when that can shrink the size (a stationary point s gives 4s + 64 >= 68).
+func estimatorSizeContext(ctx context.Context, t *sanitize.Table, maxValue float64) (int64, error) {
 	need := int64(math.Ceil(maxValue)) + 1
-	if from, ok := t.StationaryFrom(); ok && need > 4*from+64 {
-		need = 4*from + 64
+	if need > 68 {
+		from, ok, err := t.StationaryFromContext(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if ok && need > 4*from+64 {
+			need = 4*from + 64
+		}
 	}
 	if need < 64 {
 		need = 64
 	}
-	return int64(1) << bits.Len64(uint64(need-1))
+	return int64(1) << bits.Len64(uint64(need-1)), nil
 }
 
 // estimateErr maps the estimators' parameter-dependent limits to 422s.
