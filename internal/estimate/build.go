@@ -83,6 +83,13 @@ func BuildContext(ctx context.Context, src RowSource, spec Spec) (*Table, error)
 	if src == nil {
 		return nil, errors.New("estimate: nil row source")
 	}
+	if ms, ok := src.(interface{ Method() sanitize.Method }); ok && ms.Method() == sanitize.MethodDiscrete &&
+		(spec.Estimator == MLE || spec.Estimator == BiasedDown) {
+		t, err := buildUnit(ctx, src, spec)
+		if !errors.Is(err, errNotUnit) {
+			return t, err
+		}
+	}
 	b := newBuilder(spec)
 	b.ctx = ctx
 	if err := b.run(src); err != nil {

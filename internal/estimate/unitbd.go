@@ -19,11 +19,13 @@ var errNotUnit = errors.New("estimate: rows are not on unit cells")
 // suffix sums s on cells lo+1 .. freq (s[k] = s[k+1] + m[k], the general
 // builder's suffix sums with zero cells added, which are exact).
 type unitRow struct {
-	freq int64
-	lo   int64
-	g    float64
-	sa   float64
-	m, s []float64
+	freq    int64
+	lo      int64
+	g       float64
+	pi      float64
+	gOverPi float64
+	sa      float64
+	m, s    []float64
 }
 
 // unitBD is the biased-down builder (eq. 41) for Algorithm 4's unit cells:
@@ -36,8 +38,17 @@ type unitRow struct {
 //
 // S_i(j) the row's mass on cells >= j and a_j = a_{j-1} when no row
 // produces token j. It stores a_j for j > keepBelow only.
+//
+// With est = MLE it computes eq. 11 instead (the first row, in ascending
+// frequency, whose mass on the token exceeds every earlier one's by more
+// than tieTol relative; a_j = g(i*)/pi_{i*}), and with stats set it records
+// every frequency's statistics at retirement (rowStats of the dense masses,
+// which are the general builder's per-token masses, zeros included), so
+// that it computes a whole estimator table (keepBelow must then be 0).
 type unitBD struct {
 	ctx       context.Context // nil: never cancelled
+	est       Estimator       // BiasedDown (zero value treated so) or MLE
+	stats     []FrequencyStats
 	g         G
 	n         int64 // finalise tokens 1..n
 	keepBelow int64
@@ -96,7 +107,11 @@ func (u *unitBD) add(row sanitize.Row) error {
 	for k := w - 1; k >= 0; k-- {
 		r.s[k] = r.s[k+1] + r.m[k]
 	}
-	r.freq, r.lo, r.g, r.sa = i, lo, u.g.at(i), 0
+	r.freq, r.lo, r.g, r.pi, r.sa = i, lo, u.g.at(i), row.Pi, 0
+	r.gOverPi = 0
+	if row.Pi > 0 {
+		r.gOverPi = r.g / row.Pi
+	}
 	u.rows = append(u.rows, r)
 	u.lastLo = max(u.lastLo, lo)
 	return u.advance(u.lastLo)
@@ -113,23 +128,37 @@ func (u *unitBD) advance(upTo int64) error {
 				return fmt.Errorf("estimate: %w", err)
 			}
 		}
-		a := math.Inf(1)
-		for _, r := range act {
-			if k := j - 1 - r.lo; k >= 0 {
-				if m := r.m[k]; m > 0 {
-					if v := (r.g - r.sa) / r.s[k]; v < a {
-						a = v
+		var a float64
+		if u.est == MLE {
+			a = u.last
+			bestM := 0.0
+			found := false
+			for _, r := range act {
+				if k := j - 1 - r.lo; k >= 0 {
+					if m := r.m[k]; m > 0 && (!found || m > bestM*(1+tieTol)) {
+						a, bestM, found = r.gOverPi, m, true
 					}
 				}
 			}
-		}
-		if math.IsInf(a, 1) {
-			a = u.last
-		}
-		for _, r := range act {
-			if k := j - 1 - r.lo; k >= 0 {
-				if m := r.m[k]; m > 0 {
-					r.sa += a * m
+		} else {
+			a = math.Inf(1)
+			for _, r := range act {
+				if k := j - 1 - r.lo; k >= 0 {
+					if m := r.m[k]; m > 0 {
+						if v := (r.g - r.sa) / r.s[k]; v < a {
+							a = v
+						}
+					}
+				}
+			}
+			if math.IsInf(a, 1) {
+				a = u.last
+			}
+			for _, r := range act {
+				if k := j - 1 - r.lo; k >= 0 {
+					if m := r.m[k]; m > 0 {
+						r.sa += a * m
+					}
 				}
 			}
 		}
@@ -140,6 +169,9 @@ func (u *unitBD) advance(upTo int64) error {
 		}
 		u.pos = j
 		for u.head < len(u.rows) && u.rows[u.head].freq <= j {
+			if r := u.rows[u.head]; u.stats != nil && r.freq <= u.n {
+				u.stats[r.freq-1] = rowStats(r.freq, r.g, r.pi, r.m, u.a[r.lo:])
+			}
 			u.pool = append(u.pool, u.rows[u.head])
 			u.rows[u.head] = nil
 			u.head++
@@ -158,5 +190,77 @@ func (u *unitBD) advance(upTo int64) error {
 
 // table returns the stored tokens as a (partial) estimator table.
 func (u *unitBD) table() *Table {
-	return &Table{G: u.g, Estimator: BiasedDown, MaxFrequency: u.n, Bounds: u.bounds, A: u.a}
+	est := u.est
+	if est == "" {
+		est = BiasedDown
+	}
+	return &Table{G: u.g, Estimator: est, MaxFrequency: u.n, Bounds: u.bounds, A: u.a, Frequencies: u.stats}
+}
+
+// buildUnit is BuildContext for MLE and biased-down tables of rows on unit
+// cells (Algorithm 4): the unit-cell engine replaces the general token
+// loop, the general builder's shift tracking, stationarity check and tail
+// analysis are reused, and the table is bit for bit the general builder's.
+// It returns errNotUnit (and the caller falls back) when a row is not on
+// unit cells.
+func buildUnit(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
+	b := newBuilder(spec)
+	b.ctx = ctx
+	u := newUnitBD(spec.G, spec.MaxFrequency, 0)
+	u.ctx, u.est, u.stats = ctx, spec.Estimator, b.t.Frequencies
+	u.bounds, u.a = b.t.Bounds[:1], b.t.A[:0]
+	var err error
+	fn := func(row sanitize.Row) bool {
+		if err = b.cancelled(row.Frequency, len(row.Pieces)); err != nil {
+			return false
+		}
+		if !(row.Pi >= 0 && row.Pi <= 1+1e-9) {
+			err = errors.New("estimate: row reporting probability must lie in [0, 1]")
+			return false
+		}
+		sum := 0.0
+		for _, p := range row.Pieces {
+			sum += p.P
+		}
+		if math.Abs(sum-row.Pi) > 1e-9 {
+			err = errors.New("estimate: row pieces do not sum to the reporting probability")
+			return false
+		}
+		b.trackShift(row)
+		if err = u.add(row); err != nil {
+			return false
+		}
+		return !u.done
+	}
+	last := min(spec.MaxFrequency+maxLookahead, sanitize.MaxFrequency)
+	if e := src.Rows(1, last, fn); e != nil {
+		return nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !u.done {
+		if u.next <= last { // the source has no more rows
+			if u.next <= u.n {
+				return nil, errors.New("estimate: the sanitizer table ended before the max frequency")
+			}
+			if err := u.advance(u.n); err != nil {
+				return nil, err
+			}
+		}
+		if !u.done {
+			return nil, errors.New("estimate: row supports do not move past the max frequency")
+		}
+	}
+	b.t.Bounds, b.t.A = u.bounds, u.a
+	for _, a := range b.t.A {
+		if math.IsNaN(a) || math.IsInf(a, 0) {
+			return nil, errors.New("estimate: an estimate is not finite (the unbiased system is ill-conditioned or the last unit is incomplete)")
+		}
+	}
+	if err := b.stationarity(src); err != nil {
+		return nil, err
+	}
+	b.t.Tail = b.analyzeTail()
+	return b.t, nil
 }
