@@ -95,17 +95,27 @@ func (u *unitBD) add(row sanitize.Row) error {
 		r.m, r.s = make([]float64, w, w+w/4+8), make([]float64, w+1, w+w/4+9)
 	}
 	r.m, r.s = r.m[:w], r.s[:w+1]
-	clear(r.m)
-	for _, p := range ps {
+	// One pass from the top: masses and suffix sums (s[k] = s[k+1] + m[k],
+	// zero cells included, as the general builder's sums over pieces).
+	k := w
+	r.s[w] = 0
+	for idx := len(ps) - 1; idx >= 0; idx-- {
+		p := ps[idx]
 		c := int64(p.Lo)
-		if float64(c) != p.Lo || p.Hi != p.Lo+1 || c < lo {
+		if float64(c) != p.Lo || p.Hi != p.Lo+1 || c < lo || int(c-lo) >= k {
 			return errNotUnit
 		}
-		r.m[c-lo] = p.P
+		for pos := int(c - lo); k > pos+1; {
+			k--
+			r.m[k] = 0
+			r.s[k] = r.s[k+1]
+		}
+		k--
+		r.m[k] = p.P
+		r.s[k] = r.s[k+1] + p.P
 	}
-	r.s[w] = 0
-	for k := w - 1; k >= 0; k-- {
-		r.s[k] = r.s[k+1] + r.m[k]
+	if k != 0 {
+		return errNotUnit // the first piece starts the row
 	}
 	r.freq, r.lo, r.g, r.pi, r.sa = i, lo, u.g.at(i), row.Pi, 0
 	r.gOverPi = 0
