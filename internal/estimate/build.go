@@ -320,7 +320,9 @@ func (b *builder) addRow(row sanitize.Row) error {
 	if math.Abs(sum-row.Pi) > 1e-9 {
 		return errors.New("estimate: row pieces do not sum to the reporting probability")
 	}
-	b.trackShift(row)
+	if !b.lean { // lean builders have no tail
+		b.trackShift(row)
+	}
 
 	r := b.newRow()
 	r.freq = row.Frequency
