@@ -39,3 +39,32 @@ func BenchmarkFrequencyRowsCold(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFrequencyRowsColdRowsOnly is the floor of BenchmarkFrequencyRowsCold:
+// streaming the sanitizer rows 1..frequency+200 alone (the row supports
+// start above the frequency after about 140 more rows), on a fresh table.
+func BenchmarkFrequencyRowsColdRowsOnly(b *testing.B) {
+	p, err := sanitize.NewPrivacy(0.2, 1e-7)
+	if err != nil {
+		b.Fatal(err)
+	}
+	smp, err := sanitize.NewSampling(sanitize.SchemePPSWOR, 2e-5, 1, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, m := range []sanitize.Method{sanitize.MethodDiscrete, sanitize.MethodMaxSeparation} {
+		for _, f := range []int64{1e5, 1e6} {
+			b.Run(fmt.Sprintf("%s/frequency=%d", m, f), func(b *testing.B) {
+				for b.Loop() {
+					t, err := sanitize.NewTable(p, smp, m)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := t.Rows(1, f+200, func(sanitize.Row) bool { return true }); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
