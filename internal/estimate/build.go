@@ -336,7 +336,15 @@ func (b *builder) addRow(row sanitize.Row) error {
 	// drop mass below pos when it is negligible, fail otherwise.
 	lim := b.pos + tol(b.pos)
 	dropped := 0.0
-	for _, p := range row.Pieces {
+	// Pieces above n+1 never meet a token (tokens end at n): keep only
+	// their total mass, summed from the top exactly as the suffix sums
+	// below would, so that a row far above n costs O(n - lo), not O(L).
+	tail, keep := 0.0, len(row.Pieces)
+	for keep > 0 && row.Pieces[keep-1].Lo > b.nf+1 {
+		keep--
+		tail += row.Pieces[keep].P
+	}
+	for _, p := range row.Pieces[:keep] {
 		dens := p.P / (p.Hi - p.Lo)
 		switch {
 		case p.Hi == p.Lo: // an empty piece with a rounding crumb of mass
@@ -356,13 +364,19 @@ func (b *builder) addRow(row sanitize.Row) error {
 		return errors.New("estimate: a row puts mass below the support of an earlier row")
 	}
 	r.lo = b.lastLo
-	if len(r.pieces) > 0 {
+	switch {
+	case len(r.pieces) > 0:
 		r.lo = r.pieces[0].Lo
 		b.lastLo = math.Max(b.lastLo, r.lo)
 		r.top = r.pieces[len(r.pieces)-1].Hi
+	case keep < len(row.Pieces): // every piece lies above n+1
+		r.lo = row.Pieces[keep].Lo
+		b.lastLo = math.Max(b.lastLo, r.lo)
 	}
-	r.suffix = append(r.suffix, make([]float64, len(r.pieces)+1)...)
-	for k := len(r.pieces) - 1; k >= 0; k-- {
+	keep = len(r.pieces)
+	r.suffix = append(r.suffix, make([]float64, keep+1)...)
+	r.suffix[keep] = tail
+	for k := keep - 1; k >= 0; k-- {
 		r.suffix[k] = r.suffix[k+1] + r.pieces[k].P
 	}
 	b.buf = append(b.buf, r)

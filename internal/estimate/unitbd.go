@@ -83,7 +83,10 @@ func (u *unitBD) add(row sanitize.Row) error {
 	if float64(lo) != ps[0].Lo || lo < u.pos {
 		return errNotUnit
 	}
-	w := int(i - lo)
+	// Cells above n+1 never meet a token (tokens end at n): keep only
+	// their total mass, summed from the top exactly as the suffix sums
+	// would, so that a row far above n costs O(1) memory, not O(L).
+	w := int(max(min(i, u.n+1)-lo, 0))
 	var r *unitRow
 	if k := len(u.pool); k > 0 {
 		r = u.pool[k-1]
@@ -91,15 +94,30 @@ func (u *unitBD) add(row sanitize.Row) error {
 	} else {
 		r = &unitRow{}
 	}
-	if cap(r.m) < w {
+	if cap(r.m) < w || cap(r.s) < w+1 {
 		r.m, r.s = make([]float64, w, w+w/4+8), make([]float64, w+1, w+w/4+9)
 	}
 	r.m, r.s = r.m[:w], r.s[:w+1]
 	// One pass from the top: masses and suffix sums (s[k] = s[k+1] + m[k],
 	// zero cells included, as the general builder's sums over pieces).
-	k := w
-	r.s[w] = 0
-	for idx := len(ps) - 1; idx >= 0; idx-- {
+	k := int(i - lo) // cells k.. are filled (or summed into the tail)
+	tail := 0.0
+	idx := len(ps) - 1
+	for ; idx >= 0; idx-- {
+		p := ps[idx]
+		c := int64(p.Lo)
+		if float64(c) != p.Lo || p.Hi != p.Lo+1 || c < lo || int(c-lo) >= k {
+			return errNotUnit
+		}
+		if int(c-lo) < w {
+			break
+		}
+		k = int(c - lo)
+		tail += p.P
+	}
+	k = min(k, w)
+	r.s[w] = tail
+	for ; idx >= 0; idx-- {
 		p := ps[idx]
 		c := int64(p.Lo)
 		if float64(c) != p.Lo || p.Hi != p.Lo+1 || c < lo || int(c-lo) >= k {
