@@ -94,6 +94,12 @@ func RowEstimates(ctx context.Context, src RowSource, g G, from, to, margin int6
 	return nil
 }
 
+// unitSource is implemented by *sanitize.Table: Algorithm 4 rows in dense
+// form.
+type unitSource interface {
+	UnitRows(from, to int64, fn func(i int64, pi, lo float64, m []float64) bool) error
+}
+
 // tokenAt returns the 1-based index into bounds of the token holding v:
 // the smallest k >= 1 with bounds[k] >= v (Table.explicitToken's rule).
 func tokenAt(bounds []float64, v float64) int {
@@ -157,7 +163,41 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 		return !(bd.done && mle.done && (ubd == nil || ubd.done))
 	}
 	last := min(to+maxLookahead, sanitize.MaxFrequency)
-	if e := src.Rows(1, last, fn); e != nil {
+	if us, ok := src.(unitSource); ok && ubd != nil {
+		// Dense rows: the unit builder needs no pieces; only the band
+		// rows are converted for the MLE builder and the answer.
+		var buf []sanitize.Piece
+		dense := func(i int64, pi, lo float64, m []float64) bool {
+			if err = ubd.cancelled(i, len(m)); err != nil {
+				return false
+			}
+			if !ubd.done {
+				if err = ubd.addDense(i, pi, lo, m); err != nil {
+					return false
+				}
+			}
+			if i < bandStart {
+				return true
+			}
+			buf = buf[:0]
+			for k, v := range m {
+				if v > 0 {
+					buf = append(buf, sanitize.Piece{Lo: lo + float64(k), Hi: lo + float64(k+1), P: v})
+				}
+			}
+			row := sanitize.Row{Frequency: i, Pi: pi, Pieces: buf}
+			if err = feed(mle, row); err != nil {
+				return false
+			}
+			if i >= from && i <= to {
+				rows = append(rows, row.Clone())
+			}
+			return !(mle.done && ubd.done)
+		}
+		if e := us.UnitRows(1, last, dense); e != nil {
+			return nil, nil, nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
+		}
+	} else if e := src.Rows(1, last, fn); e != nil {
 		return nil, nil, nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
 	}
 	if err != nil {

@@ -145,6 +145,18 @@ func (u *unitBD) add(row sanitize.Row) error {
 	return u.advance(u.lastLo)
 }
 
+// cancelled reports the context's error every ctxEvery rows and on every
+// row of at least ctxWide cells.
+func (u *unitBD) cancelled(freq int64, cells int) error {
+	if u.ctx == nil || (freq%ctxEvery != 0 && cells < ctxWide) {
+		return nil
+	}
+	if err := u.ctx.Err(); err != nil {
+		return fmt.Errorf("estimate: %w", err)
+	}
+	return nil
+}
+
 // advance finalises tokens up to min(upTo, n), checking the context every
 // ctxTokens tokens when rows are wide.
 func (u *unitBD) advance(upTo int64) error {
@@ -223,6 +235,58 @@ func (u *unitBD) table() *Table {
 		est = BiasedDown
 	}
 	return &Table{G: u.g, Estimator: est, MaxFrequency: u.n, Bounds: u.bounds, A: u.a, Frequencies: u.stats}
+}
+
+// addDense is add for a row given in dense form (sanitize.Table.UnitRows):
+// masses m on cells lo+1 .. i, zeros included. The sums are the same
+// operations as add's on the row's pieces (adding a zero cell is exact).
+func (u *unitBD) addDense(i int64, pi, lof float64, m []float64) error {
+	if i != u.next {
+		return errors.New("estimate: row source delivered rows out of order")
+	}
+	u.next++
+	lo := int64(lof)
+	for len(m) > 0 && !(m[0] > 0) { // pieces start at the first positive mass
+		m, lo = m[1:], lo+1
+	}
+	if float64(int64(lof)) != lof || len(m) == 0 || lo+int64(len(m)) != i || !(m[len(m)-1] > 0) || lo < u.pos {
+		return errNotUnit
+	}
+	w := int(max(min(i, u.n+1)-lo, 0))
+	var r *unitRow
+	if k := len(u.pool); k > 0 {
+		r = u.pool[k-1]
+		u.pool = u.pool[:k-1]
+	} else {
+		r = &unitRow{}
+	}
+	if cap(r.m) < w || cap(r.s) < w+1 {
+		r.m, r.s = make([]float64, w, w+w/4+8), make([]float64, w+1, w+w/4+9)
+	}
+	r.m, r.s = r.m[:w], r.s[:w+1]
+	tail := 0.0
+	for k := len(m) - 1; k >= w; k-- {
+		if m[k] > 0 {
+			tail += m[k]
+		}
+	}
+	r.s[w] = tail
+	for k := w - 1; k >= 0; k-- {
+		v := m[k]
+		if !(v > 0) {
+			v = 0
+		}
+		r.m[k] = v
+		r.s[k] = r.s[k+1] + v
+	}
+	r.freq, r.lo, r.g, r.pi, r.sa = i, lo, u.g.at(i), pi, 0
+	r.gOverPi = 0
+	if pi > 0 {
+		r.gOverPi = r.g / pi
+	}
+	u.rows = append(u.rows, r)
+	u.lastLo = max(u.lastLo, lo)
+	return u.advance(u.lastLo)
 }
 
 // buildUnit is BuildContext for MLE and biased-down tables of rows on unit
