@@ -1,10 +1,15 @@
 package api
 
+import "unsafe"
+
 // parseElementFast parses the common shape of an NDJSON sample element,
 // {"key":"...","frequency":N} (either order, optional spaces, no escapes in
-// the key), without reflection. ok is false for anything else, and the
-// caller then decodes the line with encoding/json, which accepts every valid
-// form and reports errors precisely.
+// the key), without reflection and without allocating: key and freq alias
+// line, so they are valid only as long as line is (the service hashes keys
+// and copies only those it reports; see service.ElementSource). ok is false
+// for anything else, and the caller then decodes the line with
+// encoding/json, which accepts every valid form and reports errors
+// precisely.
 func parseElementFast(line []byte) (key string, freq []byte, ok bool) {
 	i := 0
 	skip := func() {
@@ -61,7 +66,7 @@ func parseElementFast(line []byte) (key string, freq []byte, ok bool) {
 			if i >= len(line) {
 				return "", nil, false
 			}
-			key = string(line[start:i])
+			key = aliasString(line[start:i])
 			i++
 			haveKey = true
 		case name == "frequency" && !haveFreq:
@@ -83,4 +88,13 @@ func parseElementFast(line []byte) (key string, freq []byte, ok bool) {
 	}
 	skip()
 	return key, freq, i == len(line)
+}
+
+// aliasString returns b's bytes as a string without copying: the string is
+// valid only while b is not modified.
+func aliasString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }

@@ -142,17 +142,24 @@ func (h *handler) spec(hd SampleHeader) (service.SampleSpec, error) {
 // element validates one raw element; i is its index for error messages,
 // which never contain the element itself.
 func (h *handler) element(i int, e SampleElement) (string, int64, error) {
-	if e.Key == "" {
+	return h.elementFields(i, e.Key, string(e.Frequency))
+}
+
+// elementFields validates one raw element given its key and the text of its
+// frequency (a JSON number); i is its index for error messages, which never
+// contain the element itself.
+func (h *handler) elementFields(i int, key, freq string) (string, int64, error) {
+	if key == "" {
 		return "", 0, invalid(fmt.Sprintf("elements[%d].key", i), "is required")
 	}
-	if len(e.Key) > h.limits.MaxKeyBytes {
+	if len(key) > h.limits.MaxKeyBytes {
 		return "", 0, invalid(fmt.Sprintf("elements[%d].key", i), fmt.Sprintf("must be at most %d bytes (PWSD_MAX_KEY_BYTES)", h.limits.MaxKeyBytes))
 	}
-	if !utf8.ValidString(e.Key) {
+	if !utf8.ValidString(key) {
 		return "", 0, invalid(fmt.Sprintf("elements[%d].key", i), "must be valid UTF-8")
 	}
-	f, err := strconv.ParseInt(string(e.Frequency), 10, 64)
-	if e.Frequency == "" {
+	f, err := strconv.ParseInt(freq, 10, 64)
+	if freq == "" {
 		return "", 0, invalid(fmt.Sprintf("elements[%d].frequency", i), "is required")
 	}
 	if err != nil || f < 1 {
@@ -161,7 +168,7 @@ func (h *handler) element(i int, e SampleElement) (string, int64, error) {
 	if f > h.limits.MaxFrequency {
 		return "", 0, invalid(fmt.Sprintf("elements[%d].frequency", i), fmt.Sprintf("must be at most %d (PWSD_MAX_FREQUENCY)", h.limits.MaxFrequency))
 	}
-	return e.Key, f, nil
+	return key, f, nil
 }
 
 // createSample sanitizes a non-private sample.
@@ -237,13 +244,15 @@ func (h *handler) createSample(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return "", 0, err
 			}
-			var e SampleElement
+			i++
 			if k, f, ok := parseElementFast(line); ok {
-				e = SampleElement{Key: k, Frequency: Integer(f)}
-			} else if err := decodeLine(line, &e, lr.n, "elements["+strconv.Itoa(i)+"]"); err != nil {
+				k, f, err := h.elementFields(i-1, k, aliasString(f)) // no copies: see ElementSource
+				return k, f, atLine(err, lr.n)
+			}
+			var e SampleElement
+			if err := decodeLine(line, &e, lr.n, "elements["+strconv.Itoa(i-1)+"]"); err != nil {
 				return "", 0, err
 			}
-			i++
 			k, f, err := h.element(i-1, e)
 			return k, f, atLine(err, lr.n)
 		}

@@ -41,6 +41,7 @@ type config struct {
 	MaxTableWork int64
 	// TableCacheBytes bounds the table cache.
 	TableCacheBytes int64
+	CacheBytes      int64 // PWSD_CACHE_BYTES
 }
 
 // envVar documents one variable; usage() prints the table.
@@ -65,6 +66,7 @@ var envVars = []envVar{
 	{"PWSD_MAX_EVENTS", "1000000", "most events in one stream batch or bits in one counter batch (413 above)"},
 	{"PWSD_MAX_CUSTOM_Q", "100000", "most probabilities in a custom sampling scheme (422 above)"},
 	{"PWSD_REQUEST_TIMEOUT", "60s", "time limit of one /v1 request"},
+	{"PWSD_CACHE_BYTES", "268435456", "memory bound of the in-memory estimator-table cache in bytes (least recently used dropped)"},
 	{"PWSD_READ_TIMEOUT", "120s", "server read timeout (whole request, body included)"},
 	{"PWSD_WRITE_TIMEOUT", "120s", "server write timeout"},
 	{"PWSD_IDLE_TIMEOUT", "120s", "keep-alive idle timeout"},
@@ -167,6 +169,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.MetricsToken != "" && utf8.RuneCountInString(c.MetricsToken) < 16 {
 		errs = append(errs, "PWSD_METRICS_TOKEN must be at least 16 characters")
 	}
+	c.CacheBytes = intVar("PWSD_CACHE_BYTES")
 	if c.Limits.MaxFrequency > sanitize.MaxFrequency {
 		errs = append(errs, fmt.Sprintf("PWSD_MAX_FREQUENCY must be at most %d", sanitize.MaxFrequency))
 	}

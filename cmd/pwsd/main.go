@@ -83,7 +83,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		log.Warn("PWSD_API_TOKENS_FILE is unset: the API is open to anyone who can reach it")
 	}
 
-	svc, err := service.New(service.Config{Store: st, Logger: log, SampleTTL: cfg.SampleTTL,
+	svc, err := service.New(service.Config{Store: st, Logger: log, SampleTTL: cfg.SampleTTL, CacheBytes: cfg.CacheBytes,
 		IdempotencyTTL: cfg.IdempotencyTTL, IdempotencyWait: cfg.Limits.RequestTimeout, MaxTableWork: cfg.MaxTableWork})
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -70,13 +71,27 @@ const tieTol = 1e-10
 // Algorithm 4 cells are tokens; for Algorithm 5 it is one unbiased choice
 // among many (Algorithm 5 has more tokens than frequencies).
 func Build(src RowSource, spec Spec) (*Table, error) {
+	return BuildContext(context.Background(), src, spec)
+}
+
+// BuildContext is Build that stops, with ctx's error, soon after ctx is
+// cancelled (it checks every ctxEvery rows).
+func BuildContext(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
 	if src == nil {
 		return nil, errors.New("estimate: nil row source")
 	}
+	if ms, ok := src.(interface{ Method() sanitize.Method }); ok && ms.Method() == sanitize.MethodDiscrete &&
+		(spec.Estimator == MLE || spec.Estimator == BiasedDown) {
+		t, err := buildUnit(ctx, src, spec)
+		if !errors.Is(err, errNotUnit) {
+			return t, err
+		}
+	}
 	b := newBuilder(spec)
+	b.ctx = ctx
 	if err := b.run(src); err != nil {
 		return nil, err
 	}
@@ -139,6 +154,16 @@ type builder struct {
 	n    int64
 	nf   float64
 	t    *Table
+	ctx  context.Context // nil: never cancelled
+
+	// lean builders keep no per-frequency statistics (and no per-row token
+	// masses), and store tokens only from the moment row keepFrom has been
+	// read (0: all): t.A[0] is then token dropped+1 and t.Bounds[0] its
+	// lower end. lastA is the estimate of the last finalised token.
+	lean     bool
+	keepFrom int64
+	dropped  int
+	lastA    float64
 
 	buf  []*rowState
 	head int
@@ -188,8 +213,34 @@ func newBuilder(spec Spec) *builder {
 	return &builder{spec: spec, n: n, nf: float64(n), t: t, nextFreq: 1}
 }
 
+// ctxEvery is how many rows a builder reads between two checks of its
+// context (a few milliseconds of work at most).
+const ctxEvery = 1024
+
+// ctxWide is the row width from which every row, and every ctxTokens-th
+// token, checks the context (wide rows make each row and token costly).
+const (
+	ctxWide   = 256
+	ctxTokens = 256
+)
+
+// cancelled reports the builder's context error, checked every ctxEvery rows
+// and on every row of at least ctxWide pieces.
+func (b *builder) cancelled(freq int64, pieces int) error {
+	if b.ctx == nil || (freq%ctxEvery != 0 && pieces < ctxWide) {
+		return nil
+	}
+	if err := b.ctx.Err(); err != nil {
+		return fmt.Errorf("estimate: %w", err)
+	}
+	return nil
+}
+
 func (b *builder) run(src RowSource) error {
 	fn := func(row sanitize.Row) bool {
+		if b.err = b.cancelled(row.Frequency, len(row.Pieces)); b.err != nil {
+			return false
+		}
 		if b.err = b.addRow(row); b.err != nil {
 			return false
 		}
@@ -269,7 +320,9 @@ func (b *builder) addRow(row sanitize.Row) error {
 	if math.Abs(sum-row.Pi) > 1e-9 {
 		return errors.New("estimate: row pieces do not sum to the reporting probability")
 	}
-	b.trackShift(row)
+	if !b.lean { // lean builders have no tail
+		b.trackShift(row)
+	}
 
 	r := b.newRow()
 	r.freq = row.Frequency
@@ -283,7 +336,15 @@ func (b *builder) addRow(row sanitize.Row) error {
 	// drop mass below pos when it is negligible, fail otherwise.
 	lim := b.pos + tol(b.pos)
 	dropped := 0.0
-	for _, p := range row.Pieces {
+	// Pieces above n+1 never meet a token (tokens end at n): keep only
+	// their total mass, summed from the top exactly as the suffix sums
+	// below would, so that a row far above n costs O(n - lo), not O(L).
+	tail, keep := 0.0, len(row.Pieces)
+	for keep > 0 && row.Pieces[keep-1].Lo > b.nf+1 {
+		keep--
+		tail += row.Pieces[keep].P
+	}
+	for _, p := range row.Pieces[:keep] {
 		dens := p.P / (p.Hi - p.Lo)
 		switch {
 		case p.Hi == p.Lo: // an empty piece with a rounding crumb of mass
@@ -303,13 +364,19 @@ func (b *builder) addRow(row sanitize.Row) error {
 		return errors.New("estimate: a row puts mass below the support of an earlier row")
 	}
 	r.lo = b.lastLo
-	if len(r.pieces) > 0 {
+	switch {
+	case len(r.pieces) > 0:
 		r.lo = r.pieces[0].Lo
 		b.lastLo = math.Max(b.lastLo, r.lo)
 		r.top = r.pieces[len(r.pieces)-1].Hi
+	case keep < len(row.Pieces): // every piece lies above n+1
+		r.lo = row.Pieces[keep].Lo
+		b.lastLo = math.Max(b.lastLo, r.lo)
 	}
-	r.suffix = append(r.suffix, make([]float64, len(r.pieces)+1)...)
-	for k := len(r.pieces) - 1; k >= 0; k-- {
+	keep = len(r.pieces)
+	r.suffix = append(r.suffix, make([]float64, keep+1)...)
+	r.suffix[keep] = tail
+	for k := keep - 1; k >= 0; k-- {
 		r.suffix[k] = r.suffix[k+1] + r.pieces[k].P
 	}
 	b.buf = append(b.buf, r)
@@ -427,6 +494,11 @@ func (b *builder) advance() error {
 			return err
 		}
 		b.ph++
+		if b.ctx != nil && b.ph%ctxTokens == 0 && len(b.buf)-b.head >= ctxWide {
+			if err := b.ctx.Err(); err != nil {
+				return fmt.Errorf("estimate: %w", err)
+			}
+		}
 	}
 	if (b.exhausted || b.lastLo >= b.nf-tol(b.nf)) && (b.ph == len(b.pending) || b.pending[b.ph] > nTol) {
 		b.done = true
@@ -437,6 +509,7 @@ func (b *builder) advance() error {
 func (b *builder) processToken(t float64) error {
 	pos := b.pos
 	j := len(b.t.A)
+	j += b.dropped
 	if b.spec.Estimator == Unbiased {
 		if k := math.Floor(pos+tol(pos)) + 1; k < t-tol(t) {
 			return errors.New("estimate: the unbiased estimator needs every integer to be a token boundary")
@@ -458,14 +531,13 @@ func (b *builder) processToken(t float64) error {
 		if r.first < 0 {
 			r.first = j
 		}
-		r.masses = append(r.masses, m)
+		if !b.lean {
+			r.masses = append(r.masses, m)
+		}
 		b.mass = append(b.mass, m)
 		b.rem = append(b.rem, rem)
 	}
-	prev := 0.0
-	if j > 0 {
-		prev = b.t.A[j-1]
-	}
+	prev := b.lastA
 	var a float64
 	switch b.spec.Estimator {
 	case BiasedDown:
@@ -497,8 +569,14 @@ func (b *builder) processToken(t float64) error {
 			r.cell += b.mass[k]
 		}
 	}
-	b.t.A = append(b.t.A, a)
-	b.t.Bounds = append(b.t.Bounds, t)
+	if b.keepFrom == 0 || b.nextFreq > b.keepFrom {
+		b.t.A = append(b.t.A, a)
+		b.t.Bounds = append(b.t.Bounds, t)
+	} else {
+		b.dropped++
+		b.t.Bounds[0] = t
+	}
+	b.lastA = a
 	b.pos = t
 	if b.spec.Estimator != Unbiased {
 		for k, r := range active {
@@ -577,7 +655,7 @@ func (b *builder) retireHead() {
 	r := b.buf[b.head]
 	b.buf[b.head] = nil
 	b.head++
-	if r.freq <= b.n {
+	if r.freq <= b.n && !b.lean {
 		b.t.Frequencies[r.freq-1] = rowStats(r.freq, r.g, r.pi, r.masses, b.t.A[max(r.first, 0):])
 	}
 	b.pool = append(b.pool, r)

@@ -9,6 +9,11 @@ import (
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
 
+// AlgorithmVersion names the revision of the estimator computations. It
+// changes whenever an estimate or statistic may change, so caches of
+// estimator tables key on it (together with sanitize.AlgorithmVersion).
+const AlgorithmVersion = "estimators-1"
+
 // Estimator names a per-token estimator of Section 7 / Appendix E.
 type Estimator string
 
@@ -171,3 +176,13 @@ var ErrNotFinite = errors.New("estimate: an estimate is not finite (g overflows,
 // ErrNotReported is returned for sanitized values <= 0: such a key was not
 // reported and has estimate 0.
 var ErrNotReported = errors.New("estimate: a sanitized value must be greater than 0")
+
+// SizeBytes returns about how many bytes the table holds in memory (its
+// slices and tail), for caches bounded in bytes.
+func (t *Table) SizeBytes() int64 {
+	n := int64(cap(t.Bounds)+cap(t.A))*8 + int64(cap(t.Frequencies))*56 + 256
+	if tl := t.Tail; tl != nil {
+		n += int64(len(tl.Pattern))*24 + int64(len(tl.Offsets)+len(tl.MLEShift))*8 + 128
+	}
+	return n
+}

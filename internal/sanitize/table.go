@@ -1,12 +1,18 @@
 package sanitize
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
 	"sync"
 	"sync/atomic"
 )
+
+// AlgorithmVersion names the revision of the row computations (Algorithms
+// 3, 4, 5 and their float64 rounding rules). It changes whenever a row's
+// values may change, so caches of derived tables key on it.
+const AlgorithmVersion = "rows-1"
 
 // MaxFrequency is the largest frequency a Table answers for (2^33, about
 // 8.6e9): Algorithm 5's break points lie on a grid of step 2^-20, and below
@@ -103,20 +109,32 @@ func (t *Table) Method() Method { return t.m }
 // cheap to reach (q constant within about 2^20 rows) StationaryFrom computes
 // up to it, otherwise it reports only what is known.
 func (t *Table) StationaryFrom() (int64, bool) {
+	s, ok, _ := t.StationaryFromContext(context.Background())
+	return s, ok
+}
+
+// StationaryFromContext is StationaryFrom that stops computing rows, with
+// ctx's error, soon after ctx is cancelled (every 64 rows).
+func (t *Table) StationaryFromContext(ctx context.Context) (int64, bool, error) {
 	if st := t.stationary(); st != nil {
-		return st.from(), true
+		return st.from(), true, nil
 	}
 	if t.qConst == never || t.qConst > 1<<20 {
-		return 0, false
+		return 0, false, nil
 	}
 	cu := t.cursorAt(t.checkpointBelow(t.qConst))
 	for n := int64(0); n < 1<<21 && !cu.hitStationary; n++ {
+		if n%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return 0, false, fmt.Errorf("sanitize: stationary rows: %w", err)
+			}
+		}
 		cu.step()
 	}
 	if st := t.stationary(); st != nil {
-		return st.from(), true
+		return st.from(), true, nil
 	}
-	return 0, false
+	return 0, false, nil
 }
 
 // cycle holds the stationary rows s, s+1, ..., s+p-1.
@@ -172,16 +190,41 @@ func (t *Table) stateFor(i int64) (*rowState, int64) {
 // O(L) memory. The Row passed to fn, including its Pieces slice, is only
 // valid during the call: use Row.Clone to keep it.
 func (t *Table) Rows(from, to int64, fn func(Row) bool) error {
+	var buf []Piece
+	return t.eachRow("rows", from, to, func(r *rowState, d int64) bool {
+		row := r.row(d, buf)
+		buf = row.Pieces[:0]
+		return fn(row)
+	})
+}
+
+// UnitRows is Rows for an Algorithm 4 (discrete) table in dense form: fn
+// gets row i's reporting probability pi and its masses m on the unit cells
+// (lo+k, lo+k+1], k = 0..len(m)-1, with lo+len(m) = i (masses may be 0;
+// Rows leaves such cells out). m is only valid during the call. It skips
+// building pieces, for consumers that work on unit cells.
+func (t *Table) UnitRows(from, to int64, fn func(i int64, pi, lo float64, m []float64) bool) error {
+	if t.m != MethodDiscrete {
+		return errors.New("sanitize: unit rows: the table is not discrete (Algorithm 4)")
+	}
+	return t.eachRow("unit rows", from, to, func(r *rowState, d int64) bool {
+		return fn(r.i+d, r.pi, r.x[0]+float64(d), r.m)
+	})
+}
+
+// eachRow calls fn with the row states (and shifts) of frequencies
+// from..to in ascending order until fn returns false; what names the
+// caller in errors.
+func (t *Table) eachRow(what string, from, to int64, fn func(r *rowState, d int64) bool) error {
 	if err := checkFreq(from); err != nil {
-		return fmt.Errorf("sanitize: rows: from: %w", err)
+		return fmt.Errorf("sanitize: %s: from: %w", what, err)
 	}
 	if err := checkFreq(to); err != nil {
-		return fmt.Errorf("sanitize: rows: to: %w", err)
+		return fmt.Errorf("sanitize: %s: to: %w", what, err)
 	}
 	if from > to {
-		return errors.New("sanitize: rows: from is above to")
+		return fmt.Errorf("sanitize: %s: from is above to", what)
 	}
-	var buf []Piece
 	j := from
 	if st := t.stationary(); st == nil || from < st.from() {
 		cu := t.cursorAt(t.checkpointBelow(from))
@@ -189,12 +232,8 @@ func (t *Table) Rows(from, to int64, fn func(Row) bool) error {
 			cu.step()
 		}
 		for !cu.hitStationary {
-			if cu.cur.i >= from {
-				r := cu.cur.row(0, buf)
-				if !fn(r) {
-					return nil
-				}
-				buf = r.Pieces[:0]
+			if cu.cur.i >= from && !fn(cu.cur, 0) {
+				return nil
 			}
 			if cu.cur.i >= to {
 				return nil
@@ -207,12 +246,9 @@ func (t *Table) Rows(from, to int64, fn func(Row) bool) error {
 	}
 	st := t.stationary()
 	for ; j <= to; j++ {
-		r, d := st.at(j)
-		row := r.row(d, buf)
-		if !fn(row) {
+		if !fn(st.at(j)) {
 			return nil
 		}
-		buf = row.Pieces[:0]
 	}
 	return nil
 }

@@ -1,79 +1,143 @@
 package service
 
 import (
-	"container/list"
 	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
 
-	"golang.org/x/sync/singleflight"
-
+	"github.com/pwsd/pwsd/internal/estimate"
+	"github.com/pwsd/pwsd/internal/lru"
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
+
+// algorithmVersion prefixes every cached table's key: a binary whose maths
+// changed (either package's AlgorithmVersion) never serves a table computed
+// by an older one, from memory or from the store.
+const algorithmVersion = sanitize.AlgorithmVersion + "+" + estimate.AlgorithmVersion
+
+// versioned is the one place cache keys get their version: the service's
+// algorithm version, then the table's canonical key (kind, sanitizer
+// parameters, further parts). Every key the table cache and the estimator
+// cache see goes through it.
+func (s *Service) versioned(key string) string { return s.version + "|" + key }
 
 // tableRegistry keeps the most recently used sanitizer tables in memory, so
 // that their checkpoints and stationary rows are reused across requests.
 // Concurrent first requests for one table build it once.
 type tableRegistry struct {
-	mu    sync.Mutex
-	max   int
-	order *list.List // front: most recent; values are *regEntry
-	byKey map[string]*list.Element
-	group singleflight.Group
-}
-
-type regEntry struct {
-	key   string
-	table *sanitize.Table
+	cache *lru.Cache[string, *sanitize.Table]
 }
 
 func newTableRegistry(max int) *tableRegistry {
-	return &tableRegistry{max: max, order: list.New(), byKey: map[string]*list.Element{}}
+	return &tableRegistry{cache: lru.New[string, *sanitize.Table](int64(max), nil)}
 }
 
-// get returns the table for (p, s, m), building it on first use.
+// get returns the table for (p, s, m), building it on first use (cheap:
+// rows are computed on demand).
 func (r *tableRegistry) get(p sanitize.Privacy, s sanitize.Sampling, m sanitize.Method) (*sanitize.Table, error) {
 	key := sanitize.Key("table", p, s, m)
-	r.mu.Lock()
-	if e, ok := r.byKey[key]; ok {
-		r.order.MoveToFront(e)
-		t := e.Value.(*regEntry).table
-		r.mu.Unlock()
+	if t, ok := r.cache.Get(key); ok {
 		return t, nil
 	}
-	r.mu.Unlock()
-	v, err, _ := r.group.Do(key, func() (any, error) {
-		t, err := sanitize.NewTable(p, s, m)
-		if err != nil {
-			return nil, fmt.Errorf("building sanitizer table: %w", err)
-		}
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if e, ok := r.byKey[key]; ok {
-			return e.Value.(*regEntry).table, nil
-		}
-		r.byKey[key] = r.order.PushFront(&regEntry{key: key, table: t})
-		for r.order.Len() > r.max {
-			old := r.order.Back()
-			r.order.Remove(old)
-			delete(r.byKey, old.Value.(*regEntry).key)
-		}
-		return t, nil
-	})
+	t, err := sanitize.NewTable(p, s, m)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("building sanitizer table: %w", err)
 	}
-	return v.(*sanitize.Table), nil
+	return r.cache.Add(key, t), nil
 }
 
-// cached returns the table stored under key in the store, or computes it,
-// stores it and returns it. Tables are pure functions of their canonical key,
-// so identical parameters never recompute — across requests, restarts and
-// replicas sharing a database — and concurrent first requests compute once.
+// flightGroup runs one computation per key at a time and lets every caller
+// wait for it on its own context. The computation runs under
+// context.WithoutCancel of the first caller's context (values kept,
+// cancellation not), so a caller that goes away never fails the others; it
+// is cancelled only when every caller waiting for it has gone, so abandoned
+// work stops too. A later caller then starts afresh.
+type flightGroup struct {
+	mu    sync.Mutex
+	calls map[string]*flightCall
+}
+
+type flightCall struct {
+	done    chan struct{}
+	val     any
+	err     error
+	waiters int
+	cancel  context.CancelFunc
+}
+
+// do returns fn's result for key, computed once for all concurrent callers,
+// or ctx's error as soon as ctx is done.
+func (g *flightGroup) do(ctx context.Context, key string, fn func(context.Context) (any, error)) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	if g.calls == nil {
+		g.calls = map[string]*flightCall{}
+	}
+	c, ok := g.calls[key]
+	if !ok {
+		cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		c = &flightCall{done: make(chan struct{}), cancel: cancel}
+		g.calls[key] = c
+		go func() {
+			defer cancel()
+			v, err := callSafely(cctx, fn)
+			g.mu.Lock()
+			if g.calls[key] == c {
+				delete(g.calls, key)
+			}
+			c.val, c.err = v, err
+			g.mu.Unlock()
+			close(c.done)
+		}()
+	}
+	c.waiters++
+	g.mu.Unlock()
+	select {
+	case <-c.done:
+		return c.val, c.err
+	case <-ctx.Done():
+		g.mu.Lock()
+		c.waiters--
+		if c.waiters == 0 {
+			c.cancel()
+			if g.calls[key] == c {
+				delete(g.calls, key)
+			}
+		}
+		g.mu.Unlock()
+		return nil, ctx.Err()
+	}
+}
+
+// callSafely runs fn, turning a panic into an error (fn runs on its own
+// goroutine, where a panic would end the process).
+func callSafely(ctx context.Context, fn func(context.Context) (any, error)) (v any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("service: table computation panicked: %v", p)
+		}
+	}()
+	return fn(ctx)
+}
+
+// cached is cachedCtx for a computation that does not take a context.
 func cached[T any](ctx context.Context, s *Service, key string, compute func() (T, error)) (T, error) {
+	return cachedCtx(ctx, s, key, func(context.Context) (T, error) { return compute() })
+}
+
+// cachedCtx returns the table stored under key in the store, or computes it,
+// stores it and returns it. Tables are pure functions of their canonical key
+// (which carries the algorithm version), so identical parameters never
+// recompute — across requests, restarts and replicas sharing a database —
+// and concurrent first requests compute once. compute receives a context
+// that is cancelled only when every request waiting for it has gone.
+func cachedCtx[T any](ctx context.Context, s *Service, key string, compute func(context.Context) (T, error)) (T, error) {
 	var zero T
-	v, err, _ := s.flight.Do(key, func() (any, error) {
+	key = s.versioned(key)
+	v, err := s.flight.do(ctx, key, func(ctx context.Context) (any, error) {
 		if data, ok, err := s.store.GetTable(ctx, key); err != nil {
 			return nil, fmt.Errorf("reading table cache: %w", err)
 		} else if ok {
@@ -84,7 +148,7 @@ func cached[T any](ctx context.Context, s *Service, key string, compute func() (
 			s.log.Warn("ignoring undecodable cached table", "key", key)
 		}
 		s.computed.Add(1)
-		t, err := compute()
+		t, err := compute(ctx)
 		if err != nil {
 			return nil, err
 		}

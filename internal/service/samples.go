@@ -1,7 +1,6 @@
 package service
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -11,7 +10,9 @@ import (
 	"hash/maphash"
 	"io"
 	"math"
+	"math/bits"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/pwsd/pwsd/internal/estimate"
@@ -91,7 +92,9 @@ type Sample struct {
 }
 
 // ElementSource yields the raw elements of a sample one at a time; it returns
-// io.EOF after the last. Errors it returns (e.g. *FieldError for a malformed
+// io.EOF after the last. The key it returns need only stay valid until its
+// next call (it may alias the source's line buffer): CreateSample copies
+// the keys it keeps (reported ones only). Errors it returns (e.g. *FieldError for a malformed
 // element) abort the release. Raw elements never leave the service's memory.
 type ElementSource func() (key string, frequency int64, err error)
 
@@ -131,7 +134,8 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 	}
 	limit := s.sampleFrequencyLimit(spec, table)
 	rng := s.newRand()
-	seen := newKeySet()
+	seen := s.newKeySet(maxElements)
+	defer s.releaseKeySet(seen)
 	var out []store.Element
 	maxValue := 0.0
 	for n := 0; ; n++ {
@@ -145,7 +149,7 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 		if n >= maxElements {
 			return nil, &LimitError{Msg: fmt.Sprintf("a sample may hold at most %d elements (PWSD_MAX_ELEMENTS)", maxElements)}
 		}
-		seen.add(key, n)
+		seen.add(key)
 		if freq > limit {
 			return nil, fieldErr(fmt.Sprintf("elements[%d].frequency", n), "exceeds %d, the largest frequency this release can sanitize: q_i < 1 beyond it, or the table work would pass PWSD_MAX_TABLE_WORK", limit)
 		}
@@ -156,6 +160,7 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 		if !o.Reported {
 			continue
 		}
+		key = strings.Clone(key) // the source's key is valid only until its next call
 		e := store.Element{Key: key, Value: math.NaN(), Estimate: math.NaN()}
 		if spec.Release == ReleaseFrequencies {
 			e.Value = o.Value
@@ -261,43 +266,84 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// keySet detects repeated keys without retaining them: it records two
-// independent 64-bit hashes per key (false-positive probability about
-// n^2 / 2^129, i.e. never in practice) and finds repeats by sorting once at
-// the end, which is several times faster than a hash set for 10^6 keys.
+// keySet detects repeated keys without retaining them. Per element it keeps
+// two independent 64-bit hashes of the key bytes: the first, with its low
+// idxBits bits replaced by the element's index, goes to one of 256 buckets
+// by its top 8 bits; the second is kept in input order. At the end each
+// bucket is sorted as plain uint64s and only entries whose first hashes
+// agree (on their 64 - idxBits high bits) have their second hashes
+// compared. Keys are equal, up to a false positive of probability about
+// n^2 / 2^(129 - idxBits) (never in practice), exactly when both agree.
+// The buffers are reused across requests (Service.keySets).
 type keySet struct {
-	s1, s2 maphash.Seed
-	hs     []keyHash
+	s1, s2  maphash.Seed
+	idxBits uint
+	buckets [256][]uint64
+	h2      [][]uint64 // chunks of keyChunk second hashes, input order
+	n       int
 }
 
-type keyHash struct {
-	a, b uint64
-	idx  int
+const keyChunk = 1 << 16
+
+// newKeySet returns an empty key set for at most maxElements keys, with
+// fresh hash seeds, reusing a pooled one's buffers when there is one.
+func (s *Service) newKeySet(maxElements int) *keySet {
+	k, _ := s.keySets.Get().(*keySet)
+	if k == nil {
+		k = &keySet{}
+	}
+	k.s1, k.s2 = maphash.MakeSeed(), maphash.MakeSeed()
+	k.idxBits = uint(min(max(bits.Len(uint(maxElements)), 1), 40))
+	for b := range k.buckets {
+		k.buckets[b] = k.buckets[b][:0]
+	}
+	k.n = 0
+	return k
 }
 
-func newKeySet() *keySet { return &keySet{s1: maphash.MakeSeed(), s2: maphash.MakeSeed()} }
+// release returns k's buffers to the pool.
+func (s *Service) releaseKeySet(k *keySet) { s.keySets.Put(k) }
 
-// add records the key of element idx.
-func (k *keySet) add(key string, idx int) {
-	k.hs = append(k.hs, keyHash{maphash.String(k.s1, key), maphash.String(k.s2, key), idx})
+// add records the key of the next element (index k.n). The key is hashed,
+// not kept: it may alias a buffer the caller reuses.
+func (k *keySet) add(key string) {
+	idx := k.n
+	k.n++
+	h1 := maphash.String(k.s1, key)
+	mask := uint64(1)<<k.idxBits - 1
+	b := &k.buckets[h1>>56]
+	*b = append(*b, h1&^mask|uint64(idx))
+	c := idx / keyChunk
+	if c == len(k.h2) {
+		k.h2 = append(k.h2, make([]uint64, keyChunk))
+	}
+	k.h2[c][idx%keyChunk] = maphash.String(k.s2, key)
 }
 
 // firstRepeat returns the smallest index of an element whose key repeats an
 // earlier element's key.
 func (k *keySet) firstRepeat() (int, bool) {
-	slices.SortFunc(k.hs, func(x, y keyHash) int {
-		if c := cmp.Compare(x.a, y.a); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(x.b, y.b); c != 0 {
-			return c
-		}
-		return cmp.Compare(x.idx, y.idx)
-	})
+	mask := uint64(1)<<k.idxBits - 1
 	best, found := 0, false
-	for i := 1; i < len(k.hs); i++ {
-		if k.hs[i].a == k.hs[i-1].a && k.hs[i].b == k.hs[i-1].b && (!found || k.hs[i].idx < best) {
-			best, found = k.hs[i].idx, true
+	for b := range k.buckets {
+		hs := k.buckets[b]
+		slices.Sort(hs)
+		for i := 1; i < len(hs); i++ {
+			if hs[i]&^mask != hs[i-1]&^mask {
+				continue
+			}
+			// A run of equal first hashes (sorted by index within it):
+			// element hs[i] repeats an earlier key when an earlier member
+			// of the run has the same second hash.
+			j := int(hs[i] & mask)
+			hj := k.h2[j/keyChunk][j%keyChunk]
+			for r := i - 1; r >= 0 && hs[r]&^mask == hs[i]&^mask; r-- {
+				e := int(hs[r] & mask)
+				if k.h2[e/keyChunk][e%keyChunk] == hj && (!found || j < best) {
+					best, found = j, true
+					break
+				}
+			}
 		}
 	}
 	return best, found

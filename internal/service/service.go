@@ -10,12 +10,13 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/singleflight"
-
 	"github.com/pwsd/pwsd/internal/dprand"
+	"github.com/pwsd/pwsd/internal/estimate"
+	"github.com/pwsd/pwsd/internal/lru"
 	"github.com/pwsd/pwsd/internal/store"
 )
 
@@ -43,7 +44,13 @@ type Config struct {
 	// MaxTableWork bounds one request's table work, estimated up front by
 	// TableWork (422 above it); 0 means DefaultMaxTableWork, negative none.
 	MaxTableWork int64
+	// CacheBytes bounds the memory of the estimator tables kept in memory
+	// (default DefaultCacheBytes); least recently used ones are dropped.
+	CacheBytes int64
 }
+
+// DefaultCacheBytes is the default bound of the in-memory estimator cache.
+const DefaultCacheBytes = 256 << 20
 
 // Service implements pwsd's use cases. It is safe for concurrent use.
 type Service struct {
@@ -52,10 +59,14 @@ type Service struct {
 	noise   dprand.Laplacer
 	newRand func() *rand.Rand
 	tables  *tableRegistry
-	// estimators keeps recently built estimator tables in memory.
-	estimators *estimatorCache
+	// estimators keeps recently built estimator tables in memory, bounded in bytes.
+	estimators *lru.Cache[string, *estimate.Table]
 	// flight makes concurrent first requests for one cached table compute it once.
-	flight singleflight.Group
+	flight flightGroup
+	// keySets pools the duplicate-key detectors' buffers across samples.
+	keySets sync.Pool
+	// version prefixes cache keys (algorithmVersion; tests change it).
+	version string
 	// computed counts table computations (cache misses); tests read it.
 	computed atomic.Int64
 	// sampleTTL, idemTTL and idemWait: see Config.
@@ -81,6 +92,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.TableCacheSize <= 0 {
 		cfg.TableCacheSize = 64
 	}
+	if cfg.CacheBytes <= 0 {
+		cfg.CacheBytes = DefaultCacheBytes
+	}
 	if cfg.MaxTableWork == 0 {
 		cfg.MaxTableWork = DefaultMaxTableWork
 	}
@@ -98,8 +112,8 @@ func New(cfg Config) (*Service, error) {
 		cfg.IdempotencyWait = time.Minute
 	}
 	return &Service{store: cfg.Store, log: cfg.Logger, noise: cfg.Noise, newRand: cfg.NewRand, tables: newTableRegistry(cfg.TableCacheSize),
-		estimators: newEstimatorCache(cfg.TableCacheSize), sampleTTL: cfg.SampleTTL, idemTTL: cfg.IdempotencyTTL, idemWait: cfg.IdempotencyWait,
-		maxWork: cfg.MaxTableWork}, nil
+		estimators: lru.New[string, *estimate.Table](cfg.CacheBytes, (*estimate.Table).SizeBytes), version: algorithmVersion,
+		sampleTTL: cfg.SampleTTL, idemTTL: cfg.IdempotencyTTL, idemWait: cfg.IdempotencyWait, maxWork: cfg.MaxTableWork}, nil
 }
 
 // Ready reports whether the store is reachable and migrated.

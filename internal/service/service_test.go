@@ -1,7 +1,11 @@
 package service
 
 import (
+	"slices"
+	"strconv"
 	"testing"
+
+	"github.com/pwsd/pwsd/internal/store"
 
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
@@ -63,21 +67,60 @@ func TestFrequencyLimit(t *testing.T) {
 }
 
 // TestKeySetFindsFirstRepeat: the smallest index whose key repeats an
-// earlier key, and nothing for distinct keys.
+// earlier key (oracle: a map of the keys seen), and nothing for distinct
+// keys, including with 40 index bits, where only 24 bits of the first hash
+// are compared and about 300 first-hash matches among 10^5 distinct keys
+// must be told apart by the second hash.
 func TestKeySetFindsFirstRepeat(t *testing.T) {
-	k := newKeySet()
-	for i, key := range []string{"a", "b", "c", "b", "d", "a", "c"} {
-		k.add(key, i)
+	s, err := New(Config{Store: store.NewMemory()})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if i, ok := k.firstRepeat(); !ok || i != 3 {
-		t.Fatalf("firstRepeat = %d, %v; want 3", i, ok)
+	oracle := func(keys []string) (int, bool) {
+		seen := map[string]bool{}
+		for i, k := range keys {
+			if seen[k] {
+				return i, true
+			}
+			seen[k] = true
+		}
+		return 0, false
 	}
-	k = newKeySet()
-	for i := 0; i < 10000; i++ {
-		k.add(string(rune('a'+i%26))+string(rune(i)), i)
+	distinct := make([]string, 100_000)
+	for i := range distinct {
+		distinct[i] = "key-" + strconv.Itoa(i)
 	}
-	if i, ok := k.firstRepeat(); ok {
-		t.Fatalf("distinct keys reported a repeat at %d", i)
+	withRepeat := func(at, of int) []string {
+		k := slices.Clone(distinct)
+		k[at] = k[of]
+		return k
+	}
+	for _, tc := range []struct {
+		name        string
+		keys        []string
+		maxElements int
+	}{
+		{"small", []string{"a", "b", "c", "b", "d", "a", "c"}, 2_000_000},
+		{"distinct", distinct, 2_000_000},
+		{"distinct, 40 index bits", distinct, 1 << 40},
+		{"late repeat", withRepeat(99_999, 3), 2_000_000},
+		{"two repeats, 40 index bits", func() []string { k := withRepeat(70_000, 5); k[80_000] = k[60_000]; return k }(), 1 << 40},
+		{"repeat across chunks", withRepeat(keyChunk+17, 2), 2_000_000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for round := range 2 { // the second round reuses pooled buffers
+				k := s.newKeySet(tc.maxElements)
+				for _, key := range tc.keys {
+					k.add(key)
+				}
+				gi, gok := k.firstRepeat()
+				wi, wok := oracle(tc.keys)
+				s.releaseKeySet(k)
+				if gi != wi || gok != wok {
+					t.Fatalf("round %d: firstRepeat = %d, %v; want %d, %v", round, gi, gok, wi, wok)
+				}
+			}
+		})
 	}
 }
 

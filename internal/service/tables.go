@@ -1,14 +1,12 @@
 package service
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"math/bits"
 	"strconv"
-	"sync"
 
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
@@ -59,7 +57,7 @@ func (s *Service) FrequencyRows(ctx context.Context, p sanitize.Privacy, smp san
 		return nil, err
 	}
 	key := sanitize.Key("rows", p, smp, m) + "|" + strconv.FormatInt(from, 10) + "-" + strconv.FormatInt(to, 10)
-	return cached(ctx, s, key, func() ([]FrequencyRow, error) {
+	return cachedCtx(ctx, s, key, func(ctx context.Context) ([]FrequencyRow, error) {
 		t, err := s.tables.get(p, smp, m)
 		if err != nil {
 			return nil, err
@@ -67,51 +65,92 @@ func (s *Service) FrequencyRows(ctx context.Context, p sanitize.Privacy, smp san
 		if limit := frequencyLimit(t); to > limit {
 			return nil, fieldErr("frequency", "must be at most %d for this sampling scheme (q_i < 1 beyond it)", limit)
 		}
-		// Rows first: computing them detects stationarity, which lets the
-		// estimator tables stop early and extend through their tails.
-		rows := make([]FrequencyRow, 0, to-from+1)
-		raw := make([]sanitize.Row, 0, to-from+1)
-		for i := from; i <= to; i++ {
-			r, err := t.Row(i)
-			if err != nil {
-				return nil, fmt.Errorf("computing row: %w", err)
-			}
-			raw = append(raw, r)
-		}
-		n := estimatorSize(t, float64(to))
-		mle, err := s.estimatorTable(ctx, t, estimate.Spec{MaxFrequency: n, G: identityG, Estimator: estimate.MLE})
+		n, err := estimatorSizeContext(ctx, t, float64(to))
 		if err != nil {
 			return nil, err
 		}
-		bd, err := s.estimatorTable(ctx, t, estimate.Spec{MaxFrequency: n, G: identityG, Estimator: estimate.BiasedDown})
-		if err != nil {
-			return nil, err
+		if n <= to {
+			// Stationary rows: small estimator tables and their tails
+			// serve any frequency.
+			return s.frequencyRowsFromTables(ctx, t, from, to)
 		}
-		for _, r := range raw {
-			fr := FrequencyRow{Frequency: r.Frequency, Reported: r.Pi, Outcomes: []Outcome{}}
-			for _, pc := range r.Pieces {
-				density := pc.P / (pc.Hi - pc.Lo)
-				var ferr error
-				err := mle.Tokens(pc.Lo, pc.Hi, func(tok estimate.Token) bool {
-					lo, hi := math.Max(tok.Lo, pc.Lo), math.Min(tok.Hi, pc.Hi)
-					o := Outcome{Lo: lo, Hi: hi, Probability: density * (hi - lo), MLE: tok.Estimate}
-					if o.BiasedDown, ferr = bd.Estimate((lo + hi) / 2); ferr != nil {
-						return false
-					}
-					fr.Outcomes = append(fr.Outcomes, o)
-					return true
-				})
-				if err == nil {
-					err = ferr
-				}
-				if err != nil {
-					return nil, fmt.Errorf("estimating outcomes: %w", err)
-				}
-			}
-			rows = append(rows, fr)
-		}
-		return rows, nil
+		return frequencyRowsBand(ctx, t, from, to)
 	})
+}
+
+// frequencyRowsBand computes rows from..to and their estimates in one pass
+// over the rows (estimate.RowEstimates): no estimator table is built.
+func frequencyRowsBand(ctx context.Context, t *sanitize.Table, from, to int64) ([]FrequencyRow, error) {
+	rows := make([]FrequencyRow, 0, to-from+1)
+	margin := 4*int64(math.Ceil(sanitize.L(t.Privacy()))) + 64
+	err := estimate.RowEstimates(ctx, t, identityG, from, to, margin, func(r sanitize.Row, out []estimate.RowOutcome) error {
+		fr := FrequencyRow{Frequency: r.Frequency, Reported: r.Pi, Outcomes: make([]Outcome, len(out))}
+		for k, o := range out {
+			fr.Outcomes[k] = Outcome{Lo: o.Lo, Hi: o.Hi, Probability: o.P, MLE: o.MLE, BiasedDown: o.BiasedDown}
+		}
+		rows = append(rows, fr)
+		return nil
+	})
+	if err != nil {
+		return nil, estimateErr(err)
+	}
+	return rows, nil
+}
+
+// frequencyRowsFromTables computes rows from..to with their estimates looked
+// up in the MLE and biased-down estimator tables of t (used once the rows
+// are stationary, where the tables' tails extend them to any frequency).
+func (s *Service) frequencyRowsFromTables(ctx context.Context, t *sanitize.Table, from, to int64) ([]FrequencyRow, error) {
+	// Rows first: computing them detects stationarity, which lets the
+	// estimator tables stop early and extend through their tails.
+	rows := make([]FrequencyRow, 0, to-from+1)
+	raw := make([]sanitize.Row, 0, to-from+1)
+	for i := from; i <= to; i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		r, err := t.Row(i)
+		if err != nil {
+			return nil, fmt.Errorf("computing row: %w", err)
+		}
+		raw = append(raw, r)
+	}
+	n, err := estimatorSizeContext(ctx, t, float64(to))
+	if err != nil {
+		return nil, err
+	}
+	mle, err := s.estimatorTable(ctx, t, estimate.Spec{MaxFrequency: n, G: identityG, Estimator: estimate.MLE})
+	if err != nil {
+		return nil, err
+	}
+	bd, err := s.estimatorTable(ctx, t, estimate.Spec{MaxFrequency: n, G: identityG, Estimator: estimate.BiasedDown})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range raw {
+		fr := FrequencyRow{Frequency: r.Frequency, Reported: r.Pi, Outcomes: []Outcome{}}
+		for _, pc := range r.Pieces {
+			density := pc.P / (pc.Hi - pc.Lo)
+			var ferr error
+			err := mle.Tokens(pc.Lo, pc.Hi, func(tok estimate.Token) bool {
+				lo, hi := math.Max(tok.Lo, pc.Lo), math.Min(tok.Hi, pc.Hi)
+				o := Outcome{Lo: lo, Hi: hi, Probability: density * (hi - lo), MLE: tok.Estimate}
+				if o.BiasedDown, ferr = bd.Estimate((lo + hi) / 2); ferr != nil {
+					return false
+				}
+				fr.Outcomes = append(fr.Outcomes, o)
+				return true
+			})
+			if err == nil {
+				err = ferr
+			}
+			if err != nil {
+				return nil, fmt.Errorf("estimating outcomes: %w", err)
+			}
+		}
+		rows = append(rows, fr)
+	}
+	return rows, nil
 }
 
 // identityG is g(w) = w.
@@ -135,7 +174,7 @@ func (s *Service) EstimatorRows(ctx context.Context, p sanitize.Privacy, smp san
 		return nil, err
 	}
 	key := sanitize.Key("estimator-rows", p, smp, m) + "|g=" + g.String() + "|est=" + string(e) + "|n=" + strconv.FormatInt(n, 10)
-	return cached(ctx, s, key, func() ([]EstimatorRow, error) {
+	return cachedCtx(ctx, s, key, func(ctx context.Context) ([]EstimatorRow, error) {
 		et, err := s.estimatorTableFor(ctx, p, smp, m, estimate.Spec{MaxFrequency: n, G: g, Estimator: e})
 		if err != nil {
 			return nil, err
@@ -154,49 +193,6 @@ func (s *Service) EstimatorRows(ctx context.Context, p sanitize.Privacy, smp san
 	})
 }
 
-// estimatorCache keeps recently built estimator tables in memory. Large
-// tables are too big to ship to the store on every miss; small ones are also
-// persisted (see estimatorTable).
-type estimatorCache struct {
-	mu    sync.Mutex
-	max   int
-	order *list.List
-	byKey map[string]*list.Element
-}
-
-type estEntry struct {
-	key   string
-	table *estimate.Table
-}
-
-func newEstimatorCache(max int) *estimatorCache {
-	return &estimatorCache{max: max, order: list.New(), byKey: map[string]*list.Element{}}
-}
-
-func (c *estimatorCache) get(key string) (*estimate.Table, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.byKey[key]; ok {
-		c.order.MoveToFront(e)
-		return e.Value.(*estEntry).table, true
-	}
-	return nil, false
-}
-
-func (c *estimatorCache) put(key string, t *estimate.Table) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.byKey[key]; ok {
-		return
-	}
-	c.byKey[key] = c.order.PushFront(&estEntry{key: key, table: t})
-	for c.order.Len() > c.max {
-		old := c.order.Back()
-		c.order.Remove(old)
-		delete(c.byKey, old.Value.(*estEntry).key)
-	}
-}
-
 // persistEstimatorsUpTo bounds the estimator tables written to the store:
 // beyond it a table is tens of megabytes and cheaper to rebuild (O(n L)).
 const persistEstimatorsUpTo = 1 << 16
@@ -204,12 +200,12 @@ const persistEstimatorsUpTo = 1 << 16
 // estimatorTable returns the estimator table of spec over t: from memory,
 // else from the store, else built (once under concurrency) and cached.
 func (s *Service) estimatorTable(ctx context.Context, t *sanitize.Table, spec estimate.Spec) (*estimate.Table, error) {
-	key := sanitize.Key("estimator", t.Privacy(), t.Sampling(), t.Method()) + "|g=" + spec.G.String() + "|est=" + string(spec.Estimator) + "|n=" + strconv.FormatInt(spec.MaxFrequency, 10)
-	if et, ok := s.estimators.get(key); ok {
+	key := s.versioned(sanitize.Key("estimator", t.Privacy(), t.Sampling(), t.Method()) + "|g=" + spec.G.String() + "|est=" + string(spec.Estimator) + "|n=" + strconv.FormatInt(spec.MaxFrequency, 10))
+	if et, ok := s.estimators.Get(key); ok {
 		return et, nil
 	}
-	v, err, _ := s.flight.Do(key, func() (any, error) {
-		if et, ok := s.estimators.get(key); ok {
+	v, err := s.flight.do(ctx, key, func(ctx context.Context) (any, error) {
+		if et, ok := s.estimators.Get(key); ok {
 			return et, nil
 		}
 		if spec.MaxFrequency <= persistEstimatorsUpTo {
@@ -218,13 +214,12 @@ func (s *Service) estimatorTable(ctx context.Context, t *sanitize.Table, spec es
 			} else if ok {
 				et := &estimate.Table{}
 				if err := et.UnmarshalBinary(data); err == nil {
-					s.estimators.put(key, et)
-					return et, nil
+					return s.estimators.Add(key, et), nil
 				}
 			}
 		}
 		s.computed.Add(1)
-		et, err := estimate.Build(t, spec)
+		et, err := estimate.BuildContext(ctx, t, spec)
 		if err != nil {
 			return nil, gErr(estimateErr(err), spec.G, spec.MaxFrequency)
 		}
@@ -237,8 +232,7 @@ func (s *Service) estimatorTable(ctx context.Context, t *sanitize.Table, spec es
 				return nil, fmt.Errorf("caching estimator table: %w", err)
 			}
 		}
-		s.estimators.put(key, et)
-		return et, nil
+		return s.estimators.Add(key, et), nil
 	})
 	if err != nil {
 		return nil, err
@@ -260,14 +254,28 @@ func (s *Service) estimatorTableFor(ctx context.Context, p sanitize.Privacy, smp
 // are stationary no further than a little past the stationary point, since
 // the table's tail extends estimates beyond it.
 func estimatorSize(t *sanitize.Table, maxValue float64) int64 {
+	n, _ := estimatorSizeContext(context.Background(), t, maxValue)
+	return n
+}
+
+// estimatorSizeContext is estimatorSize that stops with ctx's error when
+// ctx is cancelled while it looks for the stationary point. It looks only
+// when that can shrink the size (a stationary point s gives 4s + 64 >= 68).
+func estimatorSizeContext(ctx context.Context, t *sanitize.Table, maxValue float64) (int64, error) {
 	need := int64(math.Ceil(maxValue)) + 1
-	if from, ok := t.StationaryFrom(); ok && need > 4*from+64 {
-		need = 4*from + 64
+	if need > 68 {
+		from, ok, err := t.StationaryFromContext(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if ok && need > 4*from+64 {
+			need = 4*from + 64
+		}
 	}
 	if need < 64 {
 		need = 64
 	}
-	return int64(1) << bits.Len64(uint64(need-1))
+	return int64(1) << bits.Len64(uint64(need-1)), nil
 }
 
 // gErr names g when err is a non-finite estimate and g itself overflows

@@ -1,0 +1,358 @@
+package estimate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/pwsd/pwsd/internal/sanitize"
+)
+
+// errNotUnit reports rows the unit-cell biased-down builder cannot take
+// (pieces that are not unit cells (j-1, j], a row without mass on its top
+// cell, or mass below a finalised token); the caller falls back to the
+// general builder.
+var errNotUnit = errors.New("estimate: rows are not on unit cells")
+
+// unitRow is one active row of the unit-cell builder: dense masses m and
+// suffix sums s on cells lo+1 .. freq (s[k] = s[k+1] + m[k], the general
+// builder's suffix sums with zero cells added, which are exact).
+type unitRow struct {
+	freq    int64
+	lo      int64
+	g       float64
+	pi      float64
+	gOverPi float64
+	sa      float64
+	m, s    []float64
+}
+
+// unitBD is the biased-down builder (eq. 41) for Algorithm 4's unit cells:
+// token j is the cell (j-1, j], dense bands, no pieces, no tolerances. It
+// computes bit for bit what the general builder computes for such rows
+// (the same operations on the same values, in the same order per row):
+//
+//	a_j = min over rows i with m_{i,j} > 0 of (g(i) - sa_i) / S_i(j),
+//	sa_i += a_j m_{i,j},
+//
+// S_i(j) the row's mass on cells >= j and a_j = a_{j-1} when no row
+// produces token j. It stores a_j for j > keepBelow only.
+//
+// With est = MLE it computes eq. 11 instead (the first row, in ascending
+// frequency, whose mass on the token exceeds every earlier one's by more
+// than tieTol relative; a_j = g(i*)/pi_{i*}), and with stats set it records
+// every frequency's statistics at retirement (rowStats of the dense masses,
+// which are the general builder's per-token masses, zeros included), so
+// that it computes a whole estimator table (keepBelow must then be 0).
+type unitBD struct {
+	ctx       context.Context // nil: never cancelled
+	est       Estimator       // BiasedDown (zero value treated so) or MLE
+	stats     []FrequencyStats
+	g         G
+	n         int64 // finalise tokens 1..n
+	keepBelow int64
+	rows      []*unitRow // active rows, ascending frequency, from head
+	head      int
+	pool      []*unitRow
+	next      int64 // next expected row
+	lastLo    int64 // largest row support start read
+	pos       int64 // tokens 1..pos are final
+	last      float64
+	bounds    []float64 // keepBelow, keepBelow+1, ..., pos (once pos > keepBelow)
+	a         []float64
+	done      bool
+}
+
+func newUnitBD(g G, n, keepBelow int64) *unitBD {
+	return &unitBD{g: g, n: n, keepBelow: keepBelow, next: 1, bounds: []float64{float64(keepBelow)}}
+}
+
+// add takes the next row and finalises every token it makes final.
+func (u *unitBD) add(row sanitize.Row) error {
+	if row.Frequency != u.next {
+		return errors.New("estimate: row source delivered rows out of order")
+	}
+	u.next++
+	ps := row.Pieces
+	i := row.Frequency
+	if len(ps) == 0 || ps[len(ps)-1].Hi != float64(i) || ps[len(ps)-1].Lo != float64(i-1) {
+		return errNotUnit
+	}
+	lo := int64(ps[0].Lo)
+	if float64(lo) != ps[0].Lo || lo < u.pos {
+		return errNotUnit
+	}
+	// Cells above n+1 never meet a token (tokens end at n): keep only
+	// their total mass, summed from the top exactly as the suffix sums
+	// would, so that a row far above n costs O(1) memory, not O(L).
+	w := int(max(min(i, u.n+1)-lo, 0))
+	var r *unitRow
+	if k := len(u.pool); k > 0 {
+		r = u.pool[k-1]
+		u.pool = u.pool[:k-1]
+	} else {
+		r = &unitRow{}
+	}
+	if cap(r.m) < w || cap(r.s) < w+1 {
+		r.m, r.s = make([]float64, w, w+w/4+8), make([]float64, w+1, w+w/4+9)
+	}
+	r.m, r.s = r.m[:w], r.s[:w+1]
+	// One pass from the top: masses and suffix sums (s[k] = s[k+1] + m[k],
+	// zero cells included, as the general builder's sums over pieces).
+	k := int(i - lo) // cells k.. are filled (or summed into the tail)
+	tail := 0.0
+	idx := len(ps) - 1
+	for ; idx >= 0; idx-- {
+		p := ps[idx]
+		c := int64(p.Lo)
+		if float64(c) != p.Lo || p.Hi != p.Lo+1 || c < lo || int(c-lo) >= k {
+			return errNotUnit
+		}
+		if int(c-lo) < w {
+			break
+		}
+		k = int(c - lo)
+		tail += p.P
+	}
+	k = min(k, w)
+	r.s[w] = tail
+	for ; idx >= 0; idx-- {
+		p := ps[idx]
+		c := int64(p.Lo)
+		if float64(c) != p.Lo || p.Hi != p.Lo+1 || c < lo || int(c-lo) >= k {
+			return errNotUnit
+		}
+		for pos := int(c - lo); k > pos+1; {
+			k--
+			r.m[k] = 0
+			r.s[k] = r.s[k+1]
+		}
+		k--
+		r.m[k] = p.P
+		r.s[k] = r.s[k+1] + p.P
+	}
+	if k != 0 {
+		return errNotUnit // the first piece starts the row
+	}
+	r.freq, r.lo, r.g, r.pi, r.sa = i, lo, u.g.at(i), row.Pi, 0
+	r.gOverPi = 0
+	if row.Pi > 0 {
+		r.gOverPi = r.g / row.Pi
+	}
+	u.rows = append(u.rows, r)
+	u.lastLo = max(u.lastLo, lo)
+	return u.advance(u.lastLo)
+}
+
+// cancelled reports the context's error every ctxEvery rows and on every
+// row of at least ctxWide cells.
+func (u *unitBD) cancelled(freq int64, cells int) error {
+	if u.ctx == nil || (freq%ctxEvery != 0 && cells < ctxWide) {
+		return nil
+	}
+	if err := u.ctx.Err(); err != nil {
+		return fmt.Errorf("estimate: %w", err)
+	}
+	return nil
+}
+
+// advance finalises tokens up to min(upTo, n), checking the context every
+// ctxTokens tokens when rows are wide.
+func (u *unitBD) advance(upTo int64) error {
+	upTo = min(upTo, u.n)
+	for j := u.pos + 1; j <= upTo; j++ {
+		act := u.rows[u.head:]
+		if u.ctx != nil && j%ctxTokens == 0 && len(act) >= ctxWide {
+			if err := u.ctx.Err(); err != nil {
+				return fmt.Errorf("estimate: %w", err)
+			}
+		}
+		var a float64
+		if u.est == MLE {
+			a = u.last
+			bestM := 0.0
+			found := false
+			for _, r := range act {
+				if k := j - 1 - r.lo; k >= 0 {
+					if m := r.m[k]; m > 0 && (!found || m > bestM*(1+tieTol)) {
+						a, bestM, found = r.gOverPi, m, true
+					}
+				}
+			}
+		} else {
+			a = math.Inf(1)
+			for _, r := range act {
+				if k := j - 1 - r.lo; k >= 0 {
+					if m := r.m[k]; m > 0 {
+						if v := (r.g - r.sa) / r.s[k]; v < a {
+							a = v
+						}
+					}
+				}
+			}
+			if math.IsInf(a, 1) {
+				a = u.last
+			}
+			for _, r := range act {
+				if k := j - 1 - r.lo; k >= 0 {
+					if m := r.m[k]; m > 0 {
+						r.sa += a * m
+					}
+				}
+			}
+		}
+		u.last = a
+		if j > u.keepBelow {
+			u.a = append(u.a, a)
+			u.bounds = append(u.bounds, float64(j))
+		}
+		u.pos = j
+		for u.head < len(u.rows) && u.rows[u.head].freq <= j {
+			if r := u.rows[u.head]; u.stats != nil && r.freq <= u.n {
+				u.stats[r.freq-1] = rowStats(r.freq, r.g, r.pi, r.m, u.a[r.lo:])
+			}
+			u.pool = append(u.pool, u.rows[u.head])
+			u.rows[u.head] = nil
+			u.head++
+		}
+		if u.head > 64 && 2*u.head > len(u.rows) {
+			n := copy(u.rows, u.rows[u.head:])
+			clear(u.rows[n:])
+			u.rows, u.head = u.rows[:n], 0
+		}
+	}
+	if u.pos >= u.n {
+		u.done = true
+	}
+	return nil
+}
+
+// table returns the stored tokens as a (partial) estimator table.
+func (u *unitBD) table() *Table {
+	est := u.est
+	if est == "" {
+		est = BiasedDown
+	}
+	return &Table{G: u.g, Estimator: est, MaxFrequency: u.n, Bounds: u.bounds, A: u.a, Frequencies: u.stats}
+}
+
+// addDense is add for a row given in dense form (sanitize.Table.UnitRows):
+// masses m on cells lo+1 .. i, zeros included. The sums are the same
+// operations as add's on the row's pieces (adding a zero cell is exact).
+func (u *unitBD) addDense(i int64, pi, lof float64, m []float64) error {
+	if i != u.next {
+		return errors.New("estimate: row source delivered rows out of order")
+	}
+	u.next++
+	lo := int64(lof)
+	for len(m) > 0 && !(m[0] > 0) { // pieces start at the first positive mass
+		m, lo = m[1:], lo+1
+	}
+	if float64(int64(lof)) != lof || len(m) == 0 || lo+int64(len(m)) != i || !(m[len(m)-1] > 0) || lo < u.pos {
+		return errNotUnit
+	}
+	w := int(max(min(i, u.n+1)-lo, 0))
+	var r *unitRow
+	if k := len(u.pool); k > 0 {
+		r = u.pool[k-1]
+		u.pool = u.pool[:k-1]
+	} else {
+		r = &unitRow{}
+	}
+	if cap(r.m) < w || cap(r.s) < w+1 {
+		r.m, r.s = make([]float64, w, w+w/4+8), make([]float64, w+1, w+w/4+9)
+	}
+	r.m, r.s = r.m[:w], r.s[:w+1]
+	tail := 0.0
+	for k := len(m) - 1; k >= w; k-- {
+		if m[k] > 0 {
+			tail += m[k]
+		}
+	}
+	r.s[w] = tail
+	for k := w - 1; k >= 0; k-- {
+		v := m[k]
+		if !(v > 0) {
+			v = 0
+		}
+		r.m[k] = v
+		r.s[k] = r.s[k+1] + v
+	}
+	r.freq, r.lo, r.g, r.pi, r.sa = i, lo, u.g.at(i), pi, 0
+	r.gOverPi = 0
+	if pi > 0 {
+		r.gOverPi = r.g / pi
+	}
+	u.rows = append(u.rows, r)
+	u.lastLo = max(u.lastLo, lo)
+	return u.advance(u.lastLo)
+}
+
+// buildUnit is BuildContext for MLE and biased-down tables of rows on unit
+// cells (Algorithm 4): the unit-cell engine replaces the general token
+// loop, the general builder's shift tracking, stationarity check and tail
+// analysis are reused, and the table is bit for bit the general builder's.
+// It returns errNotUnit (and the caller falls back) when a row is not on
+// unit cells.
+func buildUnit(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
+	b := newBuilder(spec)
+	b.ctx = ctx
+	u := newUnitBD(spec.G, spec.MaxFrequency, 0)
+	u.ctx, u.est, u.stats = ctx, spec.Estimator, b.t.Frequencies
+	u.bounds, u.a = b.t.Bounds[:1], b.t.A[:0]
+	var err error
+	fn := func(row sanitize.Row) bool {
+		if err = b.cancelled(row.Frequency, len(row.Pieces)); err != nil {
+			return false
+		}
+		if !(row.Pi >= 0 && row.Pi <= 1+1e-9) {
+			err = errors.New("estimate: row reporting probability must lie in [0, 1]")
+			return false
+		}
+		sum := 0.0
+		for _, p := range row.Pieces {
+			sum += p.P
+		}
+		if math.Abs(sum-row.Pi) > 1e-9 {
+			err = errors.New("estimate: row pieces do not sum to the reporting probability")
+			return false
+		}
+		b.trackShift(row)
+		if err = u.add(row); err != nil {
+			return false
+		}
+		return !u.done
+	}
+	last := min(spec.MaxFrequency+maxLookahead, sanitize.MaxFrequency)
+	if e := src.Rows(1, last, fn); e != nil {
+		return nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !u.done {
+		if u.next <= last { // the source has no more rows
+			if u.next <= u.n {
+				return nil, errors.New("estimate: the sanitizer table ended before the max frequency")
+			}
+			if err := u.advance(u.n); err != nil {
+				return nil, err
+			}
+		}
+		if !u.done {
+			return nil, errors.New("estimate: row supports do not move past the max frequency")
+		}
+	}
+	b.t.Bounds, b.t.A = u.bounds, u.a
+	for _, a := range b.t.A {
+		if math.IsNaN(a) || math.IsInf(a, 0) {
+			return nil, errors.New("estimate: an estimate is not finite (the unbiased system is ill-conditioned or the last unit is incomplete)")
+		}
+	}
+	if err := b.stationarity(src); err != nil {
+		return nil, err
+	}
+	b.t.Tail = b.analyzeTail()
+	return b.t, nil
+}

@@ -1,0 +1,277 @@
+package sanitize
+
+import (
+	"math"
+	"sort"
+)
+
+// scratch5 holds per-piece bookkeeping of step5, reused across rows.
+type scratch5 struct {
+	// newPts are the break points row i introduced (b, c when they cut a
+	// piece of row i-1, and i); see Table.BreakPoints.
+	newPts []float64
+}
+
+// Break points of Algorithm 5 lie on the grid 2^-gridBits: with
+// positions below 2^(53-gridBits) every position, length and shift by an
+// integer is then exact in float64, so rows far up are exact shifted copies.
+const (
+	gridBits  = 20
+	gridScale = 1 << gridBits
+	gridStep  = 1.0 / gridScale
+)
+
+func snapNearest(x float64) float64 { return math.Round(x*gridScale) / gridScale }
+
+// cutGrid returns a grid position pos in [lo, hi] (a piece of mass m with
+// prefix mass P below lo) nearest to where the prefix mass F reaches target,
+// moved down until F(pos) <= limit (up to tol), and F(pos).
+func cutGrid(lo, hi, m, P, target, limit, tol float64) (float64, dd) {
+	want := target - P
+	if want <= 0 || m <= 0 {
+		return lo, ddFrom(P)
+	}
+	pos := hi
+	if want < m {
+		pos = lo + snapNearest((want/m)*(hi-lo))
+		pos = math.Min(math.Max(pos, lo), hi)
+	}
+	for {
+		F := ddFrom(P).add(portion(m, lo, pos, lo, hi))
+		if pos <= lo || F.addF(-limit-tol).sign() <= 0 {
+			return pos, F
+		}
+		pos = math.Max(lo, pos-gridStep)
+	}
+}
+
+// locateTail returns the grid position c at which the tail mass of prev,
+// T - F(c), reaches need: the tail width inside the piece is rounded up to
+// the grid, so the tail holds at least need and the e^eps region of row i
+// is never too small (its surplus can always be moved out). It is rounded
+// down instead only when that loses less than 1e-13 of row i's mass (e
+// times the tail lost), so exact integral break points stay put. Working
+// from the top keeps small tails (huge e^eps) exact; the result is exact
+// and moves with the row when the row is shifted.
+func locateTail(prev *rowState, need dd, e float64) float64 {
+	M := len(prev.m)
+	if need.sign() <= 0 {
+		return prev.x[M]
+	}
+	var S ddSum
+	needF := need.float()
+	for k := M - 1; k >= 0; k-- {
+		pk := prev.m[k]
+		if pk <= 0 || S.s+pk < needF*(1-1e-12)-1e-300 {
+			S.add(pk) // certainly not this piece
+			continue
+		}
+		rem := need.sub(S.dd()).float() // need minus the tail above piece k
+		if pk >= rem {
+			lo, hi := prev.x[k], prev.x[k+1]
+			w := (rem / pk) * (hi - lo)
+			g := math.Ceil(w*gridScale) / gridScale
+			if d := g - gridStep; d >= 0 && (w-d)*gridScale < 1e-6 && e*pk*(w-d)/(hi-lo) < 1e-13 {
+				g = d
+			}
+			return clamp(hi-g, lo, hi)
+		}
+		S.add(pk)
+	}
+	return prev.x[0]
+}
+
+func clamp(v, lo, hi float64) float64 {
+	if v < lo {
+		return lo
+	}
+	if v > hi {
+		return hi
+	}
+	return v
+}
+
+// step5 computes row i = prev.i+1 of Algorithm 5 (ALGORITHMS.md's
+// restatement of Appendix C) into dst. With F the prefix mass of f_{i-1},
+// T = F(i-1) the mass row i-1 actually holds, A = min(pi_i, delta) and
+// s0 = delta - e^eps c0:
+//
+//	b solves F(b) = s0 (b = bottom when s0 = 0), in closed form on its piece;
+//	c solves G(c) = pi_i, G(c) = A + e^eps (T - F(c)) + [c0 + e^-eps (F(c) - delta)]_+,
+//	  i.e. F(c) = (e^eps T - e^-eps F(b) - pi_i + A) / (e^eps - e^-eps) when c >= b,
+//	  else F(c) = T - e^-eps (pi_i - A) and the zero region ends at c;
+//	f_i = 0 on (0, b], e^-eps f_{i-1} on (b, c], e^eps f_{i-1} on (c, i-1], A on (i-1, i].
+//
+// b and c are rounded to the grid 2^-20: b to the nearest grid point
+// unless that puts F(b) more than 1e-12 delta above s0 (then downwards), c
+// so that the e^eps region is not smaller than needed (locateTail); both
+// land exactly on integral break points.
+// Each piece's value is rounded in the safe direction (ceilDiv, floorMul);
+// the mass left over by rounding and by the grid is moved into the pieces
+// next to c, within their DP bounds, so the row sums to pi_i.
+func (c *consts) step5(prev *rowState, q float64, dst *rowState, sc *scratch5, qConst int64) {
+	i := prev.i + 1
+	pi := c.nextPi(prev.pi, q)
+	s0 := c.lowerTarget(prev.pi, pi)
+	A := math.Min(pi, c.delta)
+	x, pm := prev.x, prev.m
+	M := len(pm)
+	T := prev.total
+	sc.newPts = append(sc.newPts[:0], float64(i))
+
+	// b: row i leaves (0, b] empty; f_{i-1} has mass F(b) <= s0 there.
+	// F(b) may exceed s0 by tol = 1e-12 delta when that keeps b on an
+	// exact break point (integral L); this is the only allowance.
+	tol := 1e-12 * c.delta
+	kb, P := M, 0.0
+	for k := 0; k < M; k++ {
+		if P+pm[k] > s0 {
+			kb = k
+			break
+		}
+		P += pm[k]
+	}
+	b, Fb := x[M], T
+	if kb < M {
+		b, Fb = cutGrid(x[kb], x[kb+1], pm[kb], P, s0, s0, tol)
+	}
+
+	// c: the cross-over between the e^-eps and the e^eps regions, from the
+	// tail mass above it, T - F(c) = (pi - A - e^-eps (T - F(b))) / (e^eps - e^-eps)
+	// when c >= b; otherwise the e^eps region reaches below b, T - F(c) =
+	// e^-eps (pi - A), and the zero region ends at c (F(c) <= F(b) <= s0 + tol).
+	lowEnd, cpos := b, x[M]
+	if den := c.e - c.einv; den > 0 && M > 0 {
+		above := T.sub(Fb) // mass of row i-1 above b
+		tail1 := ddFrom(pi - A).sub(above.mulF(c.einv)).div(ddFrom(den))
+		switch {
+		case tail1.sign() <= 0:
+			cpos = x[M]
+		case tail1.sub(above).sign() < 0:
+			cpos = math.Max(locateTail(prev, tail1, c.e), b)
+		default:
+			cpos = math.Min(locateTail(prev, ddFrom(pi-A).mulF(c.einvUp), c.e), b)
+			lowEnd = cpos
+		}
+	}
+
+	// Build row i: pieces of row i-1 above lowEnd, cut at c, plus the top.
+	dst.i, dst.pi = i, pi
+	dst.x = append(dst.x[:0], lowEnd)
+	dst.m = dst.m[:0]
+	var sum, sum2 ddSum
+	for k := 0; k < M; k++ {
+		lo, hi := x[k], x[k+1]
+		if hi <= lowEnd {
+			continue
+		}
+		s := lo
+		if lowEnd > lo {
+			s = lowEnd
+			sc.newPts = append(sc.newPts, s)
+		}
+		if cpos > s && cpos < hi {
+			sc.newPts = append(sc.newPts, cpos)
+			v := c.ceilDiv(portion(pm[k], s, cpos, lo, hi))
+			dst.x = append(dst.x, cpos)
+			dst.m = append(dst.m, v)
+			sum2.add(v)
+			s = cpos
+		}
+		var v float64
+		switch {
+		case s == lo && hi <= cpos:
+			v = pm[k] * c.einvUp
+			if v < 0x1p-1000 {
+				v = c.ceilDivTiny(pm[k], v)
+			}
+		case hi <= cpos:
+			v = c.ceilDiv(portion(pm[k], s, hi, lo, hi))
+		case s == lo:
+			v = pm[k] * c.eDown
+			if v < 0x1p-1000 {
+				v = c.floorMulTiny(pm[k], v)
+			}
+		default:
+			v = c.floorMul(portion(pm[k], s, hi, lo, hi))
+		}
+		dst.x = append(dst.x, hi)
+		dst.m = append(dst.m, v)
+		if k&1 == 0 {
+			sum.add(v)
+		} else {
+			sum2.add(v)
+		}
+	}
+	dst.x = append(dst.x, float64(i))
+	dst.m = append(dst.m, A)
+	sum.add(A)
+	sum.add(sum2.s)
+	sum.add(sum2.c)
+	n := len(dst.m)
+
+	// bounds returns the DP bounds of new piece k: e^-eps and e^eps times
+	// the mass row i-1 puts on it (0 and A for the top piece).
+	bounds := func(k int) (float64, float64) {
+		if k == n-1 {
+			return 0, A
+		}
+		// The piece of row i-1 containing new piece k.
+		j := sort.SearchFloat64s(x[1:], dst.x[k+1])
+		v := portion(pm[j], dst.x[k], dst.x[k+1], x[j], x[j+1])
+		return c.ceilDiv(v), c.floorMul(v)
+	}
+	// set gives piece k the value v clamped to its bounds and records it.
+	dst.adj = dst.adj[:0]
+	set := func(k int, v float64) {
+		lo, hi := bounds(k)
+		v = clamp(v, lo, hi)
+		if old := dst.m[k]; v != old {
+			dst.m[k] = v
+			sum.add(-old)
+			sum.add(v)
+			dst.adj = append(dst.adj, adjust{off: float64(i) - dst.x[k+1], val: v})
+		}
+	}
+	// fill sets piece k to what the row lacks: pi minus all other pieces
+	// (exact; no increment that a huge piece would round away).
+	fill := func(k int) float64 {
+		set(k, ddFrom(pi).sub(sum.dd()).addF(dst.m[k]).float())
+		return ddFrom(pi).sub(sum.dd()).float()
+	}
+
+	if prev.frozen {
+		// Frozen: re-apply the previous row's corrected values.
+		fi := float64(i)
+		for _, a := range prev.adj {
+			hi := fi - a.off
+			k := sort.SearchFloat64s(dst.x[1:], hi) // piece k is (x[k], x[k+1]]
+			if k < n && dst.x[k+1] == hi {
+				set(k, a.val)
+			}
+		}
+	} else {
+		// Residual: move it into the pieces next to c, within their bounds.
+		// A residual below a few ulps of pi is left alone (a piece could not
+		// take it without rounding it away).
+		firstUpper := sort.SearchFloat64s(dst.x[1:], cpos+gridStep/2)
+		tiny := 4e-16 * pi
+		r := ddFrom(pi).sub(sum.dd()).float()
+		for k := firstUpper - 1; k >= 0 && r > tiny; k-- {
+			r = fill(k)
+		}
+		for k := firstUpper; k < n && r < -tiny; k++ {
+			r = fill(k)
+		}
+	}
+	dst.total = sum.dd()
+	updateFreeze(prev, dst, qConst)
+}
+
+func sumDD(v []float64) dd {
+	var s ddSum
+	for _, x := range v {
+		s.add(x)
+	}
+	return s.dd()
+}

@@ -1,0 +1,85 @@
+package sanitize
+
+import (
+	"math"
+)
+
+// ceilDiv returns a float64 r, at most a few ulps above e^-eps v, with
+// E*r >= v exactly: the lower-bound value e^-eps * v rounded so that the
+// constraint "prev <= e^eps cur" holds exactly. (The first guess uses a
+// multiplier rounded up by two ulps, so the exact check almost never has
+// to step: that keeps the branch predictable.)
+func (c *consts) ceilDiv(v dd) float64 {
+	r := math.Max(v.hi*c.einvUp, 0)
+	for n := 0; n < 8; n++ {
+		p, e := twoProd(c.e, r)
+		if (dd{p, e}).sub(v).sign() >= 0 {
+			break
+		}
+		r = nextUp(r)
+	}
+	return r
+}
+
+// ceilDiv1 is ceilDiv for a float64 v >= 0. With einvUp = fl(1/E) + 4 ulps,
+// fl(v einvUp) >= v/E (1 + 2^-52) for normal results, so the exact check is
+// only needed when the result may be subnormal.
+func (c *consts) ceilDiv1(v float64) float64 {
+	r := v * c.einvUp
+	if r < 0x1p-1000 {
+		r = c.ceilDivTiny(v, r)
+	}
+	return r
+}
+
+func (c *consts) ceilDivTiny(v, r float64) float64 {
+	for n := 0; n < 8 && math.FMA(c.e, r, -v) < 0; n++ {
+		r = nextUp(r)
+	}
+	return r
+}
+
+// floorMul returns a float64 r, at most a few ulps below e^eps v, with
+// r <= E*v exactly: the saturated value e^eps * v rounded so that
+// "cur <= e^eps prev" holds exactly.
+func (c *consts) floorMul(v dd) float64 {
+	w := v.mulF(c.e)
+	r := v.hi * c.eDown
+	for n := 0; n < 8 && w.sub(ddFrom(r)).sign() < 0; n++ {
+		r = nextDown(r)
+	}
+	return math.Max(r, 0)
+}
+
+// floorMul1 is floorMul for a float64 v >= 0. With eDown = E - 4 ulps,
+// fl(v eDown) <= E v (1 - 2^-52) for normal results, so the exact check is
+// only needed when the result may be subnormal.
+func (c *consts) floorMul1(v float64) float64 {
+	r := v * c.eDown
+	if r < 0x1p-1000 {
+		r = c.floorMulTiny(v, r)
+	}
+	return r
+}
+
+func (c *consts) floorMulTiny(v, r float64) float64 {
+	for n := 0; n < 8 && math.FMA(c.e, v, -r) < 0; n++ {
+		r = nextDown(r)
+	}
+	return r
+}
+
+// lowerTarget returns the prefix budget s0 = delta - max(0, atomExcess) of
+// row i: the most mass of f_{i-1} that row i may leave at zero. (In the
+// paper: s0 = delta - e^eps c0 with c0 = [e^-eps pi_{i-1,0} - pi_{i,0}]_+.)
+func (c *consts) lowerTarget(prevPi, pi float64) float64 {
+	a := c.atomExcess(prevPi, pi).float()
+	s0 := c.delta
+	if a > 0 {
+		s0 -= a
+	}
+	if s0 < 0 {
+		s0 = 0
+	}
+	return s0
+}
