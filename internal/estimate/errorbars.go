@@ -187,4 +187,3 @@ func SumWithError(t *Table, keys []ReportedKey, level float64) (SumError, error)
 	}
 	return out, nil
 }
-
