@@ -28,4 +28,5 @@ func (h *handler) routes(r chi.Router) {
 	r.Post("/counters/{id}/steps", h.postSteps)
 	r.Post("/datasets", h.createDataset)
 	r.Get("/datasets/{name}", h.getDataset)
+	r.Post("/datasets/{name}/charges", h.createCharge)
 }
