@@ -76,7 +76,7 @@ func TestUnitPrivacyExactAudit(t *testing.T) {
 			if w := auditShifts(t, tb, p, c.maxW); w > 1+1e-9 {
 				t.Fatalf("exact audit: worst loss %.6g delta over shifts 1..%d; want <= delta", w, c.maxW)
 			} else {
-				t.Logf("worst shift-by-<=%d loss = %.4g delta (group privacy is a bound)", c.maxW, w)
+				t.Logf("worst shift-by-<=%d loss = %.9g delta", c.maxW, w)
 			}
 			if c.maxW >= 2 {
 				naive, err := sanitize.NewTable(p, c.s, c.m)
