@@ -258,7 +258,7 @@ func (f *formatFn) ProcessElement(key string, v float64, maxValue func(*float64)
 		b = append(b, `,"value":`...)
 		b = strconv.AppendFloat(b, v, 'g', -1, 64)
 		b = append(b, `,"frequency":`...)
-		b = strconv.AppendFloat(b, freq, 'g', -1, 64)
+		b = strconv.AppendInt(b, int64(freq), 10)
 		b = append(b, `,"contribution":`...)
 		b = strconv.AppendFloat(b, contribution, 'g', -1, 64)
 	}

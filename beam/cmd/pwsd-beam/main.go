@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal"
 
@@ -73,7 +74,7 @@ func run() error {
 	flag.Parse()
 	beam.Init()
 
-	c.Runner = flag.Lookup("runner").Value.String()
+	c.Runner = *runners.Runner
 	c.Token = os.Getenv("PWSD_BEAM_TOKEN")
 	c.Privacy = sanitize.Privacy{Epsilon: eps, Delta: delta}
 	c.Sampling = sanitize.Sampling{Scheme: sanitize.Scheme(scheme), Threshold: threshold, Power: power}

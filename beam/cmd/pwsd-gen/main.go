@@ -21,6 +21,7 @@ func main() {
 	s := flag.Float64("zipf", 1.1, "Zipf exponent s > 1")
 	seed := flag.Uint64("seed", 1, "generator seed")
 	format := flag.String("format", "ndjson", "ndjson or csv")
+	aggregate := flag.Bool("aggregate", false, "write the same records aggregated: one NDJSON {\"key\",\"frequency\"} per distinct key (the input POST /v1/samples takes)")
 	flag.Parse()
 	if *keys < 1 || *s <= 1 || *records < 0 || (*format != "ndjson" && *format != "csv") {
 		fmt.Fprintln(os.Stderr, "pwsd-gen: need --keys >= 1, --zipf > 1, --records >= 0, --format ndjson|csv")
@@ -34,6 +35,21 @@ func main() {
 		w.WriteString("key\n")
 	}
 	b := make([]byte, 0, 32)
+	if *aggregate {
+		counts := map[uint64]int64{}
+		for i := int64(0); i < *records; i++ {
+			counts[z.Uint64()]++
+		}
+		for k, n := range counts {
+			b = append(b[:0], `{"key":"k`...)
+			b = strconv.AppendUint(b, k, 10)
+			b = append(b, `","frequency":`...)
+			b = strconv.AppendInt(b, n, 10)
+			b = append(b, "}\n"...)
+			w.Write(b)
+		}
+		return
+	}
 	for i := int64(0); i < *records; i++ {
 		b = b[:0]
 		if *format == "ndjson" {
