@@ -432,3 +432,42 @@ func TestConfigRejects(t *testing.T) {
 		t.Fatalf("valid config refused: %v", err)
 	}
 }
+
+// TestAggregatedKeysRelease: --aggregated input (one record per key with its
+// frequency) in a keys release. With delta = 1 every key is reported (pi_i =
+// 1 for i >= 1), so the output is exactly the valid keys, each line only
+// {"key":...} as the service renders a keys release; a non-integer or zero
+// frequency goes to the dead letters.
+func TestAggregatedKeysRelease(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "agg.ndjson")
+	writeLines(t, in, []string{`{"key":"a","frequency":3}`, `{"key":"b","frequency":"7"}`, `{"key":"c<&>","frequency":1}`,
+		`{"key":"d","frequency":0}`, `{"key":"e","frequency":1.5}`, `{"key":"f"}`})
+	out := filepath.Join(dir, "o", "s")
+	sum, err := Run(context.Background(), Config{Input: in, Output: out, Aggregated: true, Release: ReleaseKeys,
+		Privacy: sanitize.Privacy{Epsilon: 1, Delta: 1}, Sampling: sanitize.Sampling{Scheme: sanitize.SchemeNone}, Shards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Valid != 3 || sum.Invalid != 3 {
+		t.Fatalf("summary %+v: want 3 valid, 3 invalid", sum)
+	}
+	got := readOutput(t, out)
+	want := []string{`{"key":"a"}`, `{"key":"b"}`, `{"key":"c\u003c\u0026\u003e"}`}
+	if !slices.Equal(got, want) {
+		t.Fatalf("output %q, want %q", got, want)
+	}
+	decodeElements(t, got)
+	var reasons []string
+	for _, l := range readOutput(t, out+"-deadletter") {
+		var d DeadLetter
+		if err := json.Unmarshal([]byte(l), &d); err != nil {
+			t.Fatal(err)
+		}
+		reasons = append(reasons, d.Reason)
+	}
+	slices.Sort(reasons)
+	if w := []string{reasonValueMiss, reasonValueBad, reasonValueBad}; !slices.Equal(reasons, slices.Sorted(slices.Values(w))) {
+		t.Fatalf("dead letters %q", reasons)
+	}
+}
