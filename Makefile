@@ -3,7 +3,7 @@ GO       ?= go
 BIN      ?= bin/pwsd
 SWAGARGS  = init -g openapi_info.go -d api,internal/service,internal/panprivate -o $(1) --packageName openapi --parseInternal --quiet
 
-.PHONY: run build test vet openapi openapi-check bench fuzz load clean
+.PHONY: run build test vet openapi openapi-check bench fuzz load clean beam
 
 ## run: start pwsd on :8080 with the embedded in-memory store (or PostgreSQL with PWSD_DATABASE_URL)
 run:
@@ -40,6 +40,10 @@ fuzz:
 ## load: 50 clients for 30 s against pwsd with PostgreSQL (loopback only)
 load:
 	bash scripts/load.sh
+
+## beam: build the Beam pipeline (beam/, its own module) into bin/pwsd-beam and bin/pwsd-gen
+beam:
+	cd beam && $(GO) build -trimpath -o ../bin/ ./cmd/pwsd-beam ./cmd/pwsd-gen
 
 clean:
 	rm -rf bin

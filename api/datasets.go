@@ -27,7 +27,7 @@ type Spend struct {
 
 // ReleaseView is one charged release in a dataset's ledger.
 type ReleaseView struct {
-	Kind      string    `json:"kind" enums:"sample,stream"`
+	Kind      string    `json:"kind" enums:"sample,stream,external"`
 	Ref       string    `json:"ref"`
 	Epsilon   float64   `json:"epsilon"`
 	Delta     float64   `json:"delta"`
@@ -159,4 +159,49 @@ func (h *handler) serviceError(w http.ResponseWriter, r *http.Request, err error
 		h.log.Error("request failed", "route", routePattern(r), "error", err)
 		writeProblem(w, newProblem(http.StatusInternalServerError, "internal error"))
 	}
+}
+
+// ChargeRequest charges a release made outside pwsd (e.g. by the Beam
+// pipeline, beam/cmd/pwsd-beam) to a dataset's budget.
+type ChargeRequest struct {
+	Epsilon     *float64 `json:"epsilon" validate:"required,gt=0" example:"0.5"`
+	Delta       *float64 `json:"delta" validate:"required,gte=0,lt=1" example:"0.000001"`
+	Description string   `json:"description,omitempty" validate:"max=200" example:"pwsd-beam run 2026-11-23"`
+}
+
+// ChargeView is a recorded external charge; Ref is its ref in the ledger.
+type ChargeView struct {
+	Ref         string    `json:"ref"`
+	Dataset     string    `json:"dataset"`
+	Epsilon     float64   `json:"epsilon"`
+	Delta       float64   `json:"delta"`
+	Description string    `json:"description,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// createCharge charges an external release to a dataset.
+//
+//	@Summary		Charge a release made outside pwsd to a dataset's budget
+//	@Description	For releases computed elsewhere with pwsd's tables (the Beam pipeline charges here before it writes any output). Recorded in the ledger with kind "external"; a charge that would overspend is refused with 409 and changes nothing.
+//	@Tags			budgets
+//	@Accept			json
+//	@Produce		json
+//	@Param			name	path		string			true	"dataset name"
+//	@Param			body	body		ChargeRequest	true	"the release's (epsilon, delta)"
+//	@Success		201		{object}	ChargeView
+//	@Failure		400,404,409,422	{object}	Problem
+//	@Security		bearer
+//	@Router			/v1/datasets/{name}/charges [post]
+func (h *handler) createCharge(w http.ResponseWriter, r *http.Request) {
+	var req ChargeRequest
+	if err := h.decodeValid(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	c, err := h.svc.ChargeDataset(r.Context(), chi.URLParam(r, "name"), *req.Epsilon, *req.Delta, req.Description)
+	if err != nil {
+		h.serviceError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, ChargeView{Ref: c.ID, Dataset: c.Dataset, Epsilon: c.Epsilon, Delta: c.Delta, Description: c.Description, CreatedAt: c.CreatedAt})
 }

@@ -36,4 +36,5 @@ func (h *handler) routes(r chi.Router) {
 	r.With(h.idempotent).Post("/datasets", h.createDataset)
 	r.Get("/datasets", h.listDatasets)
 	r.Get("/datasets/{name}", h.getDataset)
+	r.Post("/datasets/{name}/charges", h.createCharge)
 }

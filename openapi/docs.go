@@ -524,6 +524,76 @@ const docTemplate = `{
                 }
             }
         },
+        "/v1/datasets/{name}/charges": {
+            "post": {
+                "security": [
+                    {
+                        "bearer": []
+                    }
+                ],
+                "description": "For releases computed elsewhere with pwsd's tables (the Beam pipeline charges here before it writes any output). Recorded in the ledger with kind \"external\"; a charge that would overspend is refused with 409 and changes nothing.",
+                "consumes": [
+                    "application/json"
+                ],
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "budgets"
+                ],
+                "summary": "Charge a release made outside pwsd to a dataset's budget",
+                "parameters": [
+                    {
+                        "type": "string",
+                        "description": "dataset name",
+                        "name": "name",
+                        "in": "path",
+                        "required": true
+                    },
+                    {
+                        "description": "the release's (epsilon, delta)",
+                        "name": "body",
+                        "in": "body",
+                        "required": true,
+                        "schema": {
+                            "$ref": "#/definitions/api.ChargeRequest"
+                        }
+                    }
+                ],
+                "responses": {
+                    "201": {
+                        "description": "Created",
+                        "schema": {
+                            "$ref": "#/definitions/api.ChargeView"
+                        }
+                    },
+                    "400": {
+                        "description": "Bad Request",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "404": {
+                        "description": "Not Found",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "409": {
+                        "description": "Conflict",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "422": {
+                        "description": "Unprocessable Entity",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    }
+                }
+            }
+        },
         "/v1/plan/summary": {
             "get": {
                 "security": [
@@ -2385,6 +2455,52 @@ const docTemplate = `{
                 }
             }
         },
+        "api.ChargeRequest": {
+            "type": "object",
+            "required": [
+                "delta",
+                "epsilon"
+            ],
+            "properties": {
+                "delta": {
+                    "type": "number",
+                    "minimum": 0,
+                    "example": 0.000001
+                },
+                "description": {
+                    "type": "string",
+                    "maxLength": 200,
+                    "example": "pwsd-beam run 2026-11-23"
+                },
+                "epsilon": {
+                    "type": "number",
+                    "example": 0.5
+                }
+            }
+        },
+        "api.ChargeView": {
+            "type": "object",
+            "properties": {
+                "created_at": {
+                    "type": "string"
+                },
+                "dataset": {
+                    "type": "string"
+                },
+                "delta": {
+                    "type": "number"
+                },
+                "description": {
+                    "type": "string"
+                },
+                "epsilon": {
+                    "type": "number"
+                },
+                "ref": {
+                    "type": "string"
+                }
+            }
+        },
         "api.CounterList": {
             "type": "object",
             "properties": {
@@ -2895,7 +3011,8 @@ const docTemplate = `{
                     "type": "string",
                     "enum": [
                         "sample",
-                        "stream"
+                        "stream",
+                        "external"
                     ]
                 },
                 "ref": {

@@ -23,6 +23,7 @@ export PWSD_REQUIRE_POSTGRES=1
 
 echo "== go test -race"
 go test -race -count=1 -timeout 30m ./...
+bash scripts/beam-test.sh
 
 echo "== fuzz (short)"
 FUZZTIME=${FUZZTIME:-5s} bash scripts/fuzz.sh

@@ -2,6 +2,8 @@ package service
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"math"
 	"time"
 
@@ -52,4 +54,46 @@ func (s *Service) GetDataset(ctx context.Context, name string) (Dataset, error) 
 	}
 	return Dataset{Name: d.Name, EpsilonBudget: d.EpsilonBudget, DeltaBudget: d.DeltaBudget,
 		SpentEpsilon: d.SpentEpsilon, SpentDelta: d.SpentDelta, CreatedAt: d.CreatedAt, Releases: rel}, nil
+}
+
+// Charge is a release made outside pwsd (e.g. by the Beam pipeline) and
+// charged to a dataset's budget by basic composition.
+type Charge struct {
+	ID          string
+	Dataset     string
+	Epsilon     float64
+	Delta       float64
+	Description string
+	CreatedAt   time.Time
+}
+
+// chargeConfig is the stored JSON of an external charge.
+type chargeConfig struct {
+	Epsilon     float64 `json:"epsilon"`
+	Delta       float64 `json:"delta"`
+	Description string  `json:"description,omitempty"`
+}
+
+// ChargeDataset charges an external release of (eps, delta) to a dataset:
+// eps > 0 finite, 0 <= delta < 1. An overspend returns ErrBudget and an unknown
+// dataset ErrNotFound; either way nothing is recorded. The charge is recorded
+// in the ledger as kind "external" with a fresh id as its ref.
+func (s *Service) ChargeDataset(ctx context.Context, dataset string, eps, delta float64, description string) (Charge, error) {
+	if !(eps > 0) || math.IsInf(eps, 0) {
+		return Charge{}, fieldErr("epsilon", "must be a finite number greater than 0")
+	}
+	if !(delta >= 0) || delta >= 1 {
+		return Charge{}, fieldErr("delta", "must be at least 0 and less than 1")
+	}
+	cfg, err := json.Marshal(chargeConfig{Epsilon: eps, Delta: delta, Description: description})
+	if err != nil {
+		return Charge{}, fmt.Errorf("encoding charge: %w", err)
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	rec := &store.StateRecord{Kind: "charge", ID: newID(), Dataset: dataset, Config: cfg, State: []byte{}, CreatedAt: now, UpdatedAt: now}
+	c := &store.Charge{Dataset: dataset, Kind: "external", Ref: rec.ID, Epsilon: eps, Delta: delta}
+	if err := s.store.CreateState(ctx, rec, c); err != nil {
+		return Charge{}, storeErr(err, "charging dataset")
+	}
+	return Charge{ID: rec.ID, Dataset: dataset, Epsilon: eps, Delta: delta, Description: description, CreatedAt: now}, nil
 }

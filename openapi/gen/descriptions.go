@@ -12,6 +12,8 @@ func describe(schema, prop string) string {
 
 // propertyDocs describes the properties whose Go fields carry no doc comment.
 var propertyDocs = map[string]string{
+	"ChargeRequest.description":         "What was released outside pwsd (e.g. the Beam pipeline run); kept in the dataset's ledger. Never put data in it.",
+	"ChargeView.description":            "The charge's description as given.",
 	"StepsView.monotone":                "With postprocess monotone: each step's count clamped to [0, t] and made non-decreasing (isotonic regression given what was published; free post-processing), beside the raw outputs.",
 	"IntervalView.level":                "Confidence level of the interval (default 0.95, the level query parameter).",
 	"IntervalView.lower":                "Lower end of the normal interval estimate -/+ z*standard_error, clamped at 0.",
@@ -97,7 +99,7 @@ var propertyDocs = map[string]string{
 	"kappa":                             "cascading: the buffer growth parameter.",
 	"key":                               "The key.",
 	"keys":                              "The keys in the sanitized order, largest first.",
-	"kind":                              "What was released: sample or stream.",
+	"kind":                              "What was released: sample, stream, or external (charged through POST /v1/datasets/{name}/charges).",
 	"l":                                 "cascading: the level parameter l.",
 	"lo":                                "Lower end of the outcome piece (lo, hi]; an ordinal token, not a frequency.",
 	"max_occurrences":                   "The most times one user may occur (incidence, heavy_hitters).",

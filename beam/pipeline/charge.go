@@ -1,0 +1,58 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/pwsd/pwsd/internal/sanitize"
+)
+
+// Charge charges (epsilon, delta) to dataset on the pwsd at baseURL
+// (POST /v1/datasets/{name}/charges) and returns the ledger ref. A 409
+// (overspend) returns ErrBudget.
+func Charge(ctx context.Context, baseURL, token, dataset string, p sanitize.Privacy, description string) (string, error) {
+	body, err := json.Marshal(map[string]any{"epsilon": p.Epsilon, "delta": p.Delta, "description": description})
+	if err != nil {
+		return "", fmt.Errorf("encoding the charge: %w", err)
+	}
+	u := strings.TrimRight(baseURL, "/") + "/v1/datasets/" + url.PathEscape(dataset) + "/charges"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		return "", fmt.Errorf("charging the release: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("charging the release: %w", err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	switch res.StatusCode {
+	case http.StatusCreated:
+		var v struct {
+			Ref string `json:"ref"`
+		}
+		if err := json.Unmarshal(b, &v); err != nil || v.Ref == "" {
+			return "", fmt.Errorf("charging the release: unexpected answer from pwsd")
+		}
+		return v.Ref, nil
+	case http.StatusConflict:
+		return "", ErrBudget
+	default:
+		var pr struct {
+			Title  string `json:"title"`
+			Detail string `json:"detail"`
+		}
+		_ = json.Unmarshal(b, &pr)
+		return "", fmt.Errorf("charging the release: pwsd answered %d %s %s; nothing was written", res.StatusCode, pr.Title, pr.Detail)
+	}
+}

@@ -1,0 +1,417 @@
+// Package pipeline is pwsd's sanitizers as an Apache Beam pipeline: read raw
+// records, validate them (bad ones go to a dead-letter output with a reason),
+// sum per key, threshold-sample with a per-key hash keyed by a secret seed,
+// sanitize with internal/sanitize (the service's tables), and write sharded
+// NDJSON in the element format of GET /v1/samples/{id}.
+package pipeline
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/csv"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local" // local files
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/textio"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
+
+	"github.com/pwsd/pwsd/internal/sanitize"
+)
+
+// Input formats.
+const (
+	FormatNDJSON = "ndjson"
+	FormatCSV    = "csv"
+)
+
+// Releases (as in the service).
+const (
+	ReleaseKeys        = "keys"
+	ReleaseFrequencies = "frequencies"
+)
+
+// Counter names (namespace "pwsd").
+const (
+	metricsNamespace = "pwsd"
+	CounterValid     = "records_valid"      // records that passed validation
+	CounterInvalid   = "records_invalid"    // records sent to the dead letters
+	CounterClamped   = "weights_clamped"    // weights above --max-weight, clamped to it
+	CounterCapped    = "frequencies_capped" // per-key sums above sanitize.MaxFrequency, capped
+)
+
+func init() {
+	register.DoFn5x1[context.Context, string, string, func(string, int64), func(string), error](&parseFn{})
+	register.DoFn4x1[context.Context, string, int64, func(string, float64), error](&sampleFn{})
+	register.DoFn4x1[string, float64, func(*float64) bool, func(int, string), error](&formatFn{})
+	register.DoFn2x0[string, func(int, string)](&deadShardFn{})
+	register.DoFn3x1[context.Context, int, func(*string) bool, error](&writeFn{})
+	register.Emitter1[string]()
+	register.Emitter2[string, int64]()
+	register.Emitter2[string, float64]()
+	register.Emitter2[int, string]()
+	register.Iter1[float64]()
+	register.Iter1[string]()
+}
+
+// Config describes one run.
+type Config struct {
+	Input          string // file pattern
+	Format         string // ndjson (default) or csv
+	KeyField       string // default "key"
+	Aggregated     bool   // one record per key with FrequencyField
+	FrequencyField string // default "frequency"
+	WeightField    string // integer weights, clamped to MaxWeight
+	MaxWeight      int64  // default 1
+	MaxKeyBytes    int    // default 1024 (the service's PWSD_MAX_KEY_BYTES default)
+
+	Privacy  sanitize.Privacy // the per-record guarantee
+	Sampling sanitize.Sampling
+	Release  string          // keys or frequencies (default)
+	Method   sanitize.Method // max_separation (default) or discrete
+
+	Output string // prefix of the output files
+	Shards int    // output shards (default 4)
+	Runner string // Beam runner (default prism)
+
+	Seed []byte // secret seed; nil: a fresh one from crypto/rand
+
+	PwsdURL string // charge the release to Dataset on this pwsd before writing
+	Dataset string
+	Token   string // bearer token for pwsd, if it needs one
+}
+
+// Summary is what a run reports: counts of records, never their content.
+type Summary struct {
+	ID        string `json:"id"`
+	Valid     int64  `json:"records_valid"`
+	Invalid   int64  `json:"records_invalid"`
+	Clamped   int64  `json:"weights_clamped"`
+	Capped    int64  `json:"frequencies_capped"`
+	ChargeRef string `json:"charge_ref,omitempty"`
+	Meta      string `json:"meta"`
+}
+
+// ErrBudget is returned when pwsd refuses the charge (409): nothing was
+// written.
+var ErrBudget = errors.New("pwsd refused the charge: the release would exceed the dataset's privacy budget; nothing was written")
+
+func (c *Config) defaults() {
+	if c.Format == "" {
+		c.Format = FormatNDJSON
+	}
+	if c.KeyField == "" {
+		c.KeyField = "key"
+	}
+	if c.FrequencyField == "" {
+		c.FrequencyField = "frequency"
+	}
+	if c.MaxWeight == 0 {
+		c.MaxWeight = 1
+	}
+	if c.MaxKeyBytes == 0 {
+		c.MaxKeyBytes = 1024
+	}
+	if c.Release == "" {
+		c.Release = ReleaseFrequencies
+	}
+	if c.Method == "" {
+		c.Method = sanitize.MethodMaxSeparation
+	}
+	if c.Shards == 0 {
+		c.Shards = 4
+	}
+	if c.Runner == "" {
+		c.Runner = "prism"
+	}
+}
+
+// validate checks c (after defaults) and returns the DoFn parameters.
+func (c *Config) validate() (Params, error) {
+	switch {
+	case c.Input == "":
+		return Params{}, errors.New("--input is required")
+	case c.Output == "":
+		return Params{}, errors.New("--output is required")
+	case c.Format != FormatNDJSON && c.Format != FormatCSV:
+		return Params{}, errors.New("--format must be ndjson or csv")
+	case c.Release != ReleaseKeys && c.Release != ReleaseFrequencies:
+		return Params{}, errors.New("--release must be keys or frequencies")
+	case c.Aggregated && c.WeightField != "":
+		return Params{}, errors.New("--weight-field applies to raw records, not to --aggregated input")
+	case c.MaxWeight < 1 || c.MaxWeight > 1<<20:
+		return Params{}, errors.New("--max-weight must be between 1 and 2^20")
+	case c.MaxWeight > 1 && c.WeightField == "":
+		return Params{}, errors.New("--max-weight needs --weight-field")
+	case c.Shards < 1 || c.Shards > 10000:
+		return Params{}, errors.New("--shards must be between 1 and 10000")
+	case c.Sampling.Scheme == sanitize.SchemeCustom:
+		return Params{}, errors.New("--scheme must be none, ppswor or priority")
+	case (c.PwsdURL == "") != (c.Dataset == ""):
+		return Params{}, errors.New("--pwsd-url and --dataset go together")
+	}
+	if err := c.Privacy.Validate(); err != nil {
+		return Params{}, fmt.Errorf("--%w", err)
+	}
+	if err := c.Sampling.Validate(); err != nil {
+		return Params{}, fmt.Errorf("--%w", err)
+	}
+	if err := c.Method.Validate(); err != nil {
+		return Params{}, errors.New("--method must be max_separation or discrete")
+	}
+	unit, err := UnitPrivacy(c.Privacy, c.MaxWeight)
+	if err != nil {
+		return Params{}, err
+	}
+	return Params{Epsilon: unit.Epsilon, Delta: unit.Delta, Scheme: string(c.Sampling.Scheme),
+		Threshold: c.Sampling.Threshold, Power: c.Sampling.Power, Method: string(c.Method), Release: c.Release}, nil
+}
+
+// Build adds the pipeline's stages to s: read, validate (dead letters to
+// <output>-deadletter), per-key sum, sample and sanitize, format, write
+// (<output>-SSSSS-of-NNNNN.ndjson). columns is the CSV header.
+func Build(s beam.Scope, c Config, p Params, columns []string) {
+	pf := &parseFn{Format: c.Format, KeyField: c.KeyField, MaxWeight: c.MaxWeight, MaxKeyBytes: c.MaxKeyBytes,
+		MaxValue: sanitize.MaxFrequency, Aggregated: c.Aggregated, Columns: columns}
+	if c.Format == FormatCSV {
+		pf.HeaderLine = csvLine(columns)
+	}
+	switch {
+	case c.Aggregated:
+		pf.ValueField = c.FrequencyField
+	case c.WeightField != "":
+		pf.ValueField = c.WeightField
+	}
+	lines := textio.ReadWithFilename(s.Scope("read"), c.Input)
+	amounts, dead := beam.ParDo2(s.Scope("validate"), pf, lines)
+	freqs := stats.SumPerKey(s.Scope("sum per key"), amounts)
+	reported := beam.ParDo(s.Scope("sample and sanitize"), &sampleFn{P: p}, freqs)
+	maxValue := stats.Max(s.Scope("largest value"), beam.DropKey(s, reported))
+	out := beam.ParDo(s.Scope("format"), &formatFn{P: p, Shards: c.Shards}, reported, beam.SideInput{Input: maxValue})
+	beam.ParDo0(s.Scope("write"), &writeFn{Prefix: c.Output, Shards: c.Shards}, beam.GroupByKey(s, out))
+	deadKeyed := beam.ParDo(s.Scope("dead letters"), &deadShardFn{Shards: c.Shards}, dead)
+	beam.ParDo0(s.Scope("write dead letters"), &writeFn{Prefix: c.Output + "-deadletter", Shards: c.Shards}, beam.GroupByKey(s, deadKeyed))
+}
+
+// csvLine renders a CSV header the way it appears in the files.
+func csvLine(cols []string) string {
+	var b strings.Builder
+	w := csv.NewWriter(&b)
+	_ = w.Write(cols)
+	w.Flush()
+	return strings.TrimRight(b.String(), "\r\n")
+}
+
+// NewSeed returns a fresh 32-byte seed from crypto/rand.
+func NewSeed() []byte {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return b
+}
+
+// Run charges (when configured), runs the pipeline and writes the header
+// line <output>-meta.json. The seed reaches the workers through SeedEnv (in
+// this process for prism's loopback workers; remote workers must have it in
+// their environment): it is never a pipeline option and never written out.
+func Run(ctx context.Context, c Config) (Summary, error) {
+	c.defaults()
+	p, err := c.validate()
+	if err != nil {
+		return Summary{}, err
+	}
+	if c.Seed == nil {
+		c.Seed = NewSeed()
+	}
+	if len(c.Seed) < minSeedBytes {
+		return Summary{}, fmt.Errorf("the seed must hold at least %d bytes", minSeedBytes)
+	}
+	if err := os.Setenv(SeedEnv, hex.EncodeToString(c.Seed)); err != nil {
+		return Summary{}, fmt.Errorf("passing the seed to local workers: %w", err)
+	}
+	var columns []string
+	if c.Format == FormatCSV {
+		if columns, err = readHeader(ctx, c.Input); err != nil {
+			return Summary{}, err
+		}
+		if !contains(columns, c.KeyField) {
+			return Summary{}, fmt.Errorf("--key-field %q is not a column of the CSV header", c.KeyField)
+		}
+		if f := c.WeightField; f != "" && !contains(columns, f) {
+			return Summary{}, fmt.Errorf("--weight-field %q is not a column of the CSV header", f)
+		}
+		if c.Aggregated && !contains(columns, c.FrequencyField) {
+			return Summary{}, fmt.Errorf("--frequency-field %q is not a column of the CSV header", c.FrequencyField)
+		}
+	}
+	sum := Summary{ID: newID()}
+	if c.PwsdURL != "" {
+		desc := fmt.Sprintf("pwsd-beam %s release %s", c.Release, sum.ID)
+		if sum.ChargeRef, err = Charge(ctx, c.PwsdURL, c.Token, c.Dataset, c.Privacy, desc); err != nil {
+			return Summary{}, err
+		}
+	}
+	if dir := filepath.Dir(c.Output); !strings.Contains(c.Output, "://") {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return Summary{}, fmt.Errorf("creating the output directory: %w", err)
+		}
+	}
+	pipe, scope := beam.NewPipelineWithRoot()
+	Build(scope, c, p, columns)
+	res, err := beam.Run(ctx, c.Runner, pipe)
+	if err != nil {
+		return Summary{}, fmt.Errorf("running the pipeline: %w", err)
+	}
+	if res != nil {
+		for _, cr := range res.Metrics().AllMetrics().Counters() {
+			if cr.Namespace() != metricsNamespace {
+				continue
+			}
+			switch cr.Name() {
+			case CounterValid:
+				sum.Valid += cr.Result()
+			case CounterInvalid:
+				sum.Invalid += cr.Result()
+			case CounterClamped:
+				sum.Clamped += cr.Result()
+			case CounterCapped:
+				sum.Capped += cr.Result()
+			}
+		}
+	}
+	sum.Meta = c.Output + "-meta.json"
+	if err := writeMeta(ctx, sum.Meta, c, p, sum); err != nil {
+		return Summary{}, err
+	}
+	return sum, nil
+}
+
+func contains(s []string, x string) bool {
+	for _, v := range s {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Meta is the header line of a pipeline release: the fields of the
+// service's SampleMeta (GET /v1/samples/{id}, NDJSON line 1) plus what a
+// batch release adds.
+type Meta struct {
+	ID        string       `json:"id"`
+	CreatedAt time.Time    `json:"created_at"`
+	Dataset   string       `json:"dataset,omitempty"`
+	Privacy   PrivacyView  `json:"privacy"`
+	Sampling  SamplingView `json:"sampling"`
+	Release   string       `json:"release"`
+	Method    string       `json:"method"`
+	Estimator string       `json:"estimator,omitempty"`
+	Unit      UnitView     `json:"privacy_unit"`
+	Shards    int          `json:"shards"`
+	ChargeRef string       `json:"charge_ref,omitempty"`
+}
+
+// PrivacyView is the per-record guarantee.
+type PrivacyView struct {
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
+}
+
+// SamplingView echoes the sampling scheme.
+type SamplingView struct {
+	Scheme    string  `json:"scheme"`
+	Threshold float64 `json:"threshold,omitempty"`
+	Power     float64 `json:"power,omitempty"`
+}
+
+// UnitView says what one record may change and the parameters the tables
+// were built with to give the per-record guarantee.
+type UnitView struct {
+	Record       string  `json:"record"`
+	MaxWeight    int64   `json:"max_weight"`
+	TableEpsilon float64 `json:"table_epsilon"`
+	TableDelta   float64 `json:"table_delta"`
+}
+
+func writeMeta(ctx context.Context, name string, c Config, p Params, sum Summary) error {
+	m := Meta{ID: sum.ID, CreatedAt: time.Now().UTC().Truncate(time.Microsecond), Dataset: c.Dataset,
+		Privacy:  PrivacyView{Epsilon: c.Privacy.Epsilon, Delta: c.Privacy.Delta},
+		Sampling: SamplingView{Scheme: string(c.Sampling.Scheme), Threshold: c.Sampling.Threshold, Power: c.Sampling.Power},
+		Release:  c.Release, Method: string(c.Method), Shards: c.Shards, ChargeRef: sum.ChargeRef,
+		Unit: UnitView{Record: "one record adds 1 to its key's frequency", MaxWeight: c.MaxWeight, TableEpsilon: p.Epsilon, TableDelta: p.Delta}}
+	if c.Release == ReleaseFrequencies {
+		m.Estimator = "mle"
+	}
+	switch {
+	case c.Aggregated:
+		m.Unit.Record = "one unit of a key's frequency (input already aggregated)"
+	case c.WeightField != "":
+		m.Unit.Record = fmt.Sprintf("one record adds its weight, clamped to [1, %d], to its key's frequency; tables built at the group-privacy unit parameters", c.MaxWeight)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encoding the header line: %w", err)
+	}
+	fs, err := filesystem.New(ctx, name)
+	if err != nil {
+		return fmt.Errorf("opening output filesystem: %w", err)
+	}
+	defer fs.Close()
+	w, err := fs.OpenWrite(ctx, name)
+	if err != nil {
+		return fmt.Errorf("writing the header line: %w", err)
+	}
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		w.Close()
+		return fmt.Errorf("writing the header line: %w", err)
+	}
+	return w.Close()
+}
+
+// readHeader returns the CSV header of the first file matching glob.
+func readHeader(ctx context.Context, glob string) ([]string, error) {
+	fs, err := filesystem.New(ctx, glob)
+	if err != nil {
+		return nil, fmt.Errorf("opening input filesystem: %w", err)
+	}
+	defer fs.Close()
+	files, err := fs.List(ctx, glob)
+	if err != nil {
+		return nil, fmt.Errorf("listing --input: %w", err)
+	}
+	if len(files) == 0 {
+		return nil, errors.New("--input matches no file")
+	}
+	r, err := fs.OpenRead(ctx, files[0])
+	if err != nil {
+		return nil, fmt.Errorf("reading the CSV header: %w", err)
+	}
+	defer r.Close()
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("reading the CSV header: %w", err)
+	}
+	cols, err := csv.NewReader(strings.NewReader(line)).Read()
+	if err != nil {
+		return nil, errors.New("the first line of the first input file is not a CSV header")
+	}
+	return cols, nil
+}
+
+// newID returns a random 128-bit identifier in hex.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
