@@ -9,7 +9,7 @@ import (
 // "estimator" field.
 type Kind string
 
-// The estimators of ALGORITHMS.md §2.
+// The estimators of docs/algorithms.md §7-8.
 const (
 	KindDensity      Kind = "density"       // fraction of the universe that appears (Fig. 1, Algs. 2-3)
 	KindCroppedMean  Kind = "cropped_mean"  // mean of min(n_x, t) over the universe (Fig. 2)

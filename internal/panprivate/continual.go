@@ -23,7 +23,7 @@ const DefaultContinualHorizon = int64(1) << 32
 const ContinualLevel = "user-level pan-private under continual observation, O(epsilon) (Theorem 7.1)"
 
 // ContinualDensityConfig configures the continual-observation density
-// estimator (Fig. 3). JSON names follow API.md (POST /v1/streams with
+// estimator (Fig. 3). JSON names follow the HTTP API (README.md, openapi/openapi.json) (POST /v1/streams with
 // "continual": true).
 type ContinualDensityConfig struct {
 	// Epsilon is the table's and the counter's epsilon, 0 < eps <= sqrt2-1.

@@ -1,7 +1,7 @@
 package panprivate
 
 // Counters under continual observation (Dwork, "Differential privacy in new
-// settings", §6; ALGORITHMS.md §2). A counter reads one bit per step and after
+// settings", §6; docs/algorithms.md §7-8). A counter reads one bit per step and after
 // every step releases an estimate of the number of 1s seen so far. Every
 // counter here is event-level pan-private: its released outputs together with
 // its internal state at any single (unannounced) intrusion are epsilon-DP with
@@ -126,7 +126,7 @@ type CounterInternalState struct {
 	Released   []float64  `json:"released,omitempty"`
 }
 
-// CounterConfig configures a counter. JSON names follow API.md
+// CounterConfig configures a counter. JSON names follow the HTTP API (README.md, openapi/openapi.json)
 // (POST /v1/counters). D, L and Kappa apply to the cascading counter only;
 // zero means "derive from Epsilon and Horizon" (Corollary 6.1).
 type CounterConfig struct {

@@ -91,7 +91,7 @@ func clamp(v, lo, hi float64) float64 {
 	return v
 }
 
-// step5 computes row i = prev.i+1 of Algorithm 5 (ALGORITHMS.md's
+// step5 computes row i = prev.i+1 of Algorithm 5 (docs/algorithms.md's
 // restatement of Appendix C) into dst. With F the prefix mass of f_{i-1},
 // T = F(i-1) the mass row i-1 actually holds, A = min(pi_i, delta) and
 // s0 = delta - e^eps c0:

@@ -40,7 +40,7 @@ const minNormal = 0x1p-1022
 // Scheme names how the client drew its non-private sample.
 type Scheme string
 
-// The sampling schemes of ALGORITHMS.md §1.
+// The sampling schemes of docs/algorithms.md.
 const (
 	SchemePPSWOR   Scheme = "ppswor"   // q_i = 1 - exp(-tau i^p)
 	SchemePriority Scheme = "priority" // q_i = min(1, tau i^p)

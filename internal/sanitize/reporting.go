@@ -1,6 +1,6 @@
 // Package sanitize implements the mathematical core of Private Weighted
 // Sampling (Cohen, Geri, Sarlos, Stemmer, "Differentially private weighted
-// sampling"; see ALGORITHMS.md §1): the end-to-end reporting probabilities
+// sampling"; see docs/algorithms.md): the end-to-end reporting probabilities
 // pi_i of Algorithm 3, the discrete frequency sanitizer of Algorithm 4 and the
 // maximum-separation sanitizer of Algorithm 5, and a sampler (Draw) that
 // applies a table to one sampled key.

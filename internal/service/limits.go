@@ -56,7 +56,7 @@ const DefaultMaxTableWork = 10_000_000
 
 // TableWork estimates, before any computation, the work of the tables a
 // request needs, in window cells. Every sanitizer or estimator row holds a
-// window of w = ceil(L(epsilon, delta)) + 1 cells (ALGORITHMS.md), so the
+// window of w = ceil(L(epsilon, delta)) + 1 cells (docs/algorithms.md), so the
 // work is w times the rows computed:
 //   - rows: the rows asked for (a frequencies range);
 //   - w rows: the outcomes of a row span about L tokens, so tables and
