@@ -18,6 +18,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/pwsd/pwsd/internal/estimate"
+	"github.com/pwsd/pwsd/internal/jsonenc"
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
 
@@ -285,31 +286,5 @@ func (f *deadShardFn) ProcessElement(line string, emit func(int, string)) {
 }
 
 // appendJSONString appends s as a JSON string literal exactly as the
-// service's NDJSON writer does (api.appendJSONString).
-func appendJSONString(b []byte, s string) []byte {
-	const hexd = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexd[c>>4], hexd[c&0xf])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// service's NDJSON writer does: both call jsonenc.AppendString.
+func appendJSONString(b []byte, s string) []byte { return jsonenc.AppendString(b, s) }
