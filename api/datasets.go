@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/pwsd/pwsd/internal/planner"
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/service"
 )
 
@@ -108,32 +108,15 @@ func (h *handler) getDataset(w http.ResponseWriter, r *http.Request) {
 // serviceError maps service errors to problems; unexpected ones are logged
 // (without request data) and answered with a bare 500.
 func (h *handler) serviceError(w http.ResponseWriter, r *http.Request, err error) {
-	var fe *service.FieldError
 	var le *service.LimitError
 	var p *Problem
-	var ve *service.ValidationError
-	var pve *planner.ValidationError
-	var pfe *planner.FieldError
 	var be *service.BudgetError
+	fields, isField := checks.Fields(err)
 	switch {
 	case errors.As(err, &p):
 		writeProblem(w, p)
-	case errors.As(err, &ve):
-		fields := make([]FieldError, len(ve.Fields))
-		for i, f := range ve.Fields {
-			fields[i] = FieldError{Field: f.Field, Message: f.Msg}
-		}
-		writeProblem(w, newProblem(http.StatusUnprocessableEntity, detailInvalid, fields...))
-	case errors.As(err, &pve):
-		fields := make([]FieldError, len(pve.Fields))
-		for i, f := range pve.Fields {
-			fields[i] = FieldError{Field: f.Field, Message: f.Message}
-		}
-		writeProblem(w, newProblem(http.StatusUnprocessableEntity, detailInvalid, fields...))
-	case errors.As(err, &pfe):
-		writeProblem(w, invalid(pfe.Field, pfe.Message))
-	case errors.As(err, &fe):
-		writeProblem(w, invalid(fe.Field, fe.Msg))
+	case isField:
+		writeProblem(w, fieldsProblem("", fields))
 	case errors.As(err, &le):
 		writeProblem(w, newProblem(http.StatusRequestEntityTooLarge, le.Msg))
 	case errors.Is(err, service.ErrNotFound):

@@ -1,8 +1,8 @@
 package api
 
 import (
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/sanitize"
-	"github.com/pwsd/pwsd/internal/service"
 )
 
 // PrivacyParams is the (epsilon, delta) guarantee of a release.
@@ -68,13 +68,11 @@ func (s SamplingParams) sampling(prefix string, maxQ int) (sanitize.Sampling, er
 	return out, nil
 }
 
-// paramProblem renders a domain parameter error as a 422 naming its field.
+// paramProblem renders a domain parameter error as a 422 naming its fields
+// under prefix, the JSON path of the object holding them ("privacy.").
 func paramProblem(prefix string, err error) error {
-	if pe, ok := err.(*sanitize.ParamError); ok {
-		return invalid(prefix+pe.Field, pe.Msg)
-	}
-	if fe, ok := err.(*service.FieldError); ok {
-		return invalid(prefix+fe.Field, fe.Msg)
+	if fs, ok := checks.Fields(err); ok {
+		return fieldsProblem(prefix, fs)
 	}
 	return invalid(prefix, "is not valid")
 }

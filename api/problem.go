@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/go-playground/validator/v10"
 
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/service"
 )
 
@@ -74,6 +75,18 @@ func newProblem(status int, detail string, errs ...FieldError) *Problem {
 		t = "about:blank"
 	}
 	return &Problem{Type: t, Title: http.StatusText(status), Status: status, Detail: detail, Errors: errs}
+}
+
+// fieldsProblem is the 422 for the domain field errors fs, each named as
+// the client wrote it: prefix (the JSON path of the object holding the
+// domain parameters, "privacy." or "" for query parameters) and the
+// parameter's domain name.
+func fieldsProblem(prefix string, fs []checks.FieldError) *Problem {
+	out := make([]FieldError, len(fs))
+	for i, f := range fs {
+		out[i] = FieldError{Field: prefix + f.Field, Message: f.Reason}
+	}
+	return newProblem(http.StatusUnprocessableEntity, detailInvalid, out...)
 }
 
 // invalid is a 422 naming one field.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
@@ -27,6 +28,15 @@ func newQuery(r *http.Request) *query { return &query{v: r.URL.Query()} }
 
 func (q *query) fail(field, msg string) {
 	q.errs = append(q.errs, FieldError{Field: field, Message: msg})
+}
+
+// failErr records the field errors of a domain constructor's err; the
+// domain names its parameters as the query does.
+func (q *query) failErr(err error) {
+	fs, _ := checks.Fields(err)
+	for _, f := range fs {
+		q.fail(f.Field, f.Reason)
+	}
 }
 
 // problem returns the collected errors as one 422, or nil.
@@ -109,9 +119,7 @@ func (q *query) privacy() sanitize.Privacy {
 		return sanitize.Privacy{}
 	}
 	p, err := sanitize.NewPrivacy(eps, delta)
-	if pe, ok := err.(*sanitize.ParamError); ok {
-		q.fail(pe.Field, pe.Msg)
-	}
+	q.failErr(err)
 	return p
 }
 
@@ -144,9 +152,7 @@ func (q *query) sampling(maxQ int) sanitize.Sampling {
 		return sanitize.Sampling{}
 	}
 	s, err := sanitize.NewSampling(sanitize.Scheme(scheme), tau, power, probs)
-	if pe, ok := err.(*sanitize.ParamError); ok {
-		q.fail(pe.Field, pe.Msg)
-	}
+	q.failErr(err)
 	return s
 }
 

@@ -3,6 +3,8 @@ package panprivate
 import (
 	"fmt"
 	"math"
+
+	"github.com/pwsd/pwsd/internal/checks"
 )
 
 // Kind names a pan-private stream estimator. The values are the API's
@@ -151,20 +153,6 @@ const (
 	NoiseCalibrated ReleaseNoise = "calibrated"
 )
 
-// ParamError reports an invalid configuration or event field. Field is the
-// parameter name as clients spell it (its JSON name, e.g. "epsilon" or
-// "events[3].user"). Messages never contain user data.
-type ParamError struct {
-	Field string
-	Msg   string
-}
-
-func (e *ParamError) Error() string { return e.Field + " " + e.Msg }
-
-func paramErr(field, format string, args ...any) error {
-	return &ParamError{Field: field, Msg: fmt.Sprintf(format, args...)}
-}
-
 // Validate checks every field and returns the resolved configuration:
 // defaults filled in and, when Accuracy was given instead of SampleSize, the
 // sample size m* chosen. The result validates again unchanged.
@@ -178,7 +166,7 @@ func (c Config) validate(resolved bool) (Config, error) {
 	switch c.Estimator {
 	case KindDensity, KindCroppedMean, KindHeavyHitters, KindIncidence:
 	default:
-		return c, paramErr("estimator", "must be one of density, cropped_mean, heavy_hitters, incidence")
+		return c, checks.Errorf("estimator", "must be one of density, cropped_mean, heavy_hitters, incidence")
 	}
 	switch c.Estimator {
 	case KindDensity:
@@ -186,21 +174,21 @@ func (c Config) validate(resolved bool) (Config, error) {
 			c.Algorithm = AlgorithmOptBern
 		}
 		if c.Algorithm != AlgorithmDwork && c.Algorithm != AlgorithmOptBern && c.Algorithm != AlgorithmPPDS {
-			return c, paramErr("algorithm", "must be one of dwork, optbern, ppds for density")
+			return c, checks.Errorf("algorithm", "must be one of dwork, optbern, ppds for density")
 		}
 	case KindCroppedMean, KindHeavyHitters:
 		if c.Algorithm == "" {
 			c.Algorithm = AlgorithmDwork
 		}
 		if c.Algorithm != AlgorithmDwork && c.Algorithm != AlgorithmOptBern {
-			return c, paramErr("algorithm", "must be dwork or optbern for %s", c.Estimator)
+			return c, checks.Errorf("algorithm", "must be dwork or optbern for %s", c.Estimator)
 		}
 	case KindIncidence:
 		if c.Algorithm == "" {
 			c.Algorithm = AlgorithmDwork
 		}
 		if c.Algorithm != AlgorithmDwork {
-			return c, paramErr("algorithm", "must be dwork or empty for incidence")
+			return c, checks.Errorf("algorithm", "must be dwork or empty for incidence")
 		}
 	}
 
@@ -209,36 +197,36 @@ func (c Config) validate(resolved bool) (Config, error) {
 		maxEps = 1
 	}
 	if !(c.Epsilon >= MinEpsilon) || c.Epsilon > maxEps {
-		return c, paramErr("epsilon", "must be at least %g and at most %g for %s (the papers' privacy theorems need it)", MinEpsilon, maxEps, c.Estimator)
+		return c, checks.Errorf("epsilon", "must be at least %g and at most %g for %s (the papers' privacy theorems need it)", MinEpsilon, maxEps, c.Estimator)
 	}
 	if c.UniverseSize < 1 || c.UniverseSize > MaxUniverseSize {
-		return c, paramErr("universe_size", "must be between 1 and 2^53")
+		return c, checks.Errorf("universe_size", "must be between 1 and 2^53")
 	}
 	if c.Accuracy != nil {
 		a := *c.Accuracy
 		if !(a.Alpha > 0) || a.Alpha >= 1 {
-			return c, paramErr("accuracy.alpha", "must be greater than 0 and less than 1")
+			return c, checks.Errorf("accuracy.alpha", "must be greater than 0 and less than 1")
 		}
 		if !(a.Beta > 0) || a.Beta >= 1 {
-			return c, paramErr("accuracy.beta", "must be greater than 0 and less than 1")
+			return c, checks.Errorf("accuracy.beta", "must be greater than 0 and less than 1")
 		}
 		c.Accuracy = &a // never alias the caller's struct
 	}
 	if c.MaxReleases < 0 {
-		return c, paramErr("max_releases", "must not be negative")
+		return c, checks.Errorf("max_releases", "must not be negative")
 	}
 	switch c.ReleaseNoise {
 	case "":
 		c.ReleaseNoise = NoiseCalibrated
 	case NoisePaper, NoiseCalibrated:
 	default:
-		return c, paramErr("release_noise", "must be paper or calibrated")
+		return c, checks.Errorf("release_noise", "must be paper or calibrated")
 	}
 
 	// Per-estimator fields.
 	unused := func(field string, set bool) error {
 		if set {
-			return paramErr(field, "is not used by %s", c.Estimator)
+			return checks.Errorf(field, "is not used by %s", c.Estimator)
 		}
 		return nil
 	}
@@ -251,41 +239,41 @@ func (c Config) validate(resolved bool) (Config, error) {
 		err = firstErr(unused("k", c.K != 0), unused("max_occurrences", c.MaxOccurrences != 0),
 			unused("rho", c.Rho != 0), unused("moduli", c.Moduli != 0))
 		if err == nil && (c.T < 2 || c.T > MaxCropT) {
-			err = paramErr("t", "must be between 2 and %d for cropped_mean", MaxCropT)
+			err = checks.Errorf("t", "must be between 2 and %d for cropped_mean", MaxCropT)
 		}
 	case KindHeavyHitters:
 		err = firstErr(unused("t", c.T != 0), unused("moduli", c.Moduli != 0), c.validateOccurrences())
 		if err == nil && (c.K < 1 || c.K > c.MaxOccurrences) {
-			err = paramErr("k", "must be between 1 and max_occurrences")
+			err = checks.Errorf("k", "must be between 1 and max_occurrences")
 		}
 		if err == nil {
 			if c.Rho == 0 {
 				c.Rho = DefaultRho
 			}
 			if !(c.Rho > 0) || c.Rho > 1 {
-				err = paramErr("rho", "must be greater than 0 and at most 1")
+				err = checks.Errorf("rho", "must be greater than 0 and at most 1")
 			}
 		}
 	case KindIncidence:
 		err = firstErr(unused("rho", c.Rho != 0), c.validateOccurrences())
 		if err == nil && (c.T < 1 || c.T > c.MaxOccurrences) {
-			err = paramErr("t", "must be between 1 and max_occurrences")
+			err = checks.Errorf("t", "must be between 1 and max_occurrences")
 		}
 		if err == nil {
 			if c.Moduli == 0 {
 				c.Moduli = DefaultModuli
 			}
 			if c.Moduli < 1 || c.Moduli > MaxModuli {
-				err = paramErr("moduli", "must be between 1 and %d", MaxModuli)
+				err = checks.Errorf("moduli", "must be between 1 and %d", MaxModuli)
 			} else if n := len(primesUpTo(DefaultMaxModulus)); c.K == 0 && c.Moduli > n {
-				err = paramErr("moduli", "must be at most %d, the primes up to %d, unless k widens the range", n, DefaultMaxModulus)
+				err = checks.Errorf("moduli", "must be at most %d, the primes up to %d, unless k widens the range", n, DefaultMaxModulus)
 			}
 		}
 		if err == nil && c.K != 0 && (c.K < 2 || c.K > MaxModulus) {
-			err = paramErr("k", "must be between 2 and %d (the largest modulus) for incidence", MaxModulus)
+			err = checks.Errorf("k", "must be between 2 and %d (the largest modulus) for incidence", MaxModulus)
 		}
 		if err == nil && c.K != 0 && len(primesUpTo(c.K)) < c.Moduli {
-			err = paramErr("k", "must leave at least moduli primes in 2..k")
+			err = checks.Errorf("k", "must leave at least moduli primes in 2..k")
 		}
 	}
 	if err != nil {
@@ -296,7 +284,7 @@ func (c Config) validate(resolved bool) (Config, error) {
 	switch {
 	case c.SampleSize != 0 && c.Accuracy != nil && !resolved &&
 		(c.Estimator == KindDensity || c.Estimator == KindCroppedMean):
-		return c, paramErr("sample_size", "must not be given together with accuracy")
+		return c, checks.Errorf("sample_size", "must not be given together with accuracy")
 	case c.SampleSize == 0 && c.Accuracy != nil && (c.Estimator == KindDensity || c.Estimator == KindCroppedMean):
 		alg := c.Algorithm
 		if alg == AlgorithmPPDS {
@@ -307,31 +295,31 @@ func (c Config) validate(resolved bool) (Config, error) {
 			return c, fmt.Errorf("panprivate: choosing the sample size: %w", err)
 		}
 		if m > float64(c.UniverseSize) || m > MaxSampleSize {
-			return c, paramErr("accuracy", "needs a sample of %.0f users, more than universe_size or %d", math.Ceil(m), MaxSampleSize)
+			return c, checks.Errorf("accuracy", "needs a sample of %.0f users, more than universe_size or %d", math.Ceil(m), MaxSampleSize)
 		}
 		c.SampleSize = int(math.Ceil(m))
 	case c.SampleSize == 0:
-		return c, paramErr("sample_size", "is required (or accuracy, for density and cropped_mean)")
+		return c, checks.Errorf("sample_size", "is required (or accuracy, for density and cropped_mean)")
 	}
 	maxSize, maxCells := MaxSampleSize, MaxStateCells
 	if resolved { // a stored state: the caps it was created under
 		maxSize, maxCells = storedMaxSampleSize, storedMaxStateCells
 	}
 	if c.SampleSize < 1 || c.SampleSize > maxSize || uint64(c.SampleSize) > c.UniverseSize {
-		return c, paramErr("sample_size", "must be between 1 and min(universe_size, %d)", maxSize)
+		return c, checks.Errorf("sample_size", "must be between 1 and min(universe_size, %d)", maxSize)
 	}
 	switch c.Estimator {
 	case KindHeavyHitters:
 		th, _ := hhLayout(c)
 		if th == nil {
-			return c, paramErr("rho", "gives more than %d cropped-mean tables for max_occurrences", maxHHTables)
+			return c, checks.Errorf("rho", "gives more than %d cropped-mean tables for max_occurrences", maxHHTables)
 		}
 		if c.SampleSize*len(th) > maxCells {
-			return c, paramErr("sample_size", "times the number of cropped-mean tables must be at most %d", maxCells)
+			return c, checks.Errorf("sample_size", "times the number of cropped-mean tables must be at most %d", maxCells)
 		}
 	case KindIncidence:
 		if c.SampleSize*c.Moduli > maxCells {
-			return c, paramErr("sample_size", "times moduli must be at most %d", maxCells)
+			return c, checks.Errorf("sample_size", "times moduli must be at most %d", maxCells)
 		}
 	}
 	return c, nil
@@ -339,7 +327,7 @@ func (c Config) validate(resolved bool) (Config, error) {
 
 func (c Config) validateOccurrences() error {
 	if c.MaxOccurrences < 1 || c.MaxOccurrences > MaxOccurrences {
-		return paramErr("max_occurrences", "must be between 1 and %d", MaxOccurrences)
+		return checks.Errorf("max_occurrences", "must be between 1 and %d", MaxOccurrences)
 	}
 	return nil
 }

@@ -5,11 +5,12 @@ import (
 	"math"
 	"testing"
 
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/dprand"
 )
 
 // TestConfigValidation checks that every invalid parameter is rejected at
-// construction with a ParamError naming the field as clients spell it.
+// construction with a checks.FieldError naming the field as clients spell it.
 func TestConfigValidation(t *testing.T) {
 	density := Config{Estimator: KindDensity, Epsilon: 0.5, UniverseSize: 1000, SampleSize: 100}
 	crop := Config{Estimator: KindCroppedMean, Epsilon: 0.5, UniverseSize: 1000, SampleSize: 100, T: 4}
@@ -60,9 +61,9 @@ func TestConfigValidation(t *testing.T) {
 		{"state too large", with(hh, func(c *Config) { c.UniverseSize, c.SampleSize = 1<<30, MaxSampleSize }), "sample_size"},
 	} {
 		_, err := New(tc.cfg, dprand.Seeded(1))
-		var pe *ParamError
+		var pe *checks.FieldError
 		if !errors.As(err, &pe) || pe.Field != tc.field {
-			t.Errorf("%s: got %v, want a ParamError on %q", tc.name, err, tc.field)
+			t.Errorf("%s: got %v, want a checks.FieldError on %q", tc.name, err, tc.field)
 		}
 	}
 	if _, err := New(density, nil); err == nil {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/dprand"
 )
 
@@ -41,19 +42,19 @@ type ContinualDensityConfig struct {
 }
 
 // Validate checks c and returns it with defaults filled in, or the first
-// invalid field as a *ParamError.
+// invalid field as a *checks.FieldError.
 func (c ContinualDensityConfig) Validate() (ContinualDensityConfig, error) {
 	if !(c.Epsilon > 0) || c.Epsilon > ContinualMaxEpsilon {
-		return c, &ParamError{Field: "epsilon", Msg: "must be greater than 0 and at most sqrt(2)-1 (so that D+ is a distribution)"}
+		return c, &checks.FieldError{Field: "epsilon", Reason: "must be greater than 0 and at most sqrt(2)-1 (so that D+ is a distribution)"}
 	}
 	if c.Epsilon < CounterMinEpsilon {
-		return c, &ParamError{Field: "epsilon", Msg: fmt.Sprintf("must be at least %g", CounterMinEpsilon)}
+		return c, &checks.FieldError{Field: "epsilon", Reason: fmt.Sprintf("must be at least %g", CounterMinEpsilon)}
 	}
 	if c.UniverseSize < 1 || c.UniverseSize > MaxUniverseSize {
-		return c, &ParamError{Field: "universe_size", Msg: "must be between 1 and 2^53"}
+		return c, &checks.FieldError{Field: "universe_size", Reason: "must be between 1 and 2^53"}
 	}
 	if c.SampleSize < 1 || c.SampleSize > MaxSampleSize || uint64(c.SampleSize) > c.UniverseSize {
-		return c, &ParamError{Field: "sample_size", Msg: fmt.Sprintf("must be between 1 and min(universe_size, %d)", MaxSampleSize)}
+		return c, &checks.FieldError{Field: "sample_size", Reason: fmt.Sprintf("must be between 1 and min(universe_size, %d)", MaxSampleSize)}
 	}
 	if c.Horizon == 0 {
 		c.Horizon = DefaultContinualHorizon
@@ -65,9 +66,9 @@ func (c ContinualDensityConfig) Validate() (ContinualDensityConfig, error) {
 		c.Counter = DefaultCounterAlgorithm(c.Epsilon, c.Horizon)
 	}
 	if err := (CounterConfig{Algorithm: c.Counter, Epsilon: c.Epsilon, Horizon: c.Horizon}).Validate(); err != nil {
-		var pe *ParamError
+		var pe *checks.FieldError
 		if errors.As(err, &pe) && pe.Field == "algorithm" {
-			return c, &ParamError{Field: "counter", Msg: pe.Msg}
+			return c, &checks.FieldError{Field: "counter", Reason: pe.Reason}
 		}
 		return c, err
 	}
@@ -182,7 +183,7 @@ func (e *ContinualDensity) Cost() (float64, string) { return e.cfg.Epsilon, Cont
 // density estimate after the event.
 func (e *ContinualDensity) Apply(user uint64, del bool) (float64, error) {
 	if user >= e.cfg.UniverseSize {
-		return 0, &ParamError{Field: "user", Msg: "must be less than universe_size"}
+		return 0, &checks.FieldError{Field: "user", Reason: "must be less than universe_size"}
 	}
 	return e.step(true, user, del)
 }
@@ -192,7 +193,7 @@ func (e *ContinualDensity) Apply(user uint64, del bool) (float64, error) {
 // always maps to the same id, also after MarshalBinary and restore).
 func (e *ContinualDensity) ApplyName(name string, del bool) (float64, error) {
 	if len(name) == 0 || len(name) > MaxUserNameLen {
-		return 0, &ParamError{Field: "user", Msg: fmt.Sprintf("must be a non-empty string of at most %d bytes", MaxUserNameLen)}
+		return 0, &checks.FieldError{Field: "user", Reason: fmt.Sprintf("must be a non-empty string of at most %d bytes", MaxUserNameLen)}
 	}
 	return e.step(true, e.names.id(name), del)
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/dprand"
 	"github.com/pwsd/pwsd/internal/dprand/dprandtest"
 )
@@ -45,9 +46,9 @@ func TestContinualDensityConfigValidate(t *testing.T) {
 				}
 				return
 			}
-			var pe *ParamError
+			var pe *checks.FieldError
 			if !errors.As(err, &pe) || pe.Field != tc.field {
-				t.Fatalf("error %v, want ParamError on %q", err, tc.field)
+				t.Fatalf("error %v, want a checks.FieldError on %q", err, tc.field)
 			}
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/dprand"
 )
 
@@ -151,7 +152,7 @@ type CounterConfig struct {
 }
 
 // Validate checks c and reports the first invalid field as a
-// *ParamError. An empty Algorithm is valid.
+// *checks.FieldError. An empty Algorithm is valid.
 func (c CounterConfig) Validate() error {
 	if err := counterValidateEpsilon("epsilon", c.Epsilon); err != nil {
 		return err
@@ -165,31 +166,31 @@ func (c CounterConfig) Validate() error {
 	switch c.Algorithm {
 	case "", CounterSimple, CounterRandomizedResponse, CounterTree, CounterCascading:
 	default:
-		return &ParamError{Field: "algorithm", Msg: "must be one of simple, randomized_response, cascading, tree"}
+		return &checks.FieldError{Field: "algorithm", Reason: "must be one of simple, randomized_response, cascading, tree"}
 	}
 	cascading := c.Algorithm == CounterCascading
 	if c.D != 0 {
 		if !cascading {
-			return &ParamError{Field: "d", Msg: "applies to the cascading algorithm only"}
+			return &checks.FieldError{Field: "d", Reason: "applies to the cascading algorithm only"}
 		}
 		if c.D < 1 || c.D > CounterMaxDepth {
-			return &ParamError{Field: "d", Msg: fmt.Sprintf("must be an integer from 1 to %d", CounterMaxDepth)}
+			return &checks.FieldError{Field: "d", Reason: fmt.Sprintf("must be an integer from 1 to %d", CounterMaxDepth)}
 		}
 	}
 	if c.L != 0 {
 		if !cascading {
-			return &ParamError{Field: "l", Msg: "applies to the cascading algorithm only"}
+			return &checks.FieldError{Field: "l", Reason: "applies to the cascading algorithm only"}
 		}
 		if !(c.L > 0) || c.L > 1e15 {
-			return &ParamError{Field: "l", Msg: "must be a finite number greater than 0 (at most 1e15)"}
+			return &checks.FieldError{Field: "l", Reason: "must be a finite number greater than 0 (at most 1e15)"}
 		}
 	}
 	if c.Kappa != 0 {
 		if !cascading {
-			return &ParamError{Field: "kappa", Msg: "applies to the cascading algorithm only"}
+			return &checks.FieldError{Field: "kappa", Reason: "applies to the cascading algorithm only"}
 		}
 		if !(c.Kappa > 0) || c.Kappa > 1e15 {
-			return &ParamError{Field: "kappa", Msg: "must be a finite number greater than 0 (at most 1e15)"}
+			return &checks.FieldError{Field: "kappa", Reason: "must be a finite number greater than 0 (at most 1e15)"}
 		}
 	}
 	return nil
@@ -197,14 +198,14 @@ func (c CounterConfig) Validate() error {
 
 func counterValidateEpsilon(field string, eps float64) error {
 	if !(eps >= CounterMinEpsilon && eps <= CounterMaxEpsilon) {
-		return &ParamError{Field: field, Msg: fmt.Sprintf("must be a number from %g to %g", CounterMinEpsilon, float64(CounterMaxEpsilon))}
+		return &checks.FieldError{Field: field, Reason: fmt.Sprintf("must be a number from %g to %g", CounterMinEpsilon, float64(CounterMaxEpsilon))}
 	}
 	return nil
 }
 
 func counterValidateHorizon(field string, horizon int64) error {
 	if horizon < 1 || horizon > CounterMaxHorizon {
-		return &ParamError{Field: field, Msg: fmt.Sprintf("must be an integer from 1 to %d", CounterMaxHorizon)}
+		return &checks.FieldError{Field: field, Reason: fmt.Sprintf("must be an integer from 1 to %d", CounterMaxHorizon)}
 	}
 	return nil
 }

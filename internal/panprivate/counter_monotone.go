@@ -1,6 +1,10 @@
 package panprivate
 
-import "math"
+import (
+	"math"
+
+	"github.com/pwsd/pwsd/internal/checks"
+)
 
 // CounterPostprocess names an optional post-processing of a counter's
 // outputs. Post-processing reads only published outputs, so it costs no
@@ -22,7 +26,7 @@ func (p CounterPostprocess) Validate() error {
 	case PostprocessNone, PostprocessMonotone:
 		return nil
 	}
-	return &ParamError{Field: "postprocess", Msg: "must be monotone (or absent)"}
+	return &checks.FieldError{Field: "postprocess", Reason: "must be monotone (or absent)"}
 }
 
 // MonotoneOutputs post-processes the raw outputs of steps firstStep,

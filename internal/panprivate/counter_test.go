@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/dprand"
 	"github.com/pwsd/pwsd/internal/dprand/dprandtest"
 )
@@ -100,12 +101,12 @@ func TestCounterConfigValidate(t *testing.T) {
 				}
 				return
 			}
-			var pe *ParamError
+			var pe *checks.FieldError
 			if !errors.As(err, &pe) || pe.Field != tc.field {
-				t.Fatalf("Validate() = %v, want ParamError on %q", err, tc.field)
+				t.Fatalf("Validate() = %v, want a checks.FieldError on %q", err, tc.field)
 			}
 			if !errors.As(nerr, &pe) || pe.Field != tc.field {
-				t.Fatalf("NewCounter error = %v, want ParamError on %q", nerr, tc.field)
+				t.Fatalf("NewCounter error = %v, want a checks.FieldError on %q", nerr, tc.field)
 			}
 		})
 	}

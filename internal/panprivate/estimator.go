@@ -20,6 +20,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/dprand"
 )
 
@@ -30,7 +31,7 @@ type Estimator interface {
 	// sample size filled in).
 	Config() Config
 	// Apply applies a batch of events atomically: the whole batch is
-	// validated first (a *ParamError names the offending event), and a
+	// validated first (a *checks.FieldError names the offending event), and a
 	// rejected batch changes nothing.
 	Apply(events []Event) error
 	// Release returns one noisy estimate. It fails with ErrReleaseLimit
@@ -253,7 +254,7 @@ func New(cfg Config, rng *rand.Rand) (Estimator, error) {
 
 // Unmarshal restores an estimator encoded by MarshalBinary; rng supplies its
 // future randomness. Every field is validated; a corrupt encoding yields an
-// error wrapping ErrCorruptState (or a *ParamError for a bad configuration).
+// error wrapping ErrCorruptState (or a *checks.FieldError for a bad configuration).
 func Unmarshal(data []byte, rng *rand.Rand) (Estimator, error) {
 	if rng == nil {
 		return nil, errors.New("panprivate: unmarshal estimator: nil random source")
@@ -338,17 +339,17 @@ func (b *base) resolve(events []Event, deletes bool) ([]uint64, error) {
 	}
 	for i, ev := range events {
 		if ev.Delete && !deletes {
-			return nil, paramErr(fmt.Sprintf("events[%d].op", i), "delete is not supported by %s", b.cfg.Estimator)
+			return nil, checks.Errorf(fmt.Sprintf("events[%d].op", i), "delete is not supported by %s", b.cfg.Estimator)
 		}
 		if ev.User.named {
 			if len(ev.User.name) == 0 || len(ev.User.name) > MaxUserNameLen {
-				return nil, paramErr(fmt.Sprintf("events[%d].user", i), "must be a non-empty string of at most %d bytes", MaxUserNameLen)
+				return nil, checks.Errorf(fmt.Sprintf("events[%d].user", i), "must be a non-empty string of at most %d bytes", MaxUserNameLen)
 			}
 			ids = append(ids, b.names.id(ev.User.name))
 			continue
 		}
 		if ev.User.id >= b.cfg.UniverseSize {
-			return nil, paramErr(fmt.Sprintf("events[%d].user", i), "must be less than universe_size")
+			return nil, checks.Errorf(fmt.Sprintf("events[%d].user", i), "must be less than universe_size")
 		}
 		ids = append(ids, ev.User.id)
 	}

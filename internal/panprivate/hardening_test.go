@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/dprand"
 )
 
@@ -77,7 +78,7 @@ func TestStreamCaps(t *testing.T) {
 				t.Fatalf("state %d or intrusion %d bytes above 8 MB / 24 MB", len(state), len(intr))
 			}
 			c.SampleSize = MaxSampleSize + 1
-			var pe *ParamError
+			var pe *checks.FieldError
 			if _, err := c.Validate(); !errors.As(err, &pe) || pe.Field != "sample_size" {
 				t.Fatalf("sample_size above the cap: %v", err)
 			}
@@ -86,11 +87,11 @@ func TestStreamCaps(t *testing.T) {
 }
 
 // TestIncidenceModuliWithinPrimes: more moduli than the default prime range
-// holds is a ParamError naming moduli, not a panic (defect 5).
+// holds is a checks.FieldError naming moduli, not a panic (defect 5).
 func TestIncidenceModuliWithinPrimes(t *testing.T) {
 	for m := 12; m <= MaxModuli; m++ {
 		c := Config{Estimator: KindIncidence, Epsilon: 0.5, UniverseSize: 1000, SampleSize: 10, T: 2, MaxOccurrences: 8, Moduli: m}
-		var pe *ParamError
+		var pe *checks.FieldError
 		if _, err := New(c, dprand.Seeded(1)); !errors.As(err, &pe) || pe.Field != "moduli" {
 			t.Fatalf("moduli %d: %v", m, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/dprand"
 )
 
@@ -106,14 +107,14 @@ func TestIncidenceDeletionUndoesAppearance(t *testing.T) {
 }
 
 // TestDeletesRejectedWhereUnsupported checks that cropped_mean and
-// heavy_hitters refuse deletions with a ParamError naming the event.
+// heavy_hitters refuse deletions with a checks.FieldError naming the event.
 func TestDeletesRejectedWhereUnsupported(t *testing.T) {
 	for _, cfg := range []Config{
 		{Estimator: KindCroppedMean, Epsilon: 0.5, UniverseSize: 100, SampleSize: 10, T: 3},
 		{Estimator: KindHeavyHitters, Epsilon: 0.5, UniverseSize: 100, SampleSize: 10, K: 2, MaxOccurrences: 8},
 	} {
 		e := mustNew(t, cfg, dprand.Seeded(1))
-		var pe *ParamError
+		var pe *checks.FieldError
 		err := e.Apply([]Event{{User: UserID(1)}, {User: UserID(2), Delete: true}})
 		if !errors.As(err, &pe) || pe.Field != "events[1].op" {
 			t.Errorf("%s: delete gave %v", cfg.Estimator, err)
@@ -443,7 +444,7 @@ func FuzzUnmarshal(f *testing.F) {
 }
 
 // TestApplyIsAtomic checks that a batch with one bad event is rejected with
-// a ParamError naming it and leaves the state unchanged.
+// a checks.FieldError naming it and leaves the state unchanged.
 func TestApplyIsAtomic(t *testing.T) {
 	cfg := Config{Estimator: KindDensity, Algorithm: AlgorithmOptBern, Epsilon: 0.5, UniverseSize: 100, SampleSize: 100}
 	e := mustNew(t, cfg, dprand.Seeded(1))
@@ -456,9 +457,9 @@ func TestApplyIsAtomic(t *testing.T) {
 		{Event{User: UserName("")}, "events[3].user"},
 	} {
 		batch := append(insertRange(0, 3, false), tc.bad)
-		var pe *ParamError
+		var pe *checks.FieldError
 		if err := e.Apply(batch); !errors.As(err, &pe) || pe.Field != tc.field {
-			t.Errorf("bad event gave %v, want a ParamError on %s", err, tc.field)
+			t.Errorf("bad event gave %v, want a checks.FieldError on %s", err, tc.field)
 		}
 		if after, _ := e.MarshalBinary(); !bytes.Equal(before, after) {
 			t.Error("rejected batch changed the state")

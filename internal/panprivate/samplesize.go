@@ -5,6 +5,8 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/optimize"
+
+	"github.com/pwsd/pwsd/internal/checks"
 )
 
 // SampleSizeBound returns m(delta1..delta4) = max{m1, m2, m3} of Section 3.2
@@ -57,16 +59,16 @@ func OptimalSampleSize(alg Algorithm, eps, alpha, beta float64) (float64, error)
 func optimalSampleSize(alg Algorithm, eps, alpha, beta float64) (float64, [4]float64, error) {
 	var deltas [4]float64
 	if alg != AlgorithmDwork && alg != AlgorithmOptBern && alg != AlgorithmPPDS {
-		return 0, deltas, paramErr("algorithm", "must be dwork, optbern or ppds")
+		return 0, deltas, checks.Errorf("algorithm", "must be dwork, optbern or ppds")
 	}
 	if !(eps > 0) || math.IsInf(eps, 0) {
-		return 0, deltas, paramErr("epsilon", "must be a finite number greater than 0")
+		return 0, deltas, checks.Errorf("epsilon", "must be a finite number greater than 0")
 	}
 	if !(alpha > 0 && alpha < 1) {
-		return 0, deltas, paramErr("accuracy.alpha", "must be greater than 0 and less than 1")
+		return 0, deltas, checks.Errorf("accuracy.alpha", "must be greater than 0 and less than 1")
 	}
 	if !(beta > 0 && beta < 1) {
-		return 0, deltas, paramErr("accuracy.beta", "must be greater than 0 and less than 1")
+		return 0, deltas, checks.Errorf("accuracy.beta", "must be greater than 0 and less than 1")
 	}
 	obj := func(z []float64) float64 {
 		d1, d2, d3, d4 := sampleSizeDeltas(z)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
@@ -75,7 +76,7 @@ func plotFrequencies(n int64) []int64 {
 
 func checkCurveN(n int64) error {
 	if n < 1 || n > MaxCurveFrequency {
-		return &FieldError{Field: "max_frequency", Message: "must be an integer from 1 to " + strconv.Itoa(MaxCurveFrequency)}
+		return &checks.FieldError{Field: "max_frequency", Reason: "must be an integer from 1 to " + strconv.Itoa(MaxCurveFrequency)}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/estimate"
 )
 
@@ -25,10 +26,10 @@ const (
 // work is O(D log n) for D distinct frequencies.
 func Zipf(alpha float64, n int64) ([]estimate.FrequencyCount, error) {
 	if !(alpha > 0) || alpha > MaxZipfAlpha {
-		return nil, &FieldError{Field: "alpha", Message: "must be greater than 0 and at most 4"}
+		return nil, &checks.FieldError{Field: "alpha", Reason: "must be greater than 0 and at most 4"}
 	}
 	if n < 1 || n > MaxKeys {
-		return nil, &FieldError{Field: "n", Message: "must be an integer from 1 to 10000000"}
+		return nil, &checks.FieldError{Field: "n", Reason: "must be an integer from 1 to 10000000"}
 	}
 	fn := float64(n)
 	w := func(r int64) int64 { return int64(math.Floor(math.Pow(fn/float64(r), alpha))) }
@@ -50,11 +51,11 @@ func Zipf(alpha float64, n int64) ([]estimate.FrequencyCount, error) {
 func Uniform(a, b, n int64) ([]estimate.FrequencyCount, error) {
 	switch {
 	case a < 1 || a > MaxUniformFrequency:
-		return nil, &FieldError{Field: "a", Message: "must be an integer from 1 to 131072"}
+		return nil, &checks.FieldError{Field: "a", Reason: "must be an integer from 1 to 131072"}
 	case b < a || b > MaxUniformFrequency:
-		return nil, &FieldError{Field: "b", Message: "must be an integer from a to 131072"}
+		return nil, &checks.FieldError{Field: "b", Reason: "must be an integer from a to 131072"}
 	case n < 1 || n > MaxKeys:
-		return nil, &FieldError{Field: "n", Message: "must be an integer from 1 to 10000000"}
+		return nil, &checks.FieldError{Field: "n", Reason: "must be an integer from 1 to 10000000"}
 	}
 	per := float64(n) / float64(b-a+1)
 	out := make([]estimate.FrequencyCount, 0, b-a+1)

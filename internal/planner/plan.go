@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
@@ -127,41 +128,41 @@ type plan struct {
 
 // validate checks every field and collects all errors.
 func (r PlanRequest) validate() (*plan, error) {
-	ve := &ValidationError{}
+	var ve checks.Errors
 	pl := &plan{}
 	var err error
 	if pl.privacy, err = sanitize.NewPrivacy(r.Epsilon, r.Delta); err != nil {
-		ve.addErr("epsilon", err)
+		addErr(&ve, "epsilon", err)
 	} else if l := sanitize.L(pl.privacy); l > MaxPlanL {
-		ve.add("epsilon", fmt.Sprintf("gives L(epsilon, delta) = %.0f with this delta; the planner handles L up to %d (raise epsilon or delta)", l, MaxPlanL))
+		ve.Add("epsilon", fmt.Sprintf("gives L(epsilon, delta) = %.0f with this delta; the planner handles L up to %d (raise epsilon or delta)", l, MaxPlanL))
 	}
 	scheme := sanitize.Scheme(r.Scheme)
 	if scheme == "" {
 		scheme = sanitize.SchemeNone
 	}
 	if pl.sampling, err = sanitize.NewSampling(scheme, r.Threshold, r.Power, r.Probabilities); err != nil {
-		ve.addErr("scheme", err)
+		addErr(&ve, "scheme", err)
 	}
 	pl.method = sanitize.Method(r.Method)
 	if pl.method == "" {
 		pl.method = sanitize.MethodMaxSeparation
 	}
 	if pl.method.Validate() != nil {
-		ve.add("method", "must be discrete or max_separation")
+		ve.Add("method", "must be discrete or max_separation")
 	}
 	gs := r.G
 	if gs == "" {
 		gs = "identity"
 	}
 	if pl.g, err = estimate.ParseG(gs); err != nil {
-		ve.add("g", "must be identity, count, power:P or cap:T")
+		ve.Add("g", "must be identity, count, power:P or cap:T")
 	}
 	es := r.Estimator
 	if es == "" {
 		es = string(estimate.MLE)
 	}
 	if pl.estimator, err = estimate.ParseEstimator(es); err != nil {
-		ve.add("estimator", "must be mle, biased_down or unbiased")
+		ve.Add("estimator", "must be mle, biased_down or unbiased")
 	}
 	switch r.Distribution {
 	case "zipf":
@@ -171,14 +172,14 @@ func (r PlanRequest) validate() (*plan, error) {
 		}
 		switch {
 		case n < 1 || n > MaxZipfKeys:
-			ve.add("n", "must be an integer from 1 to "+strconv.Itoa(MaxZipfKeys))
+			ve.Add("n", "must be an integer from 1 to "+strconv.Itoa(MaxZipfKeys))
 		case !(r.Alpha > 0) || r.Alpha > MaxZipfAlpha:
-			ve.add("alpha", "must be greater than 0 and at most 4")
+			ve.Add("alpha", "must be greater than 0 and at most 4")
 		case r.Alpha*math.Log2(float64(n)) > 53:
-			ve.add("alpha", "must keep the largest frequency n^alpha at most 2^53")
+			ve.Add("alpha", "must keep the largest frequency n^alpha at most 2^53")
 		default:
 			if pl.dist, err = Zipf(r.Alpha, n); err != nil {
-				ve.addErr("alpha", err)
+				addErr(&ve, "alpha", err)
 			}
 			pl.distName = fmt.Sprintf("Zipf α=%s on %d keys", fmtNum(r.Alpha), n)
 		}
@@ -188,11 +189,11 @@ func (r PlanRequest) validate() (*plan, error) {
 			n = r.B - r.A + 1
 		}
 		if pl.dist, err = Uniform(r.A, r.B, n); err != nil {
-			ve.addErr("a", err)
+			addErr(&ve, "a", err)
 		}
 		pl.distName = fmt.Sprintf("uniform [%d, %d], %d keys", r.A, r.B, n)
 	default:
-		ve.add("distribution", "must be zipf or uniform")
+		ve.Add("distribution", "must be zipf or uniform")
 	}
 	if r.Sweep {
 		pl.sweepSch = pl.sampling.Scheme
@@ -200,7 +201,7 @@ func (r PlanRequest) validate() (*plan, error) {
 		case sanitize.SchemeNone:
 			pl.sweepSch = sanitize.SchemePriority
 		case sanitize.SchemeCustom:
-			ve.add("scheme", "a threshold sweep needs scheme ppswor, priority or none")
+			ve.Add("scheme", "a threshold sweep needs scheme ppswor, priority or none")
 		}
 		from, to, pts := r.SweepFrom, r.SweepTo, r.SweepPoints
 		if from == 0 {
@@ -214,18 +215,18 @@ func (r PlanRequest) validate() (*plan, error) {
 		}
 		switch {
 		case !(from > 0) || math.IsInf(from, 0):
-			ve.add("sweep_from", "must be a finite number greater than 0")
+			ve.Add("sweep_from", "must be a finite number greater than 0")
 		case !(to > from) || to > 1e6:
-			ve.add("sweep_to", "must be greater than sweep_from and at most 1e6")
+			ve.Add("sweep_to", "must be greater than sweep_from and at most 1e6")
 		case pts < 2 || pts > MaxSweepPoints:
-			ve.add("sweep_points", "must be an integer from 2 to "+strconv.Itoa(MaxSweepPoints))
+			ve.Add("sweep_points", "must be an integer from 2 to "+strconv.Itoa(MaxSweepPoints))
 		default:
 			for k := 0; k < pts; k++ {
 				pl.sweep = append(pl.sweep, from*math.Pow(to/from, float64(k)/float64(pts-1)))
 			}
 		}
 	}
-	if len(ve.Fields) > 0 {
+	if len(ve) > 0 {
 		return nil, ve
 	}
 	if pl.keys, pl.maxFreq, err = distStats(pl.dist); err != nil {

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
@@ -233,7 +234,7 @@ func TestFigure5Gains(t *testing.T) {
 }
 
 // TestPlanValidation checks that every invalid field is reported, by its
-// JSON name, in one *ValidationError, before any work.
+// JSON name, in one checks.Errors, before any work.
 func TestPlanValidation(t *testing.T) {
 	ok := PlanRequest{Epsilon: 0.5, Delta: 1e-6, Scheme: "ppswor", Threshold: 0.1, Distribution: "zipf", Alpha: 1, N: 100}
 	cases := []struct {
@@ -269,12 +270,12 @@ func TestPlanValidation(t *testing.T) {
 			r := ok
 			c.mut(&r)
 			_, err := Plan(context.Background(), r)
-			var ve *ValidationError
+			var ve checks.Errors
 			if !errors.As(err, &ve) {
-				t.Fatalf("error %v is not a *ValidationError", err)
+				t.Fatalf("error %v is not a checks.Errors", err)
 			}
 			var got []string
-			for _, f := range ve.Fields {
+			for _, f := range ve {
 				got = append(got, f.Field)
 			}
 			if !slices.Equal(got, c.fields) {
@@ -329,8 +330,8 @@ func TestParsePlanQuery(t *testing.T) {
 	}
 	bad := map[string]string{"epsilon": "x", "n": "1.5", "probabilities": "0.1,y"}
 	_, err = ParsePlanQuery(func(k string) string { return bad[k] })
-	var ve *ValidationError
-	if !errors.As(err, &ve) || len(ve.Fields) != 3 || ve.Fields[0].Field != "epsilon" || ve.Fields[1].Field != "n" || ve.Fields[2].Field != "probabilities[1]" {
+	var ve checks.Errors
+	if !errors.As(err, &ve) || len(ve) != 3 || ve[0].Field != "epsilon" || ve[1].Field != "n" || ve[2].Field != "probabilities[1]" {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -3,6 +3,8 @@ package planner
 import (
 	"strconv"
 	"strings"
+
+	"github.com/pwsd/pwsd/internal/checks"
 )
 
 // ParsePlanQuery reads a PlanRequest from flat query parameters named as
@@ -13,7 +15,7 @@ import (
 // parameter that is not a number yields a *ValidationError naming it. Sweep
 // is left false: the caller sets it for the NRMSE plot.
 func ParsePlanQuery(get func(name string) string) (PlanRequest, error) {
-	ve := &ValidationError{}
+	var ve checks.Errors
 	float := func(name string) float64 {
 		s := strings.TrimSpace(get(name))
 		if s == "" {
@@ -21,7 +23,7 @@ func ParsePlanQuery(get func(name string) string) (PlanRequest, error) {
 		}
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil {
-			ve.add(name, "must be a number")
+			ve.Add(name, "must be a number")
 		}
 		return v
 	}
@@ -32,7 +34,7 @@ func ParsePlanQuery(get func(name string) string) (PlanRequest, error) {
 		}
 		v, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			ve.add(name, "must be an integer")
+			ve.Add(name, "must be an integer")
 		}
 		return v
 	}
@@ -58,13 +60,13 @@ func ParsePlanQuery(get func(name string) string) (PlanRequest, error) {
 		for j, part := range strings.Split(s, ",") {
 			v, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
 			if err != nil {
-				ve.add("probabilities["+strconv.Itoa(j)+"]", "must be a number")
+				ve.Add("probabilities["+strconv.Itoa(j)+"]", "must be a number")
 				continue
 			}
 			r.Probabilities = append(r.Probabilities, v)
 		}
 	}
-	if len(ve.Fields) > 0 {
+	if len(ve) > 0 {
 		return PlanRequest{}, ve
 	}
 	return r, nil

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/pwsd/pwsd/internal/checks"
 )
 
 // Privacy is an (epsilon, delta) differential-privacy guarantee. Construct it
@@ -23,19 +25,11 @@ func NewPrivacy(epsilon, delta float64) (Privacy, error) {
 
 // Validate reports whether p is a usable guarantee.
 func (p Privacy) Validate() error {
-	if !(p.Epsilon > 0) || math.IsInf(p.Epsilon, 0) {
-		return &ParamError{Field: "epsilon", Msg: "must be a finite number greater than 0"}
+	if err := checks.Positive("epsilon", p.Epsilon); err != nil {
+		return err
 	}
-	if !(p.Delta > 0) || p.Delta > 1 {
-		return &ParamError{Field: "delta", Msg: "must be greater than 0 and at most 1"}
-	}
-	return nil
+	return checks.Probability("delta", p.Delta)
 }
-
-// minNormal is the smallest normal float64. Subnormal thresholds and
-// probabilities lose precision in every product the sanitizer forms, so
-// they are refused.
-const minNormal = 0x1p-1022
 
 // Scheme names how the client drew its non-private sample.
 type Scheme string
@@ -71,35 +65,32 @@ func NewSampling(scheme Scheme, threshold, power float64, probabilities []float6
 func (s Sampling) Validate() error {
 	switch s.Scheme {
 	case SchemePPSWOR, SchemePriority:
-		if !(s.Threshold > 0) || math.IsInf(s.Threshold, 0) {
-			return &ParamError{Field: "threshold", Msg: "must be a finite number greater than 0"}
+		// Subnormal thresholds lose precision in every product the
+		// sanitizer forms, so they are refused.
+		if err := checks.NormalPositive("threshold", s.Threshold); err != nil {
+			return err
 		}
-		if s.Threshold < minNormal {
-			return &ParamError{Field: "threshold", Msg: "must be at least 2.2250738585072014e-308, the smallest normal float64"}
-		}
-		if !(s.Power > 0) || math.IsInf(s.Power, 0) {
-			return &ParamError{Field: "power", Msg: "must be a finite number greater than 0"}
+		if err := checks.Positive("power", s.Power); err != nil {
+			return err
 		}
 	case SchemeNone:
 	case SchemeCustom:
 		if len(s.Probabilities) == 0 {
-			return &ParamError{Field: "probabilities", Msg: "must list at least one probability"}
+			return &checks.FieldError{Field: "probabilities", Reason: "must list at least one probability"}
 		}
 		prev := 0.0
 		for i, q := range s.Probabilities {
-			if !(q > 0) || q > 1 {
-				return &ParamError{Field: fmt.Sprintf("probabilities[%d]", i), Msg: "must be greater than 0 and at most 1"}
-			}
-			if q < minNormal {
-				return &ParamError{Field: fmt.Sprintf("probabilities[%d]", i), Msg: "must be at least 2.2250738585072014e-308, the smallest normal float64"}
+			field := fmt.Sprintf("probabilities[%d]", i)
+			if err := checks.NormalProbability(field, q); err != nil {
+				return err
 			}
 			if q < prev {
-				return &ParamError{Field: fmt.Sprintf("probabilities[%d]", i), Msg: "must not be smaller than the previous probability"}
+				return &checks.FieldError{Field: field, Reason: "must not be smaller than the previous probability"}
 			}
 			prev = q
 		}
 	default:
-		return &ParamError{Field: "scheme", Msg: "must be one of ppswor, priority, none, custom"}
+		return &checks.FieldError{Field: "scheme", Reason: "must be one of ppswor, priority, none, custom"}
 	}
 	return nil
 }
@@ -137,18 +128,10 @@ const (
 // Validate reports whether m names a known method.
 func (m Method) Validate() error {
 	if m != MethodDiscrete && m != MethodMaxSeparation {
-		return &ParamError{Field: "method", Msg: "must be discrete or max_separation"}
+		return &checks.FieldError{Field: "method", Reason: "must be discrete or max_separation"}
 	}
 	return nil
 }
-
-// ParamError is a parameter validation failure naming the offending field.
-type ParamError struct {
-	Field string // parameter name as clients spell it, e.g. "epsilon"
-	Msg   string
-}
-
-func (e *ParamError) Error() string { return e.Field + " " + e.Msg }
 
 // canonFloat renders f so that equal parameters always give one key:
 // shortest round-trip formatting of the float64 value.

@@ -5,6 +5,8 @@ import (
 	"math"
 	"sync"
 	"testing"
+
+	"github.com/pwsd/pwsd/internal/checks"
 )
 
 // explicitRows computes rows 1..n one after the other without the
@@ -125,7 +127,7 @@ func TestTableRejectsBadInput(t *testing.T) {
 	if _, err := NewTable(mustPrivacy(t, 1, 1e-6), Sampling{Scheme: SchemeNone}, "bogus"); err == nil {
 		t.Error("invalid method accepted")
 	}
-	var pe *ParamError
+	var pe *checks.FieldError
 	if _, err := NewTable(mustPrivacy(t, 1, 1e-6), Sampling{Scheme: SchemePPSWOR}, MethodDiscrete); !errors.As(err, &pe) || pe.Field != "threshold" {
 		t.Errorf("missing threshold: %v", err)
 	}

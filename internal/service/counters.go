@@ -59,7 +59,7 @@ type CounterOutputs struct {
 func (s *Service) CreateCounter(ctx context.Context, cfg panprivate.CounterConfig) (Counter, error) {
 	c, err := panprivate.NewCounter(cfg, s.noise, s.newRand())
 	if err != nil {
-		return Counter{}, panprivateErr(err)
+		return Counter{}, err
 	}
 	state, err := c.MarshalBinary()
 	if err != nil {
@@ -118,7 +118,7 @@ func (s *Service) CounterSteps(ctx context.Context, id string, bits []int) (Coun
 			return nil, fieldErr("bits", "would take the counter past its horizon of %d steps (%d taken)", st.Horizon, st.Steps)
 		}
 		if outputs.Raw, err = panprivate.CounterSteps(c, bits); err != nil {
-			return nil, panprivateErr(err)
+			return nil, err
 		}
 		cr, err := counterRecordOf(rec)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
 	"github.com/pwsd/pwsd/internal/store"
@@ -69,8 +70,7 @@ func (s *Service) sampleTableMargin(ctx context.Context, smp *Sample, g estimate
 		maxValue += margin
 	}
 	et, err := s.estimatorTable(ctx, t, estimate.Spec{MaxFrequency: estimatorSize(t, maxValue), G: g, Estimator: e})
-	var fe *FieldError
-	if err != nil && g.Kind == estimate.GPower && !errors.As(err, &fe) {
+	if _, isField := checks.Fields(err); err != nil && g.Kind == estimate.GPower && !isField {
 		// Only powers overflow float64 (w^P / pi_w): a property of the
 		// parameters, answered as a 422 naming g, never a 500.
 		return nil, fieldErr("g", "%s overflows floating point for the frequencies in this sample; use a smaller power", g)

@@ -2,8 +2,6 @@ package service
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/pwsd/pwsd/internal/estimate"
@@ -11,35 +9,13 @@ import (
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
 
-// ValidationError lists several invalid inputs at once (422).
-type ValidationError struct{ Fields []FieldError }
-
-func (e *ValidationError) Error() string { return fmt.Sprintf("%d invalid fields", len(e.Fields)) }
-
-// plannerErr maps the planner's validation errors to service errors.
-func plannerErr(err error) error {
-	var ve *planner.ValidationError
-	var fe *planner.FieldError
-	switch {
-	case errors.As(err, &ve):
-		out := &ValidationError{}
-		for _, f := range ve.Fields {
-			out.Fields = append(out.Fields, FieldError{Field: f.Field, Msg: f.Message})
-		}
-		return out
-	case errors.As(err, &fe):
-		return &FieldError{Field: fe.Field, Msg: fe.Message}
-	}
-	return err
-}
-
 // ReportingBaseline returns the sampled-SbH reporting probabilities
 // phi_1..phi_n (Appendix G), cached.
 func (s *Service) ReportingBaseline(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, n int64) ([]float64, error) {
 	key := sanitize.Key("sbh-reporting", p, smp, "") + "|n=" + strconv.FormatInt(n, 10)
 	return cached(ctx, s, key, func() ([]float64, error) {
 		phi, err := planner.SbHReporting(p, smp, n)
-		return phi, plannerErr(err)
+		return phi, err
 	})
 }
 
@@ -48,7 +24,7 @@ func (s *Service) EstimatorBaseline(ctx context.Context, p sanitize.Privacy, smp
 	key := sanitize.Key("sbh-estimators", p, smp, "") + "|g=" + g.String() + "|n=" + strconv.FormatInt(n, 10)
 	return cached(ctx, s, key, func() ([]estimate.FrequencyStats, error) {
 		rows, err := planner.SbHEstimatorRows(p, smp, g, n)
-		return rows, plannerErr(err)
+		return rows, err
 	})
 }
 
@@ -60,7 +36,7 @@ func (s *Service) PlotReporting(ctx context.Context, p sanitize.Privacy, smp san
 	}
 	d, err := planner.ReportingFrom(p, smp, rep.Pi, baseline)
 	if err != nil {
-		return nil, plannerErr(err)
+		return nil, err
 	}
 	return planner.PlotReporting(d)
 }
@@ -86,7 +62,7 @@ func (s *Service) PlotEstimator(ctx context.Context, kind PlotKind, p sanitize.P
 	}
 	d, err := planner.EstimatorsFrom(et, p, smp, m, baseline)
 	if err != nil {
-		return nil, plannerErr(err)
+		return nil, err
 	}
 	if kind == PlotBias {
 		return planner.PlotBias(d)
@@ -99,7 +75,7 @@ func (s *Service) PlotEstimator(ctx context.Context, kind PlotKind, p sanitize.P
 func (s *Service) Plan(ctx context.Context, req planner.PlanRequest) (*planner.PlanResult, error) {
 	res, err := planner.Plan(ctx, req)
 	if err != nil {
-		return nil, plannerErr(err)
+		return nil, err
 	}
 	return res, nil
 }

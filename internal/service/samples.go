@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
 	"github.com/pwsd/pwsd/internal/store"
@@ -58,22 +59,12 @@ func NewSampleSpec(dataset string, p sanitize.Privacy, s sanitize.Sampling, rele
 		return SampleSpec{}, fieldErr("method", "must be discrete or max_separation")
 	}
 	if err := p.Validate(); err != nil {
-		return SampleSpec{}, paramFieldErr("privacy", err)
+		return SampleSpec{}, checks.Prefix("privacy", err)
 	}
 	if err := s.Validate(); err != nil {
-		return SampleSpec{}, paramFieldErr("sampling", err)
+		return SampleSpec{}, checks.Prefix("sampling", err)
 	}
 	return SampleSpec{Dataset: dataset, Privacy: p, Sampling: s, Release: release, Method: method}, nil
-}
-
-// paramFieldErr prefixes a sanitize.ParamError's field with the JSON object
-// holding it.
-func paramFieldErr(prefix string, err error) error {
-	var pe *sanitize.ParamError
-	if errors.As(err, &pe) {
-		return &FieldError{Field: prefix + "." + pe.Field, Msg: pe.Msg}
-	}
-	return &FieldError{Field: prefix, Msg: "is not valid"}
 }
 
 // Sample is a stored sanitized sample.
@@ -94,7 +85,7 @@ type Sample struct {
 // ElementSource yields the raw elements of a sample one at a time; it returns
 // io.EOF after the last. The key it returns need only stay valid until its
 // next call (it may alias the source's line buffer): CreateSample copies
-// the keys it keeps (reported ones only). Errors it returns (e.g. *FieldError for a malformed
+// the keys it keeps (reported ones only). Errors it returns (e.g. a *checks.FieldError for a malformed
 // element) abort the release. Raw elements never leave the service's memory.
 type ElementSource func() (key string, frequency int64, err error)
 

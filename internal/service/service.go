@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/dprand"
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/lru"
@@ -119,7 +120,8 @@ func New(cfg Config) (*Service, error) {
 // Ready reports whether the store is reachable and migrated.
 func (s *Service) Ready(ctx context.Context) error { return s.store.Ready(ctx) }
 
-// Errors the API maps to statuses. FieldError and LimitError carry no
+// Errors the API maps to statuses (with *checks.FieldError, 422). Field
+// errors and LimitError carry no
 // request data in their messages.
 var (
 	// ErrNotFound: the named resource does not exist (404).
@@ -165,22 +167,14 @@ func notFoundAs(err error, kind, name string) error {
 	return err
 }
 
-// FieldError is a semantically invalid input naming its JSON field (422).
-type FieldError struct {
-	Field string
-	Msg   string
-}
-
-func (e *FieldError) Error() string { return e.Field + " " + e.Msg }
-
 // LimitError is an input over a configured size limit (413).
 type LimitError struct{ Msg string }
 
 func (e *LimitError) Error() string { return e.Msg }
 
-// fieldErr builds a *FieldError.
+// fieldErr builds a *checks.FieldError naming a request field (422).
 func fieldErr(field, format string, args ...any) error {
-	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
+	return checks.Errorf(field, format, args...)
 }
 
 // storeErr maps store errors to service errors, keeping others wrapped.

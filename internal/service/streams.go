@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/panprivate"
 	"github.com/pwsd/pwsd/internal/store"
 )
@@ -74,7 +75,7 @@ func (s *Service) CreateStream(ctx context.Context, spec StreamSpec) (Stream, er
 		dc := panprivate.ContinualDensityConfig{Epsilon: e.Epsilon, UniverseSize: e.UniverseSize, SampleSize: e.SampleSize, Horizon: spec.Horizon, Counter: spec.Counter}
 		cd, err := panprivate.NewContinualDensity(dc, s.noise, rng)
 		if err != nil {
-			return Stream{}, panprivateErr(err)
+			return Stream{}, err
 		}
 		resolved := cd.Config()
 		cfg.Density = &resolved
@@ -87,7 +88,7 @@ func (s *Service) CreateStream(ctx context.Context, spec StreamSpec) (Stream, er
 		}
 		est, err := panprivate.New(spec.Estimator, rng)
 		if err != nil {
-			return Stream{}, panprivateErr(err)
+			return Stream{}, err
 		}
 		resolved := est.Config()
 		cfg.Estimator = &resolved
@@ -112,15 +113,6 @@ func (s *Service) CreateStream(ctx context.Context, spec StreamSpec) (Stream, er
 		return Stream{}, storeErr(err, "creating stream")
 	}
 	return s.streamView(rec)
-}
-
-// panprivateErr maps a panprivate parameter error to a FieldError.
-func panprivateErr(err error) error {
-	var pe *panprivate.ParamError
-	if errors.As(err, &pe) {
-		return &FieldError{Field: pe.Field, Msg: pe.Msg}
-	}
-	return err
 }
 
 // streamView decodes a record into the public view.
@@ -198,7 +190,7 @@ func (s *Service) ApplyEvents(ctx context.Context, id string, events []panprivat
 				return nil, fmt.Errorf("decoding stream state: %w", err)
 			}
 			if err := est.Apply(events); err != nil {
-				return nil, panprivateErr(err)
+				return nil, err
 			}
 			if state, err = est.MarshalBinary(); err != nil {
 				return nil, fmt.Errorf("encoding stream state: %w", err)
@@ -226,9 +218,8 @@ func applyContinual(cd *panprivate.ContinualDensity, events []panprivate.Event) 
 			_, err = cd.Apply(id, e.Delete)
 		}
 		if err != nil {
-			var pe *panprivate.ParamError
-			if errors.As(err, &pe) {
-				return &FieldError{Field: fmt.Sprintf("events[%d].%s", i, pe.Field), Msg: pe.Msg}
+			if _, ok := checks.Fields(err); ok {
+				return checks.Prefix(fmt.Sprintf("events[%d]", i), err)
 			}
 			return fmt.Errorf("applying event %d: %w", i, err)
 		}

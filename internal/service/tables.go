@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"strconv"
 
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
@@ -299,7 +300,7 @@ func estimateErr(err error) error {
 	case errors.Is(err, estimate.ErrOutOfRange):
 		return fieldErr("estimator", "this estimator cannot be extended to values this large for these parameters; use mle")
 	case errors.Is(err, estimate.ErrNotFinite):
-		return fmt.Errorf("%w: %w", &FieldError{Field: "estimator", Msg: "gives estimates that are not finite for these parameters (the unbiased system is ill-conditioned); use biased_down or mle"}, err)
+		return fmt.Errorf("%w: %w", &checks.FieldError{Field: "estimator", Reason: "gives estimates that are not finite for these parameters (the unbiased system is ill-conditioned); use biased_down or mle"}, err)
 	}
 	return fmt.Errorf("estimating: %w", err)
 }

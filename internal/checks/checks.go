@@ -1,0 +1,207 @@
+// Package checks holds pwsd's one field-error type and the small validators
+// every domain constructor calls (in the manner of the checks package of
+// Google's differential-privacy library).
+//
+// A FieldError names the domain parameter at fault by its domain name
+// ("epsilon", "probabilities[2]", "events[3].user"); the HTTP layer maps that
+// name to the field or query parameter as the client wrote it (Prefix adds
+// the JSON object holding the parameter, e.g. "privacy.epsilon"). Reasons
+// say what is wrong in words and never quote the value: values may be
+// private data.
+package checks
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// FieldError is one invalid parameter.
+type FieldError struct {
+	// Field is the parameter's domain name, e.g. "epsilon" or
+	// "probabilities[2]".
+	Field string
+	// Reason says what is wrong, e.g. "must be greater than 0".
+	Reason string
+}
+
+// Error returns "field reason".
+func (e *FieldError) Error() string { return e.Field + " " + e.Reason }
+
+// Errorf returns a *FieldError for field with a formatted reason.
+func Errorf(field, format string, args ...any) error {
+	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Errors lists several invalid parameters of one request, so that one
+// answer names all of them. Build it with Add and AddErr and return Err.
+type Errors []FieldError
+
+// Error joins the field errors.
+func (es Errors) Error() string {
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = e.Field + " " + e.Reason
+	}
+	return "invalid parameters: " + strings.Join(parts, "; ")
+}
+
+// Add records that field is invalid for reason.
+func (es *Errors) Add(field, reason string) {
+	*es = append(*es, FieldError{Field: field, Reason: reason})
+}
+
+// AddErr records err: its field errors when it holds any (see Fields), else
+// err's text under field. A nil err adds nothing.
+func (es *Errors) AddErr(field string, err error) {
+	if err == nil {
+		return
+	}
+	if fs, ok := Fields(err); ok {
+		*es = append(*es, fs...)
+		return
+	}
+	es.Add(field, err.Error())
+}
+
+// Err returns es as an error, or nil when it is empty.
+func (es Errors) Err() error {
+	if len(es) == 0 {
+		return nil
+	}
+	return es
+}
+
+// Fields returns the field errors err holds (a *FieldError or an Errors,
+// possibly wrapped) and whether it holds any.
+func Fields(err error) ([]FieldError, bool) {
+	var fe *FieldError
+	var es Errors
+	switch {
+	case err == nil:
+		return nil, false
+	case errors.As(err, &fe):
+		return []FieldError{*fe}, true
+	case errors.As(err, &es) && len(es) > 0:
+		return es, true
+	}
+	return nil, false
+}
+
+// Prefix returns err with prefix and a dot put before each field name (the
+// JSON object holding the parameters: Prefix("privacy", err) turns
+// "epsilon" into "privacy.epsilon"). Errors holding no field error, and an
+// empty prefix, return err unchanged.
+func Prefix(prefix string, err error) error {
+	fs, ok := Fields(err)
+	if !ok || prefix == "" {
+		return err
+	}
+	out := make(Errors, len(fs))
+	for i, f := range fs {
+		out[i] = FieldError{Field: prefix + "." + f.Field, Reason: f.Reason}
+	}
+	if len(out) == 1 {
+		return &out[0]
+	}
+	return out
+}
+
+// MinNormal is the smallest normal float64. Subnormal thresholds and
+// probabilities lose precision in every product the sanitizer forms, so
+// NormalPositive and NormalProbability refuse them.
+const MinNormal = 0x1p-1022
+
+// Finite checks that v is a finite number.
+func Finite(field string, v float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return &FieldError{Field: field, Reason: "must be a finite number"}
+	}
+	return nil
+}
+
+// Positive checks that v is a finite number greater than 0.
+func Positive(field string, v float64) error {
+	if !(v > 0) || math.IsInf(v, 0) {
+		return &FieldError{Field: field, Reason: "must be a finite number greater than 0"}
+	}
+	return nil
+}
+
+// NormalPositive checks that v is finite, greater than 0 and not subnormal.
+func NormalPositive(field string, v float64) error {
+	if err := Positive(field, v); err != nil {
+		return err
+	}
+	if v < MinNormal {
+		return &FieldError{Field: field, Reason: "must be at least 2.2250738585072014e-308, the smallest normal float64"}
+	}
+	return nil
+}
+
+// Probability checks that 0 < v <= 1.
+func Probability(field string, v float64) error {
+	if !(v > 0) || v > 1 {
+		return &FieldError{Field: field, Reason: "must be greater than 0 and at most 1"}
+	}
+	return nil
+}
+
+// NormalProbability checks that 0 < v <= 1 and that v is not subnormal.
+func NormalProbability(field string, v float64) error {
+	if err := Probability(field, v); err != nil {
+		return err
+	}
+	if v < MinNormal {
+		return &FieldError{Field: field, Reason: "must be at least 2.2250738585072014e-308, the smallest normal float64"}
+	}
+	return nil
+}
+
+// OpenUnit checks that 0 < v < 1.
+func OpenUnit(field string, v float64) error {
+	if !(v > 0) || !(v < 1) {
+		return &FieldError{Field: field, Reason: "must be greater than 0 and less than 1"}
+	}
+	return nil
+}
+
+// Range checks that lo <= v <= hi (so v is not NaN).
+func Range(field string, v, lo, hi float64) error {
+	if !(v >= lo && v <= hi) {
+		return &FieldError{Field: field, Reason: fmt.Sprintf("must be a number from %g to %g", lo, hi)}
+	}
+	return nil
+}
+
+// IntRange checks that the integer n lies in [lo, hi].
+func IntRange(field string, n, lo, hi int64) error {
+	if n < lo || n > hi {
+		return &FieldError{Field: field, Reason: fmt.Sprintf("must be an integer from %d to %d", lo, hi)}
+	}
+	return nil
+}
+
+// Integral checks that v is a whole number of magnitude at most 2^53 (so
+// that it converts to int64 exactly).
+func Integral(field string, v float64) error {
+	if v != math.Trunc(v) || math.Abs(v) > 1<<53 {
+		return &FieldError{Field: field, Reason: "must be an integer of magnitude at most 2^53"}
+	}
+	return nil
+}
+
+// OneOf checks that v is one of allowed; the reason lists them.
+func OneOf[T ~string](field string, v T, allowed ...T) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		names[i] = string(a)
+	}
+	return &FieldError{Field: field, Reason: "must be one of " + strings.Join(names, ", ")}
+}
