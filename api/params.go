@@ -7,16 +7,16 @@ import (
 
 // PrivacyParams is the (epsilon, delta) guarantee of a release.
 type PrivacyParams struct {
-	Epsilon *float64 `json:"epsilon" validate:"required,gt=0" example:"0.5"`
-	Delta   *float64 `json:"delta" validate:"required,gt=0,lte=1" example:"0.000001"`
+	Epsilon *float64 `json:"epsilon" validate:"required" minimum:"0" example:"0.5"`
+	Delta   *float64 `json:"delta" validate:"required" minimum:"0" maximum:"1" example:"0.000001"`
 }
 
 // SamplingParams describes how the client drew its non-private sample.
 type SamplingParams struct {
 	Scheme        string    `json:"scheme" validate:"required,oneof=ppswor priority none custom" enums:"ppswor,priority,none,custom"`
-	Threshold     *float64  `json:"threshold,omitempty" validate:"omitempty,gt=0" example:"0.01"`
-	Power         *float64  `json:"power,omitempty" validate:"omitempty,gt=0" example:"1"`
-	Probabilities []float64 `json:"probabilities,omitempty" validate:"omitempty,dive,gt=0,lte=1"`
+	Threshold     *float64  `json:"threshold,omitempty" minimum:"0" example:"0.01"`
+	Power         *float64  `json:"power,omitempty" minimum:"0" example:"1"`
+	Probabilities []float64 `json:"probabilities,omitempty"`
 }
 
 // privacy converts validated DTO fields to the domain type.

@@ -23,12 +23,13 @@ func NewPrivacy(epsilon, delta float64) (Privacy, error) {
 	return p, p.Validate()
 }
 
-// Validate reports whether p is a usable guarantee.
+// Validate reports whether p is a usable guarantee; the error names every
+// invalid field (checks.Errors).
 func (p Privacy) Validate() error {
-	if err := checks.Positive("epsilon", p.Epsilon); err != nil {
-		return err
-	}
-	return checks.Probability("delta", p.Delta)
+	var es checks.Errors
+	es.AddErr("epsilon", checks.Positive("epsilon", p.Epsilon))
+	es.AddErr("delta", checks.Probability("delta", p.Delta))
+	return es.Err()
 }
 
 // Scheme names how the client drew its non-private sample.
@@ -67,12 +68,10 @@ func (s Sampling) Validate() error {
 	case SchemePPSWOR, SchemePriority:
 		// Subnormal thresholds lose precision in every product the
 		// sanitizer forms, so they are refused.
-		if err := checks.NormalPositive("threshold", s.Threshold); err != nil {
-			return err
-		}
-		if err := checks.Positive("power", s.Power); err != nil {
-			return err
-		}
+		var es checks.Errors
+		es.AddErr("threshold", checks.NormalPositive("threshold", s.Threshold))
+		es.AddErr("power", checks.Positive("power", s.Power))
+		return es.Err()
 	case SchemeNone:
 	case SchemeCustom:
 		if len(s.Probabilities) == 0 {

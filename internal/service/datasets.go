@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"time"
 
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/store"
 )
 
@@ -30,14 +30,17 @@ const MaxEpsilonBudget = 1e6
 // CreateDataset creates a dataset with a budget; epsilon_budget > 0 and
 // 0 <= delta_budget <= 1.
 func (s *Service) CreateDataset(ctx context.Context, name string, eps, delta float64) (Dataset, error) {
-	if !(eps > 0) || math.IsInf(eps, 0) {
-		return Dataset{}, fieldErr("epsilon_budget", "must be a finite number greater than 0")
-	}
-	if eps > MaxEpsilonBudget {
-		return Dataset{}, fieldErr("epsilon_budget", "must be at most %g", float64(MaxEpsilonBudget))
+	var es checks.Errors
+	if err := checks.Positive("epsilon_budget", eps); err != nil {
+		es.AddErr("epsilon_budget", err)
+	} else if eps > MaxEpsilonBudget {
+		es.Add("epsilon_budget", fmt.Sprintf("must be at most %g", float64(MaxEpsilonBudget)))
 	}
 	if !(delta >= 0) || delta > 1 {
-		return Dataset{}, fieldErr("delta_budget", "must be at least 0 and at most 1")
+		es.Add("delta_budget", "must be at least 0 and at most 1")
+	}
+	if err := es.Err(); err != nil {
+		return Dataset{}, err
 	}
 	d := store.Dataset{Name: name, EpsilonBudget: eps, DeltaBudget: delta, CreatedAt: time.Now().UTC()}
 	if err := s.store.CreateDataset(ctx, d); err != nil {
@@ -79,11 +82,13 @@ type chargeConfig struct {
 // dataset ErrNotFound; either way nothing is recorded. The charge is recorded
 // in the ledger as kind "external" with a fresh id as its ref.
 func (s *Service) ChargeDataset(ctx context.Context, dataset string, eps, delta float64, description string) (Charge, error) {
-	if !(eps > 0) || math.IsInf(eps, 0) {
-		return Charge{}, fieldErr("epsilon", "must be a finite number greater than 0")
-	}
+	var es checks.Errors
+	es.AddErr("epsilon", checks.Positive("epsilon", eps))
 	if !(delta >= 0) || delta >= 1 {
-		return Charge{}, fieldErr("delta", "must be at least 0 and less than 1")
+		es.Add("delta", "must be at least 0 and less than 1")
+	}
+	if err := es.Err(); err != nil {
+		return Charge{}, err
 	}
 	cfg, err := json.Marshal(chargeConfig{Epsilon: eps, Delta: delta, Description: description})
 	if err != nil {

@@ -44,7 +44,9 @@ type SampleSpec struct {
 }
 
 // NewSampleSpec validates a release description. Empty release and method
-// take their defaults (frequencies, max_separation).
+// take their defaults (frequencies, max_separation). p and s are valid by
+// construction (sanitize.NewPrivacy, sanitize.NewSampling): they are not
+// checked again.
 func NewSampleSpec(dataset string, p sanitize.Privacy, s sanitize.Sampling, release Release, method sanitize.Method) (SampleSpec, error) {
 	if release == "" {
 		release = ReleaseFrequencies
@@ -52,17 +54,13 @@ func NewSampleSpec(dataset string, p sanitize.Privacy, s sanitize.Sampling, rele
 	if method == "" {
 		method = sanitize.MethodMaxSeparation
 	}
+	var es checks.Errors
 	if release != ReleaseKeys && release != ReleaseFrequencies {
-		return SampleSpec{}, fieldErr("release", "must be keys or frequencies")
+		es.Add("release", "must be keys or frequencies")
 	}
-	if err := method.Validate(); err != nil {
-		return SampleSpec{}, fieldErr("method", "must be discrete or max_separation")
-	}
-	if err := p.Validate(); err != nil {
-		return SampleSpec{}, checks.Prefix("privacy", err)
-	}
-	if err := s.Validate(); err != nil {
-		return SampleSpec{}, checks.Prefix("sampling", err)
+	es.AddErr("method", method.Validate())
+	if err := es.Err(); err != nil {
+		return SampleSpec{}, err
 	}
 	return SampleSpec{Dataset: dataset, Privacy: p, Sampling: s, Release: release, Method: method}, nil
 }

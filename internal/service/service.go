@@ -120,9 +120,8 @@ func New(cfg Config) (*Service, error) {
 // Ready reports whether the store is reachable and migrated.
 func (s *Service) Ready(ctx context.Context) error { return s.store.Ready(ctx) }
 
-// Errors the API maps to statuses (with *checks.FieldError, 422). Field
-// errors and LimitError carry no
-// request data in their messages.
+// Errors the API maps to statuses (with the field errors of package checks,
+// 422). Field errors and LimitError carry no request data in their messages.
 var (
 	// ErrNotFound: the named resource does not exist (404).
 	ErrNotFound = errors.New("not found")
