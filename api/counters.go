@@ -79,20 +79,19 @@ type StepsView struct {
 //	@Failure		400,409,422	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/counters [post]
-func (h *handler) createCounter(w http.ResponseWriter, r *http.Request) {
+func (h *handler) createCounter(w http.ResponseWriter, r *http.Request) error {
 	var req CounterRequest
 	if err := h.decodeValid(r, &req); err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	c, err := h.svc.CreateCounter(r.Context(), panprivate.CounterConfig{Algorithm: panprivate.CounterAlgorithm(req.Algorithm),
 		Epsilon: *req.Epsilon, Horizon: *req.Horizon, D: req.D, L: req.L, Kappa: req.Kappa, Postprocess: panprivate.CounterPostprocess(req.Postprocess)})
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	w.Header().Set("Location", "/v1/counters/"+c.ID)
 	writeJSON(w, http.StatusCreated, counterView(c))
+	return nil
 }
 
 // getCounter returns a counter's steps and latest output.
@@ -105,13 +104,13 @@ func (h *handler) createCounter(w http.ResponseWriter, r *http.Request) {
 //	@Failure	404	{object}	Problem
 //	@Security	bearer
 //	@Router		/v1/counters/{id} [get]
-func (h *handler) getCounter(w http.ResponseWriter, r *http.Request) {
+func (h *handler) getCounter(w http.ResponseWriter, r *http.Request) error {
 	c, err := h.svc.GetCounter(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, counterView(c))
+	return nil
 }
 
 // postSteps feeds bits to a counter.
@@ -129,7 +128,7 @@ func (h *handler) getCounter(w http.ResponseWriter, r *http.Request) {
 //	@Failure		400,404,409,413,422	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/counters/{id}/steps [post]
-func (h *handler) postSteps(w http.ResponseWriter, r *http.Request) {
+func (h *handler) postSteps(w http.ResponseWriter, r *http.Request) error {
 	bits, err := readBatch(r, h.limits, h.limits.MaxEvents, "bits",
 		func(b []byte, i int) (int, error) {
 			switch strings.TrimSpace(string(b)) {
@@ -146,17 +145,16 @@ func (h *handler) postSteps(w http.ResponseWriter, r *http.Request) {
 			return req.Bits, err
 		})
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	out, err := h.svc.CounterSteps(r.Context(), chi.URLParam(r, "id"), bits)
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	v := StepsView{Outputs: out.Raw, Monotone: out.Monotone}
 	if out.Postprocess == panprivate.PostprocessMonotone && v.Monotone == nil {
 		v.Monotone = []float64{}
 	}
 	writeJSON(w, http.StatusOK, v)
+	return nil
 }

@@ -1,14 +1,11 @@
 package api
 
 import (
-	"context"
-	"errors"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/service"
 )
 
@@ -71,19 +68,18 @@ func datasetView(d service.Dataset) DatasetView {
 //	@Failure		400,409,422	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/datasets [post]
-func (h *handler) createDataset(w http.ResponseWriter, r *http.Request) {
+func (h *handler) createDataset(w http.ResponseWriter, r *http.Request) error {
 	var req DatasetRequest
 	if err := h.decodeValid(r, &req); err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	d, err := h.svc.CreateDataset(r.Context(), req.Name, *req.EpsilonBudget, *req.DeltaBudget)
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	w.Header().Set("Location", "/v1/datasets/"+d.Name)
 	writeJSON(w, http.StatusCreated, datasetView(d))
+	return nil
 }
 
 // getDataset returns a dataset's budget, spend and ledger.
@@ -96,52 +92,13 @@ func (h *handler) createDataset(w http.ResponseWriter, r *http.Request) {
 //	@Failure	404		{object}	Problem
 //	@Security	bearer
 //	@Router		/v1/datasets/{name} [get]
-func (h *handler) getDataset(w http.ResponseWriter, r *http.Request) {
+func (h *handler) getDataset(w http.ResponseWriter, r *http.Request) error {
 	d, err := h.svc.GetDataset(r.Context(), chi.URLParam(r, "name"))
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, datasetView(d))
-}
-
-// serviceError maps service errors to problems; unexpected ones are logged
-// (without request data) and answered with a bare 500.
-func (h *handler) serviceError(w http.ResponseWriter, r *http.Request, err error) {
-	var le *service.LimitError
-	var p *Problem
-	var be *service.BudgetError
-	fields, isField := checks.Fields(err)
-	switch {
-	case errors.As(err, &p):
-		writeProblem(w, p)
-	case isField:
-		writeProblem(w, fieldsProblem("", fields))
-	case errors.As(err, &le):
-		writeProblem(w, newProblem(http.StatusRequestEntityTooLarge, le.Msg))
-	case errors.Is(err, service.ErrNotFound):
-		writeProblem(w, notFound(r, err))
-	case errors.As(err, &be):
-		writeProblem(w, newProblem(http.StatusConflict, be.Error()+"; nothing was released or charged"))
-	case errors.Is(err, service.ErrBudget):
-		writeProblem(w, newProblem(http.StatusConflict, "the release would exceed the dataset's privacy budget; nothing was released"))
-	case errors.Is(err, service.ErrExists):
-		writeProblem(w, newProblem(http.StatusConflict, "a resource with that name already exists"))
-	case errors.Is(err, service.ErrLimit):
-		writeProblem(w, newProblem(http.StatusConflict, err.Error()))
-	case errors.Is(r.Context().Err(), context.Canceled):
-		// The client went away (mid-body or while waiting): not a server
-		// error; logged at info by requestLogger and counted as 499.
-		writeProblem(w, newProblem(http.StatusServiceUnavailable, "the request was cancelled; nothing was stored"))
-	case service.IsUnavailable(err):
-		h.outage.failed(err)
-		unavailable(w, 2*time.Second, "the store is unreachable; nothing was changed, retry later")
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		writeProblem(w, newProblem(http.StatusServiceUnavailable, "the request did not finish within PWSD_REQUEST_TIMEOUT or was cancelled; nothing was stored"))
-	default:
-		h.log.Error("request failed", "route", routePattern(r), "error", err)
-		writeProblem(w, newProblem(http.StatusInternalServerError, "internal error"))
-	}
+	return nil
 }
 
 // ChargeRequest charges a release made outside pwsd (e.g. by the Beam
@@ -175,16 +132,15 @@ type ChargeView struct {
 //	@Failure		400,404,409,422	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/datasets/{name}/charges [post]
-func (h *handler) createCharge(w http.ResponseWriter, r *http.Request) {
+func (h *handler) createCharge(w http.ResponseWriter, r *http.Request) error {
 	var req ChargeRequest
 	if err := h.decodeValid(r, &req); err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	c, err := h.svc.ChargeDataset(r.Context(), chi.URLParam(r, "name"), *req.Epsilon, *req.Delta, req.Description)
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusCreated, ChargeView{Ref: c.ID, Dataset: c.Dataset, Epsilon: c.Epsilon, Delta: c.Delta, Description: c.Description, CreatedAt: c.CreatedAt})
+	return nil
 }

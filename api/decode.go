@@ -353,7 +353,7 @@ func (lr *lineReader) next() ([]byte, error) {
 }
 
 // decodeValid decodes a strict JSON body into dst and validates it; the
-// error is a problem ready for writeError.
+// error is a problem for the handler to return.
 func (h *handler) decodeValid(r *http.Request, dst any) error {
 	if err := decodeJSON(r.Body, dst); err != nil {
 		return err

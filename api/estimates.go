@@ -155,7 +155,7 @@ const maxGroupLength = 1 << 16
 //	@Failure		404,422		{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/samples/{id}/estimate [get]
-func (h *handler) estimateSample(w http.ResponseWriter, r *http.Request) {
+func (h *handler) estimateSample(w http.ResponseWriter, r *http.Request) error {
 	q := newQuery(r)
 	g, e := q.g(), q.estimator()
 	sel := service.Selection{Keys: q.v["key"], Prefix: q.v.Get("key_prefix")}
@@ -195,14 +195,12 @@ func (h *handler) estimateSample(w http.ResponseWriter, r *http.Request) {
 		by = service.GroupBy{Delimiter: delim, Length: int(length)}
 	}
 	if err := q.problem(); err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	id := chi.URLParam(r, "id")
 	est, err := h.svc.EstimateSample(r.Context(), id, g, e, sel, level, by)
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	v := EstimateView{Sample: id, G: g.String(), Estimator: string(e), Selected: est.Selected, Estimate: est.Estimate,
 		StandardError: est.StandardError, Interval: intervalView(est.Interval), Reliability: reliabilityView(est.Reliability)}
@@ -218,6 +216,7 @@ func (h *handler) estimateSample(w http.ResponseWriter, r *http.Request) {
 		v.Note = "unbiased estimator: exactly unbiased, but per-key estimates can be negative and its variance is very large"
 	}
 	writeJSON(w, http.StatusOK, v)
+	return nil
 }
 
 // top returns the k keys with the largest estimated frequencies.
@@ -232,24 +231,23 @@ func (h *handler) estimateSample(w http.ResponseWriter, r *http.Request) {
 //	@Failure		404,422	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/samples/{id}/top [get]
-func (h *handler) top(w http.ResponseWriter, r *http.Request) {
+func (h *handler) top(w http.ResponseWriter, r *http.Request) error {
 	q := newQuery(r)
 	k := q.int("k", 10, 1, int64(h.limits.MaxElements))
 	if err := q.problem(); err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	id := chi.URLParam(r, "id")
 	rs, err := h.svc.Top(r.Context(), id, int(k))
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	v := TopView{Sample: id, K: int(k), Keys: make([]RankedView, len(rs))}
 	for i, x := range rs {
 		v.Keys[i] = rankedView(x)
 	}
 	writeJSON(w, http.StatusOK, v)
+	return nil
 }
 
 // rank returns one key's rank.
@@ -263,20 +261,19 @@ func (h *handler) top(w http.ResponseWriter, r *http.Request) {
 //	@Failure	404,422	{object}	Problem
 //	@Security	bearer
 //	@Router		/v1/samples/{id}/rank [get]
-func (h *handler) rank(w http.ResponseWriter, r *http.Request) {
+func (h *handler) rank(w http.ResponseWriter, r *http.Request) error {
 	q := newQuery(r)
 	key := q.str("key", true)
 	if err := q.problem(); err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	id := chi.URLParam(r, "id")
 	x, n, err := h.svc.Rank(r.Context(), id, key)
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, RankView{Sample: id, Reported: n, RankedView: rankedView(x)})
+	return nil
 }
 
 // quantiles returns quantiles of the estimated frequency distribution.
@@ -292,26 +289,23 @@ func (h *handler) rank(w http.ResponseWriter, r *http.Request) {
 //	@Failure		404,422	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/samples/{id}/quantiles [get]
-func (h *handler) quantiles(w http.ResponseWriter, r *http.Request) {
+func (h *handler) quantiles(w http.ResponseWriter, r *http.Request) error {
 	q := newQuery(r)
 	qs := q.floats("q", 0, 1, 100)
 	if err := q.problem(); err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	pop := service.Population(q.v.Get("population"))
 	if pop != "" && pop != service.PopulationAll && pop != service.PopulationReported {
 		q.fail("population", "must be all or reported")
 	}
 	if err := q.problem(); err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	id := chi.URLParam(r, "id")
 	res, err := h.svc.Quantiles(r.Context(), id, qs, pop)
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	v := QuantilesView{Sample: id, Population: string(res.Population), SupportedFrom: res.SupportedFrom, Reliable: res.Reliable,
 		NearOrBelowShare: res.NearOrBelowShare, Note: res.Note, Quantiles: make([]QuantileView, len(res.Quantiles))}
@@ -319,4 +313,5 @@ func (h *handler) quantiles(w http.ResponseWriter, r *http.Request) {
 		v.Quantiles[i] = QuantileView{Q: x.Q, Frequency: x.Frequency, Supported: x.Supported}
 	}
 	writeJSON(w, http.StatusOK, v)
+	return nil
 }

@@ -13,8 +13,9 @@ import (
 //	@Produce	json
 //	@Success	200	{object}	map[string]string
 //	@Router		/healthz [get]
-func (h *handler) healthz(w http.ResponseWriter, r *http.Request) {
+func (h *handler) healthz(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
 }
 
 // readyz answers 200 when the store is reachable and its migrations are at
@@ -26,14 +27,15 @@ func (h *handler) healthz(w http.ResponseWriter, r *http.Request) {
 //	@Success	200	{object}	map[string]string
 //	@Failure	503	{object}	Problem
 //	@Router		/readyz [get]
-func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
+func (h *handler) readyz(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := h.svc.Ready(ctx); err != nil {
 		h.outage.failed(err) // logged once per outage, not per probe
 		unavailable(w, time.Second, "the store is not reachable or not migrated")
-		return
+		return nil
 	}
 	h.outage.succeeded()
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	return nil
 }

@@ -94,7 +94,7 @@ func (h *handler) idempotent(next http.Handler) http.Handler {
 		}
 		if !claim.Reserved {
 			if _, err := io.Copy(digest, r.Body); err != nil {
-				writeError(w, bodyReadProblem(err))
+				writeProblem(w, bodyReadProblem(err))
 				return
 			}
 			if !bytes.Equal(digest.Sum(nil), claim.RequestHash) {
@@ -154,7 +154,7 @@ func (h *handler) idempotencyError(w http.ResponseWriter, r *http.Request, err e
 	case errors.Is(err, service.ErrIdempotencyInProgress), errors.Is(err, service.ErrIdempotencyAbandoned):
 		writeProblem(w, newProblem(http.StatusConflict, err.Error()))
 	default:
-		h.serviceError(w, r, err)
+		h.writeErr(w, r, err)
 	}
 }
 

@@ -74,22 +74,21 @@ type CounterList struct {
 //	@Failure		400,422	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/samples [get]
-func (h *handler) listSamples(w http.ResponseWriter, r *http.Request) {
+func (h *handler) listSamples(w http.ResponseWriter, r *http.Request) error {
 	p, err := page(r)
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	items, next, err := h.svc.ListSamples(r.Context(), p)
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	out := SampleList{Items: make([]SampleMeta, len(items)), NextCursor: next}
 	for i, s := range items {
 		out.Items[i] = sampleMeta(s)
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
 // deleteSample deletes a sample.
@@ -102,14 +101,14 @@ func (h *handler) listSamples(w http.ResponseWriter, r *http.Request) {
 //	@Failure		404	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/samples/{id} [delete]
-func (h *handler) deleteSample(w http.ResponseWriter, r *http.Request) {
+func (h *handler) deleteSample(w http.ResponseWriter, r *http.Request) error {
 	id := chi.URLParam(r, "id")
 	if err := h.svc.DeleteSample(r.Context(), id); err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	h.redactAnswers(r, "/v1/samples/"+id)
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // listDatasets lists datasets with their ledgers.
@@ -124,22 +123,21 @@ func (h *handler) deleteSample(w http.ResponseWriter, r *http.Request) {
 //	@Failure		400,422	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/datasets [get]
-func (h *handler) listDatasets(w http.ResponseWriter, r *http.Request) {
+func (h *handler) listDatasets(w http.ResponseWriter, r *http.Request) error {
 	p, err := page(r)
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	items, next, err := h.svc.ListDatasets(r.Context(), p)
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	out := DatasetList{Items: make([]DatasetView, len(items)), NextCursor: next}
 	for i, d := range items {
 		out.Items[i] = datasetView(d)
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
 // listStreams lists streams.
@@ -154,22 +152,21 @@ func (h *handler) listDatasets(w http.ResponseWriter, r *http.Request) {
 //	@Failure		400,422	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/streams [get]
-func (h *handler) listStreams(w http.ResponseWriter, r *http.Request) {
+func (h *handler) listStreams(w http.ResponseWriter, r *http.Request) error {
 	p, err := page(r)
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	items, next, err := h.svc.ListStreams(r.Context(), p)
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	out := StreamList{Items: make([]StreamView, len(items)), NextCursor: next}
 	for i, s := range items {
 		out.Items[i] = streamView(s)
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
 // deleteStream deletes a stream.
@@ -182,14 +179,14 @@ func (h *handler) listStreams(w http.ResponseWriter, r *http.Request) {
 //	@Failure		404	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/streams/{id} [delete]
-func (h *handler) deleteStream(w http.ResponseWriter, r *http.Request) {
+func (h *handler) deleteStream(w http.ResponseWriter, r *http.Request) error {
 	id := chi.URLParam(r, "id")
 	if err := h.svc.DeleteStream(r.Context(), id); err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	h.redactAnswers(r, "/v1/streams/"+id)
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // listCounters lists counters.
@@ -204,22 +201,21 @@ func (h *handler) deleteStream(w http.ResponseWriter, r *http.Request) {
 //	@Failure		400,422	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/counters [get]
-func (h *handler) listCounters(w http.ResponseWriter, r *http.Request) {
+func (h *handler) listCounters(w http.ResponseWriter, r *http.Request) error {
 	p, err := page(r)
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	items, next, err := h.svc.ListCounters(r.Context(), p)
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	out := CounterList{Items: make([]CounterView, len(items)), NextCursor: next}
 	for i, c := range items {
 		out.Items[i] = counterView(c)
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
 // deleteCounter deletes a counter.
@@ -231,12 +227,12 @@ func (h *handler) listCounters(w http.ResponseWriter, r *http.Request) {
 //	@Failure	404	{object}	Problem
 //	@Security	bearer
 //	@Router		/v1/counters/{id} [delete]
-func (h *handler) deleteCounter(w http.ResponseWriter, r *http.Request) {
+func (h *handler) deleteCounter(w http.ResponseWriter, r *http.Request) error {
 	id := chi.URLParam(r, "id")
 	if err := h.svc.DeleteCounter(r.Context(), id); err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	h.redactAnswers(r, "/v1/counters/"+id)
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }

@@ -57,21 +57,20 @@ func (q *query) baseline() bool {
 //	@Failure	422	{object}	Problem
 //	@Security	bearer
 //	@Router		/v1/plots/reporting [get]
-func (h *handler) plotReporting(w http.ResponseWriter, r *http.Request) {
+func (h *handler) plotReporting(w http.ResponseWriter, r *http.Request) error {
 	q := newQuery(r)
 	p, s := q.privacy(), q.sampling(h.limits.MaxCustomQ)
 	n := q.maxFrequency(h.limits)
 	b := q.baseline()
 	if err := q.problem(); err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	svg, err := h.svc.PlotReporting(r.Context(), p, s, n, b)
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	writeSVG(w, svg)
+	return nil
 }
 
 // plotBias renders the bias per frequency.
@@ -92,8 +91,8 @@ func (h *handler) plotReporting(w http.ResponseWriter, r *http.Request) {
 //	@Failure	422	{object}	Problem
 //	@Security	bearer
 //	@Router		/v1/plots/bias [get]
-func (h *handler) plotBias(w http.ResponseWriter, r *http.Request) {
-	h.plotEstimator(w, r, service.PlotBias)
+func (h *handler) plotBias(w http.ResponseWriter, r *http.Request) error {
+	return h.plotEstimator(w, r, service.PlotBias)
 }
 
 // plotVariance renders the variance per frequency.
@@ -115,11 +114,11 @@ func (h *handler) plotBias(w http.ResponseWriter, r *http.Request) {
 //	@Failure	422	{object}	Problem
 //	@Security	bearer
 //	@Router		/v1/plots/variance [get]
-func (h *handler) plotVariance(w http.ResponseWriter, r *http.Request) {
-	h.plotEstimator(w, r, service.PlotVariance)
+func (h *handler) plotVariance(w http.ResponseWriter, r *http.Request) error {
+	return h.plotEstimator(w, r, service.PlotVariance)
 }
 
-func (h *handler) plotEstimator(w http.ResponseWriter, r *http.Request, kind service.PlotKind) {
+func (h *handler) plotEstimator(w http.ResponseWriter, r *http.Request, kind service.PlotKind) error {
 	q := newQuery(r)
 	p, s, m, g, e := q.privacy(), q.sampling(h.limits.MaxCustomQ), q.method(), q.g(), q.estimator()
 	n := q.maxFrequency(h.limits)
@@ -133,15 +132,14 @@ func (h *handler) plotEstimator(w http.ResponseWriter, r *http.Request, kind ser
 		q.fail("normalized", "must be true or false")
 	}
 	if err := q.problem(); err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	svg, err := h.svc.PlotEstimator(r.Context(), kind, p, s, m, g, e, n, b, normalized)
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	writeSVG(w, svg)
+	return nil
 }
 
 // planRequest parses the planner's query, enforcing the custom-q limit first.
@@ -175,18 +173,17 @@ func (h *handler) planRequest(r *http.Request) (planner.PlanRequest, error) {
 //	@Failure		422	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/plots/nrmse [get]
-func (h *handler) plotNRMSE(w http.ResponseWriter, r *http.Request) {
+func (h *handler) plotNRMSE(w http.ResponseWriter, r *http.Request) error {
 	req, err := h.planRequest(r)
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	svg, err := h.svc.PlotNRMSE(r.Context(), req)
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	writeSVG(w, svg)
+	return nil
 }
 
 // planSummary returns the key planning numbers.
@@ -208,16 +205,15 @@ func (h *handler) plotNRMSE(w http.ResponseWriter, r *http.Request) {
 //	@Failure		422				{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/plan/summary [get]
-func (h *handler) planSummary(w http.ResponseWriter, r *http.Request) {
+func (h *handler) planSummary(w http.ResponseWriter, r *http.Request) error {
 	req, err := h.planRequest(r)
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	res, err := h.svc.Plan(r.Context(), req)
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, res)
+	return nil
 }

@@ -148,17 +148,6 @@ func writeProblem(w http.ResponseWriter, p *Problem) {
 	_ = json.NewEncoder(w).Encode(p)
 }
 
-// writeError writes err as a problem: a *Problem as it is, anything else as
-// a 500 that reveals nothing of the error's text.
-func writeError(w http.ResponseWriter, err error) {
-	var p *Problem
-	if errors.As(err, &p) {
-		writeProblem(w, p)
-		return
-	}
-	writeProblem(w, newProblem(http.StatusInternalServerError, "internal error"))
-}
-
 // validationProblem converts validator errors into a 422 with JSON field paths.
 func validationProblem(err error, prefix string) *Problem {
 	var verrs validator.ValidationErrors

@@ -306,14 +306,14 @@ func checkQuery(root chi.Routes) func(http.Handler) http.Handler {
 			}
 			v, err := url.ParseQuery(r.URL.RawQuery)
 			if err != nil {
-				writeError(w, newProblem(http.StatusBadRequest, detailMalformed, FieldError{Field: "(query)", Message: "is not valid URL query syntax (bad percent-encoding or a ';' separator)"}))
+				writeProblem(w, newProblem(http.StatusBadRequest, detailMalformed, FieldError{Field: "(query)", Message: "is not valid URL query syntax (bad percent-encoding or a ';' separator)"}))
 				return
 			}
 			if p := queryProblem(routeQuery[method+" "+pattern], v); p != nil {
 				if rctx := chi.RouteContext(r.Context()); rctx != nil {
 					rctx.RoutePatterns = append(rctx.RoutePatterns, pattern) // logs and metrics label the route
 				}
-				writeError(w, p)
+				writeProblem(w, p)
 				return
 			}
 			next.ServeHTTP(w, r)

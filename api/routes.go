@@ -2,8 +2,9 @@ package api
 
 import "github.com/go-chi/chi/v5"
 
-// routes mounts the /v1 API.
-func (h *handler) routes(r chi.Router) {
+// routes mounts the /v1 API; every handler returns its error to adapt.
+func (h *handler) routes(cr chi.Router) {
+	r := errRouter{Router: cr, adapt: h.adapt}
 	r.With(h.idempotent).Post("/samples", h.createSample)
 	r.Get("/samples", h.listSamples)
 	r.Delete("/samples/{id}", h.deleteSample)

@@ -204,16 +204,14 @@ func (h *handler) elementFields(i int, key, freq string) (string, int64, error) 
 //	@Failure		400,404,409,413,415,422	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/samples [post]
-func (h *handler) createSample(w http.ResponseWriter, r *http.Request) {
+func (h *handler) createSample(w http.ResponseWriter, r *http.Request) error {
 	est, err := sampleEstimator(r)
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	if mediaType(r) != csvMediaType {
 		if p := csvOnlyParams(r); p != nil {
-			writeProblem(w, p)
-			return
+			return p
 		}
 	}
 	var spec service.SampleSpec
@@ -223,21 +221,17 @@ func (h *handler) createSample(w http.ResponseWriter, r *http.Request) {
 		lr := newLineReader(r.Body, h.limits.MaxLineBytes)
 		line, err := lr.next()
 		if errors.Is(err, io.EOF) {
-			writeProblem(w, newProblem(http.StatusBadRequest, "the body is empty; line 1 must be the header object"))
-			return
+			return newProblem(http.StatusBadRequest, "the body is empty; line 1 must be the header object")
 		}
 		if err != nil {
-			writeError(w, err)
-			return
+			return err
 		}
 		var hd SampleHeader
 		if err := decodeLine(line, &hd, lr.n, ""); err != nil {
-			writeError(w, err)
-			return
+			return err
 		}
 		if spec, err = h.spec(hd); err != nil {
-			writeError(w, atLine(err, lr.n))
-			return
+			return atLine(err, lr.n)
 		}
 		i := 0
 		src = func() (string, int64, error) {
@@ -260,13 +254,11 @@ func (h *handler) createSample(w http.ResponseWriter, r *http.Request) {
 	case "application/json", "":
 		var req SampleRequest
 		if err := decodeJSON(r.Body, &req); err != nil {
-			writeError(w, err)
-			return
+			return err
 		}
 		var err error
 		if spec, err = h.spec(req.SampleHeader); err != nil {
-			writeError(w, err)
-			return
+			return err
 		}
 		i := 0
 		src = func() (string, int64, error) {
@@ -279,21 +271,19 @@ func (h *handler) createSample(w http.ResponseWriter, r *http.Request) {
 	case csvMediaType:
 		var err error
 		if spec, src, err = h.csvSample(r); err != nil {
-			writeError(w, err)
-			return
+			return err
 		}
 	default:
-		writeProblem(w, newProblem(http.StatusUnsupportedMediaType, "send application/json, application/x-ndjson or text/csv"))
-		return
+		return newProblem(http.StatusUnsupportedMediaType, "send application/json, application/x-ndjson or text/csv")
 	}
 	spec.Estimator = est
 	smp, err := h.svc.CreateSample(r.Context(), spec, h.limits.MaxElements, src)
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	w.Header().Set("Location", "/v1/samples/"+smp.ID)
 	h.writeSample(w, r, http.StatusCreated, smp)
+	return nil
 }
 
 // getSample returns a stored sanitized sample.
@@ -314,36 +304,32 @@ func (h *handler) createSample(w http.ResponseWriter, r *http.Request) {
 //	@Failure		400,404,422	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/samples/{id} [get]
-func (h *handler) getSample(w http.ResponseWriter, r *http.Request) {
+func (h *handler) getSample(w http.ResponseWriter, r *http.Request) error {
 	if paged(r) && (wantsNDJSON(r) || wantsCSV(r)) {
-		writeProblem(w, newProblem(http.StatusBadRequest, "limit and cursor page JSON answers; NDJSON and CSV answers stream every element"))
-		return
+		return newProblem(http.StatusBadRequest, "limit and cursor page JSON answers; NDJSON and CSV answers stream every element")
 	}
 	pg, err := page(r)
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	est, err := sampleEstimator(r)
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	smp, err := h.svc.GetSampleView(r.Context(), chi.URLParam(r, "id"), est)
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	if !paged(r) {
 		h.writeSample(w, r, http.StatusOK, smp)
-		return
+		return nil
 	}
 	pageOf, next, err := service.PageElements(smp, pg)
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	h.writeSamplePage(w, r, http.StatusOK, pageOf, next)
+	return nil
 }
 
 // sampleEstimator reads the estimator query parameter of a sample release
@@ -371,7 +357,7 @@ func (h *handler) writeSamplePage(w http.ResponseWriter, r *http.Request, status
 	}
 	meta, err := json.Marshal(sampleMeta(smp))
 	if err != nil {
-		writeError(w, err)
+		h.writeErr(w, r, err)
 		return
 	}
 	nd := wantsNDJSON(r)

@@ -126,8 +126,8 @@ func NewRouter(d Deps) http.Handler {
 	r.Use(middleware.GetHead)
 	r.Use(checkQuery(r))
 
-	r.Get("/healthz", h.healthz)
-	r.Get("/readyz", h.readyz)
+	r.Get("/healthz", h.adapt(h.healthz))
+	r.Get("/readyz", h.adapt(h.readyz))
 	switch {
 	case d.MetricsElsewhere:
 		// Served by MetricsHandler on PWSD_METRICS_ADDR only.

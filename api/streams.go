@@ -113,11 +113,10 @@ type StreamReleaseView struct {
 //	@Failure		400,404,409,422	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/streams [post]
-func (h *handler) createStream(w http.ResponseWriter, r *http.Request) {
+func (h *handler) createStream(w http.ResponseWriter, r *http.Request) error {
 	var req StreamRequest
 	if err := h.decodeValid(r, &req); err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	cfg := panprivate.Config{Estimator: panprivate.Kind(req.Estimator), Algorithm: panprivate.Algorithm(req.Algorithm),
 		Epsilon: *req.Epsilon, UniverseSize: *req.UniverseSize, SampleSize: req.SampleSize, T: req.T, K: req.K,
@@ -129,11 +128,11 @@ func (h *handler) createStream(w http.ResponseWriter, r *http.Request) {
 	st, err := h.svc.CreateStream(r.Context(), service.StreamSpec{Dataset: req.Dataset, Continual: req.Continual, Estimator: cfg,
 		Horizon: req.Horizon, Counter: panprivate.CounterAlgorithm(req.Counter)})
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	w.Header().Set("Location", "/v1/streams/"+st.ID)
 	writeJSON(w, http.StatusCreated, streamView(st))
+	return nil
 }
 
 // getStream returns a stream's configuration and counts.
@@ -146,13 +145,13 @@ func (h *handler) createStream(w http.ResponseWriter, r *http.Request) {
 //	@Failure	400,404	{object}	Problem
 //	@Security	bearer
 //	@Router		/v1/streams/{id} [get]
-func (h *handler) getStream(w http.ResponseWriter, r *http.Request) {
+func (h *handler) getStream(w http.ResponseWriter, r *http.Request) error {
 	st, err := h.svc.GetStream(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, streamView(st))
+	return nil
 }
 
 // postEvents applies a batch of events.
@@ -170,7 +169,7 @@ func (h *handler) getStream(w http.ResponseWriter, r *http.Request) {
 //	@Failure		400,404,409,413,422	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/streams/{id}/events [post]
-func (h *handler) postEvents(w http.ResponseWriter, r *http.Request) {
+func (h *handler) postEvents(w http.ResponseWriter, r *http.Request) error {
 	events, err := readBatch(r, h.limits, h.limits.MaxEvents, "events",
 		func(b []byte, i int) (panprivate.Event, error) {
 			var e panprivate.Event
@@ -183,15 +182,14 @@ func (h *handler) postEvents(w http.ResponseWriter, r *http.Request) {
 			return req.Events, err
 		})
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	st, err := h.svc.ApplyEvents(r.Context(), chi.URLParam(r, "id"), events)
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, streamView(st))
+	return nil
 }
 
 // postRelease draws one noisy estimate.
@@ -206,13 +204,13 @@ func (h *handler) postEvents(w http.ResponseWriter, r *http.Request) {
 //	@Failure		400,404,409,422	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/streams/{id}/releases [post]
-func (h *handler) postRelease(w http.ResponseWriter, r *http.Request) {
+func (h *handler) postRelease(w http.ResponseWriter, r *http.Request) error {
 	rel, err := h.svc.ReleaseStream(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, StreamReleaseView{Estimate: rel.Estimate, EpsilonSpent: rel.EpsilonSpent})
+	return nil
 }
 
 // postIntrusion performs an announced intrusion.
@@ -226,11 +224,11 @@ func (h *handler) postRelease(w http.ResponseWriter, r *http.Request) {
 //	@Failure		404,409	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/streams/{id}/intrusions [post]
-func (h *handler) postIntrusion(w http.ResponseWriter, r *http.Request) {
+func (h *handler) postIntrusion(w http.ResponseWriter, r *http.Request) error {
 	st, err := h.svc.IntrudeStream(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, st)
+	return nil
 }

@@ -51,28 +51,26 @@ type EstimatorRowView struct {
 //	@Failure		422				{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/tables/reporting [get]
-func (h *handler) reporting(w http.ResponseWriter, r *http.Request) {
+func (h *handler) reporting(w http.ResponseWriter, r *http.Request) error {
 	q := newQuery(r)
 	p, s := q.privacy(), q.sampling(h.limits.MaxCustomQ)
 	n := q.maxFrequency(h.limits)
 	b := q.baseline()
 	if err := q.problem(); err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	t, err := h.svc.Reporting(r.Context(), p, s, n)
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	v := ReportingView{L: t.L, Q: t.Q, Pi: t.Pi}
 	if b {
 		if v.BaselinePi, err = h.svc.ReportingBaseline(r.Context(), p, s, n); err != nil {
-			h.serviceError(w, r, err)
-			return
+			return err
 		}
 	}
 	writeJSON(w, http.StatusOK, v)
+	return nil
 }
 
 // frequencies returns rows of the frequency sanitizer.
@@ -93,20 +91,19 @@ func (h *handler) reporting(w http.ResponseWriter, r *http.Request) {
 //	@Failure		422				{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/tables/frequencies [get]
-func (h *handler) frequencies(w http.ResponseWriter, r *http.Request) {
+func (h *handler) frequencies(w http.ResponseWriter, r *http.Request) error {
 	q := newQuery(r)
 	p, s, m := q.privacy(), q.sampling(h.limits.MaxCustomQ), q.method()
 	lo, hi := q.frequencyRange(h.limits.MaxFrequency, h.limits.MaxRangeRows)
 	if err := q.problem(); err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	rows, err := h.svc.FrequencyRows(r.Context(), p, s, m, lo, hi)
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, FrequenciesView{Rows: rows})
+	return nil
 }
 
 // estimators returns the per-frequency planning table.
@@ -130,19 +127,17 @@ func (h *handler) frequencies(w http.ResponseWriter, r *http.Request) {
 //	@Failure		422				{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/tables/estimators [get]
-func (h *handler) estimators(w http.ResponseWriter, r *http.Request) {
+func (h *handler) estimators(w http.ResponseWriter, r *http.Request) error {
 	q := newQuery(r)
 	p, s, m, g, e := q.privacy(), q.sampling(h.limits.MaxCustomQ), q.method(), q.g(), q.estimator()
 	n := q.maxFrequency(h.limits)
 	b := q.baseline()
 	if err := q.problem(); err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	rows, err := h.svc.EstimatorRows(r.Context(), p, s, m, g, e, n)
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	v := EstimatorsView{Rows: make([]EstimatorRowView, len(rows))}
 	for i, row := range rows {
@@ -151,8 +146,7 @@ func (h *handler) estimators(w http.ResponseWriter, r *http.Request) {
 	if b {
 		base, err := h.svc.EstimatorBaseline(r.Context(), p, s, g, n)
 		if err != nil {
-			h.serviceError(w, r, err)
-			return
+			return err
 		}
 		for i := range v.Rows {
 			bias, variance := base[i].Bias, base[i].Variance
@@ -160,6 +154,7 @@ func (h *handler) estimators(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, v)
+	return nil
 }
 
 // AuditView is the exact privacy audit of a range of rows of a frequency
@@ -195,18 +190,17 @@ type AuditView struct {
 //	@Failure		422				{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/tables/audit [get]
-func (h *handler) audit(w http.ResponseWriter, r *http.Request) {
+func (h *handler) audit(w http.ResponseWriter, r *http.Request) error {
 	q := newQuery(r)
 	p, s, m := q.privacy(), q.sampling(h.limits.MaxCustomQ), q.method()
 	lo, hi := q.frequencyRange(h.limits.MaxFrequency, h.limits.MaxRangeRows)
 	if err := q.problem(); err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	a, err := h.svc.AuditRows(r.Context(), p, s, m, lo, hi)
 	if err != nil {
-		h.serviceError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, AuditView{Epsilon: p.Epsilon, Delta: p.Delta, Method: string(m), Audit: a, Tolerance: service.AuditTolerance})
+	return nil
 }

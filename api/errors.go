@@ -1,0 +1,94 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/pwsd/pwsd/internal/checks"
+	"github.com/pwsd/pwsd/internal/service"
+)
+
+// handlerFunc is an HTTP handler that returns its failure instead of
+// writing it: adapt writes the problem for it, in one place.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// adapt turns f into an http.HandlerFunc that writes the problem for the
+// error f returns (see writeErr). f must not have written anything when it
+// returns an error.
+func (h *handler) adapt(f handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := f(w, r); err != nil {
+			h.writeErr(w, r, err)
+		}
+	}
+}
+
+// errRouter mounts handlerFuncs on a chi router through adapt.
+type errRouter struct {
+	chi.Router
+	adapt func(handlerFunc) http.HandlerFunc
+}
+
+// With returns a router that runs middlewares before the handlers mounted
+// on it.
+func (e errRouter) With(middlewares ...func(http.Handler) http.Handler) errRouter {
+	return errRouter{Router: e.Router.With(middlewares...), adapt: e.adapt}
+}
+
+// Get mounts f for GET (and HEAD) on pattern.
+func (e errRouter) Get(pattern string, f handlerFunc) { e.Router.Get(pattern, e.adapt(f)) }
+
+// Post mounts f for POST on pattern.
+func (e errRouter) Post(pattern string, f handlerFunc) { e.Router.Post(pattern, e.adapt(f)) }
+
+// Delete mounts f for DELETE on pattern.
+func (e errRouter) Delete(pattern string, f handlerFunc) { e.Router.Delete(pattern, e.adapt(f)) }
+
+// writeErr writes the problem for err: the one mapping from errors to HTTP
+// answers. A *Problem is written as it is; field errors of package checks
+// are a 422 naming each field by its domain name, which is the query
+// parameter's name (callers that read a JSON body put the JSON path of the
+// object holding the parameters before it with checks.Prefix or
+// paramProblem); the service's not-found, limit, budget, conflict and
+// unavailable errors get their statuses; anything else is logged (without
+// request data) and answered with a bare 500.
+func (h *handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
+	var le *service.LimitError
+	var p *Problem
+	var be *service.BudgetError
+	fields, isField := checks.Fields(err)
+	switch {
+	case errors.As(err, &p):
+		writeProblem(w, p)
+	case isField:
+		writeProblem(w, fieldsProblem("", fields))
+	case errors.As(err, &le):
+		writeProblem(w, newProblem(http.StatusRequestEntityTooLarge, le.Msg))
+	case errors.Is(err, service.ErrNotFound):
+		writeProblem(w, notFound(r, err))
+	case errors.As(err, &be):
+		writeProblem(w, newProblem(http.StatusConflict, be.Error()+"; nothing was released or charged"))
+	case errors.Is(err, service.ErrBudget):
+		writeProblem(w, newProblem(http.StatusConflict, "the release would exceed the dataset's privacy budget; nothing was released"))
+	case errors.Is(err, service.ErrExists):
+		writeProblem(w, newProblem(http.StatusConflict, "a resource with that name already exists"))
+	case errors.Is(err, service.ErrLimit):
+		writeProblem(w, newProblem(http.StatusConflict, err.Error()))
+	case errors.Is(r.Context().Err(), context.Canceled):
+		// The client went away (mid-body or while waiting): not a server
+		// error; logged at info by requestLogger and counted as 499.
+		writeProblem(w, newProblem(http.StatusServiceUnavailable, "the request was cancelled; nothing was stored"))
+	case service.IsUnavailable(err):
+		h.outage.failed(err)
+		unavailable(w, 2*time.Second, "the store is unreachable; nothing was changed, retry later")
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		writeProblem(w, newProblem(http.StatusServiceUnavailable, "the request did not finish within PWSD_REQUEST_TIMEOUT or was cancelled; nothing was stored"))
+	default:
+		h.log.Error("request failed", "route", routePattern(r), "error", err)
+		writeProblem(w, newProblem(http.StatusInternalServerError, "internal error"))
+	}
+}
