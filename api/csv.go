@@ -28,41 +28,23 @@ func wantsCSV(r *http.Request) bool { return strings.Contains(r.Header.Get("Acce
 // csvHeader reads the release description of a CSV upload from the query
 // string. Errors name the query parameter.
 func csvHeader(r *http.Request) (SampleHeader, error) {
-	v := r.URL.Query()
-	var errs []FieldError
+	q := newQuery(r)
 	num := func(name string) *float64 {
-		s := v.Get(name)
-		if s == "" {
-			return nil
+		if f, ok := q.float(name, false); ok {
+			return &f
 		}
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-			errs = append(errs, FieldError{Field: name, Message: "must be a finite number"})
-			return nil
-		}
-		return &f
+		return nil
 	}
 	hd := SampleHeader{
-		Dataset:  v.Get("dataset"),
+		Dataset:  q.v.Get("dataset"),
 		Privacy:  PrivacyParams{Epsilon: num("epsilon"), Delta: num("delta")},
-		Sampling: SamplingParams{Scheme: v.Get("scheme"), Threshold: num("threshold"), Power: num("power")},
-		Release:  v.Get("release"),
-		Method:   v.Get("method"),
+		Sampling: SamplingParams{Scheme: q.v.Get("scheme"), Threshold: num("threshold"), Power: num("power")},
+		Release:  q.v.Get("release"),
+		Method:   q.v.Get("method"),
 	}
-	if s := v.Get("probabilities"); s != "" {
-		for i, p := range strings.Split(s, ",") {
-			f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-				errs = append(errs, FieldError{Field: fmt.Sprintf("probabilities[%d]", i), Message: "must be a finite number"})
-				break
-			}
-			hd.Sampling.Probabilities = append(hd.Sampling.Probabilities, f)
-		}
-	}
-	if len(errs) > 0 {
-		return hd, newProblem(http.StatusUnprocessableEntity, "the query is not valid", errs...)
-	}
-	return hd, nil
+	// The count limit (PWSD_MAX_CUSTOM_Q) is enforced by SamplingParams.sampling.
+	hd.Sampling.Probabilities, _ = q.floatList("probabilities", math.MaxInt)
+	return hd, q.problem()
 }
 
 // queryNames renames the JSON paths of a release-description problem to the

@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/planner"
+	"github.com/pwsd/pwsd/internal/sanitize"
 	"github.com/pwsd/pwsd/internal/service"
 )
 
@@ -142,17 +144,37 @@ func (h *handler) plotEstimator(w http.ResponseWriter, r *http.Request, kind ser
 	return nil
 }
 
-// planRequest parses the planner's query, enforcing the custom-q limit first.
+// planRequest reads the planner's query into a typed planner.PlanRequest.
+// It only parses (numbers must be numbers, at most PWSD_MAX_CUSTOM_Q
+// probabilities); planner.Plan validates the values and takes the defaults
+// of absent ones. Sweep is left false: plotNRMSE sets it.
 func (h *handler) planRequest(r *http.Request) (planner.PlanRequest, error) {
-	v := r.URL.Query()
-	if ps := v.Get("probabilities"); ps != "" && strings.Count(ps, ",")+1 > h.limits.MaxCustomQ {
-		return planner.PlanRequest{}, invalid("probabilities", "lists more probabilities than allowed (PWSD_MAX_CUSTOM_Q)")
+	q := newQuery(r)
+	num := func(name string) float64 {
+		f, _ := q.float(name, false)
+		return f
 	}
-	req, err := planner.ParsePlanQuery(v.Get)
-	if err != nil {
-		return req, err
+	str := func(name string) string { return strings.TrimSpace(q.v.Get(name)) }
+	req := planner.PlanRequest{
+		Epsilon:      num("epsilon"),
+		Delta:        num("delta"),
+		Scheme:       sanitize.Scheme(str("scheme")),
+		Threshold:    num("threshold"),
+		Power:        num("power"),
+		Method:       sanitize.Method(str("method")),
+		G:            str("g"),
+		Estimator:    estimate.Estimator(str("estimator")),
+		Distribution: str("distribution"),
+		Alpha:        num("alpha"),
+		N:            q.integer("n"),
+		A:            q.integer("a"),
+		B:            q.integer("b"),
+		SweepFrom:    num("sweep_from"),
+		SweepTo:      num("sweep_to"),
+		SweepPoints:  int(q.integer("sweep_points")),
 	}
-	return req, nil
+	req.Probabilities, _ = q.floatList("probabilities", h.limits.MaxCustomQ)
+	return req, q.problem()
 }
 
 // plotNRMSE renders NRMSE against the threshold.

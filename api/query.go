@@ -98,6 +98,46 @@ func (q *query) floats(name string, lo, hi float64, max int) []float64 {
 	return out
 }
 
+// floatList reads a comma-separated list of at most max finite numbers
+// (custom sampling probabilities); errors name the value by its position,
+// as in probabilities[2]. ok is false when the list is refused.
+func (q *query) floatList(name string, max int) (list []float64, ok bool) {
+	s := q.v.Get(name)
+	if s == "" {
+		return nil, true
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) > max {
+		q.fail(name, "lists more probabilities than allowed (PWSD_MAX_CUSTOM_Q)")
+		return nil, false
+	}
+	ok = true
+	for i, p := range parts {
+		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			q.fail(fmt.Sprintf("%s[%d]", name, i), "must be a finite number")
+			ok = false
+			continue
+		}
+		list = append(list, f)
+	}
+	return list, ok
+}
+
+// integer reads an integer parameter without bounds (the domain checks
+// them); absent means 0.
+func (q *query) integer(name string) int64 {
+	s := q.v.Get(name)
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		q.fail(name, "must be an integer")
+	}
+	return n
+}
+
 func (q *query) int(name string, def, lo, hi int64) int64 {
 	s := q.v.Get(name)
 	if s == "" {
@@ -132,21 +172,9 @@ func (q *query) sampling(maxQ int) sanitize.Sampling {
 	}
 	tau, hasTau := q.float("threshold", scheme == "ppswor" || scheme == "priority")
 	power, _ := q.float("power", false)
-	var probs []float64
-	if s := q.v.Get("probabilities"); s != "" {
-		parts := strings.Split(s, ",")
-		if len(parts) > maxQ {
-			q.fail("probabilities", "lists more probabilities than allowed (PWSD_MAX_CUSTOM_Q)")
-			return sanitize.Sampling{}
-		}
-		for i, p := range parts {
-			f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-				q.fail(fmt.Sprintf("probabilities[%d]", i), "must be a finite number")
-				return sanitize.Sampling{}
-			}
-			probs = append(probs, f)
-		}
+	probs, ok := q.floatList("probabilities", maxQ)
+	if !ok {
+		return sanitize.Sampling{}
 	}
 	if (scheme == "ppswor" || scheme == "priority") && !hasTau {
 		return sanitize.Sampling{}

@@ -9,6 +9,7 @@
 // the sanitize and estimate packages, SbH from Appendix G's integrals of the
 // Laplace density, in closed form where the integrand allows it and by
 // adaptive Gauss-Legendre quadrature otherwise. The package knows nothing
-// about HTTP; ParsePlanQuery and the JSON tags of PlanRequest and
-// PlanResult fix the names an API exposes.
+// about HTTP: it receives typed requests (PlanRequest), names invalid
+// parameters in checks field errors, and the JSON tags of PlanResult fix
+// the names of its answer.
 package planner

@@ -38,33 +38,35 @@ const (
 
 // PlanRequest asks for the expected reporting and estimation quality of PWS,
 // sampled-SbH and non-private sampling on a synthetic frequency
-// distribution. Field names (JSON tags) are the query parameters of the
-// planner endpoints; zero values take the documented defaults.
+// distribution. Plan validates it and names invalid fields (in a
+// checks.Errors) by the parameter names given in the comments; zero values
+// take the documented defaults.
 type PlanRequest struct {
-	Epsilon       float64   `json:"epsilon"`
-	Delta         float64   `json:"delta"`
-	Scheme        string    `json:"scheme"`        // ppswor | priority | none (default) | custom
-	Threshold     float64   `json:"threshold"`     // tau; ppswor and priority
-	Power         float64   `json:"power"`         // default 1
-	Probabilities []float64 `json:"probabilities"` // custom only
-	Method        string    `json:"method"`        // max_separation (default) | discrete
-	G             string    `json:"g"`             // identity (default) | count | power:P | cap:T
-	Estimator     string    `json:"estimator"`     // mle (default) | biased_down | unbiased
+	Epsilon       float64            // epsilon
+	Delta         float64            // delta
+	Scheme        sanitize.Scheme    // scheme: ppswor | priority | none (default) | custom
+	Threshold     float64            // threshold: tau; ppswor and priority
+	Power         float64            // power: default 1
+	Probabilities []float64          // probabilities: custom only
+	Method        sanitize.Method    // method: max_separation (default) | discrete
+	G             string             // g: identity (default) | count | power:P | cap:T
+	Estimator     estimate.Estimator // estimator: mle (default) | biased_down | unbiased
 
-	Distribution string  `json:"distribution"` // zipf | uniform
-	Alpha        float64 `json:"alpha"`        // zipf: exponent in (0, 4]
-	N            int64   `json:"n"`            // number of keys: default 1000 (zipf), b-a+1 (uniform)
-	A            int64   `json:"a"`            // uniform: smallest frequency >= 1
-	B            int64   `json:"b"`            // uniform: largest frequency <= 131072
+	Distribution string  // distribution: zipf | uniform
+	Alpha        float64 // alpha: zipf exponent in (0, 4]
+	N            int64   // n: number of keys: default 1000 (zipf), b-a+1 (uniform)
+	A            int64   // a: uniform: smallest frequency >= 1
+	B            int64   // b: uniform: largest frequency <= 131072
 
 	// Sweep asks for the same quantities at SweepPoints thresholds tau,
 	// log-spaced from SweepFrom (default 1e-6) to SweepTo (default 1),
 	// SweepPoints default 13. The sweep uses the request's scheme (ppswor or
-	// priority) and priority sampling when the scheme is none.
-	Sweep       bool    `json:"sweep"`
-	SweepFrom   float64 `json:"sweep_from"`
-	SweepTo     float64 `json:"sweep_to"`
-	SweepPoints int     `json:"sweep_points"`
+	// priority) and priority sampling when the scheme is none. The
+	// parameters are sweep_from, sweep_to and sweep_points.
+	Sweep       bool
+	SweepFrom   float64
+	SweepTo     float64
+	SweepPoints int
 }
 
 // Comparison holds one quantity for the three methods.
@@ -136,14 +138,14 @@ func (r PlanRequest) validate() (*plan, error) {
 	} else if l := sanitize.L(pl.privacy); l > MaxPlanL {
 		ve.Add("epsilon", fmt.Sprintf("gives L(epsilon, delta) = %.0f with this delta; the planner handles L up to %d (raise epsilon or delta)", l, MaxPlanL))
 	}
-	scheme := sanitize.Scheme(r.Scheme)
+	scheme := r.Scheme
 	if scheme == "" {
 		scheme = sanitize.SchemeNone
 	}
 	if pl.sampling, err = sanitize.NewSampling(scheme, r.Threshold, r.Power, r.Probabilities); err != nil {
 		addErr(&ve, "scheme", err)
 	}
-	pl.method = sanitize.Method(r.Method)
+	pl.method = r.Method
 	if pl.method == "" {
 		pl.method = sanitize.MethodMaxSeparation
 	}
@@ -159,9 +161,9 @@ func (r PlanRequest) validate() (*plan, error) {
 	}
 	es := r.Estimator
 	if es == "" {
-		es = string(estimate.MLE)
+		es = estimate.MLE
 	}
-	if pl.estimator, err = estimate.ParseEstimator(es); err != nil {
+	if pl.estimator, err = estimate.ParseEstimator(string(es)); err != nil {
 		ve.Add("estimator", "must be mle, biased_down or unbiased")
 	}
 	switch r.Distribution {

@@ -311,27 +311,3 @@ func TestPlanApproximatesOnlyAboveCap(t *testing.T) {
 		t.Fatalf("ppswor 1e-6: %g approximated keys, want %g", approx.ApproximatedKeys, want)
 	}
 }
-
-// TestParsePlanQuery checks that flat query parameters map onto PlanRequest
-// fields and that non-numbers are reported by name.
-func TestParsePlanQuery(t *testing.T) {
-	q := map[string]string{"epsilon": "0.5", "delta": "1e-6", "scheme": "custom", "probabilities": "0.1, 0.5,1",
-		"method": "discrete", "g": "cap:10", "estimator": "biased_down", "distribution": "uniform", "a": "2", "b": "9", "n": "70",
-		"sweep_from": "1e-4", "sweep_to": "0.5", "sweep_points": "6", "alpha": "1.5", "threshold": "0.2", "power": "2"}
-	r, err := ParsePlanQuery(func(k string) string { return q[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := PlanRequest{Epsilon: 0.5, Delta: 1e-6, Scheme: "custom", Threshold: 0.2, Power: 2, Probabilities: []float64{0.1, 0.5, 1},
-		Method: "discrete", G: "cap:10", Estimator: "biased_down", Distribution: "uniform", Alpha: 1.5, N: 70, A: 2, B: 9,
-		SweepFrom: 1e-4, SweepTo: 0.5, SweepPoints: 6}
-	if !reflect.DeepEqual(r, want) {
-		t.Fatalf("got %+v\nwant %+v", r, want)
-	}
-	bad := map[string]string{"epsilon": "x", "n": "1.5", "probabilities": "0.1,y"}
-	_, err = ParsePlanQuery(func(k string) string { return bad[k] })
-	var ve checks.Errors
-	if !errors.As(err, &ve) || len(ve) != 3 || ve[0].Field != "epsilon" || ve[1].Field != "n" || ve[2].Field != "probabilities[1]" {
-		t.Fatalf("err = %v", err)
-	}
-}
