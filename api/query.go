@@ -15,6 +15,7 @@ import (
 	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
+	"github.com/pwsd/pwsd/internal/service"
 )
 
 // query reads typed query parameters, collecting every field error so that
@@ -168,7 +169,7 @@ func (q *query) privacy() sanitize.Privacy {
 func (q *query) sampling(maxQ int) sanitize.Sampling {
 	scheme := q.v.Get("scheme")
 	if scheme == "" {
-		scheme = string(sanitize.SchemeNone)
+		scheme = string(sanitize.DefaultScheme)
 	}
 	tau, hasTau := q.float("threshold", scheme == "ppswor" || scheme == "priority")
 	power, _ := q.float("power", false)
@@ -188,7 +189,7 @@ func (q *query) sampling(maxQ int) sanitize.Sampling {
 func (q *query) method() sanitize.Method {
 	m := sanitize.Method(q.v.Get("method"))
 	if m == "" {
-		return sanitize.MethodMaxSeparation
+		return sanitize.DefaultMethod
 	}
 	if err := m.Validate(); err != nil {
 		q.fail("method", "must be discrete or max_separation")
@@ -200,7 +201,7 @@ func (q *query) method() sanitize.Method {
 func (q *query) g() estimate.G {
 	s := q.v.Get("g")
 	if s == "" {
-		s = "identity"
+		s = string(estimate.DefaultG)
 	}
 	g, err := estimate.ParseG(s)
 	if err != nil {
@@ -213,7 +214,7 @@ func (q *query) g() estimate.G {
 func (q *query) estimator() estimate.Estimator {
 	s := q.v.Get("estimator")
 	if s == "" {
-		return estimate.MLE
+		return estimate.DefaultEstimator
 	}
 	e, err := estimate.ParseEstimator(s)
 	if err != nil {
@@ -249,10 +250,10 @@ func (q *query) frequencyRange(maxFreq, maxRows int64) (int64, int64) {
 	return 0, 0
 }
 
-// maxFrequency reads max_frequency (default 100) for the reporting and
+// maxFrequency reads max_frequency (default service.DefaultTableFrequency) for the reporting and
 // estimator tables and their plots.
 func (q *query) maxFrequency(l Limits) int64 {
-	return q.int("max_frequency", 100, 1, l.MaxTableFrequency)
+	return q.int("max_frequency", service.DefaultTableFrequency, 1, l.MaxTableFrequency)
 }
 
 // paramSpec is the set of query parameters one route accepts: single-valued

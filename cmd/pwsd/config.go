@@ -11,6 +11,8 @@ import (
 
 	"github.com/pwsd/pwsd/api"
 	"github.com/pwsd/pwsd/internal/sanitize"
+	"github.com/pwsd/pwsd/internal/service"
+	"github.com/pwsd/pwsd/internal/store"
 )
 
 // config is pwsd's configuration, read from the environment.
@@ -44,7 +46,9 @@ type config struct {
 	CacheBytes      int64 // PWSD_CACHE_BYTES
 }
 
-// envVar documents one variable; usage() prints the table.
+// envVar documents one variable; usage() prints the table. Defaults shared
+// with the API (api.DefaultLimits) and the service (its Default constants)
+// are read from there, never repeated.
 type envVar struct {
 	name, def, help string
 }
@@ -55,35 +59,48 @@ var envVars = []envVar{
 	{"PWSD_API_TOKENS_FILE", "", `JSON {"tokens":[{"token":"...","role":"writer"|"reader"}]}; unset means open access (warned at start)`},
 	{"PWSD_LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"PWSD_LOG_FORMAT", "json", "json or text (slog)"},
-	{"PWSD_MAX_BODY_BYTES", "268435456", "largest request body in bytes (413 above)"},
-	{"PWSD_MAX_LINE_BYTES", "65536", "longest NDJSON line in bytes (413 above)"},
-	{"PWSD_MAX_ELEMENTS", "2000000", "most elements in one sample (413 above)"},
-	{"PWSD_MAX_KEY_BYTES", "1024", "longest key in bytes (422 above)"},
-	{"PWSD_MAX_FREQUENCY", "8589934592", "largest element frequency (422 above; at most 2^33, the sanitizer's exact range)"},
-	{"PWSD_MAX_RANGE_ROWS", "10000", "most rows in one frequencies-table range (422 above)"},
-	{"PWSD_MAX_TABLE_FREQUENCY", "100000", "largest max_frequency of the reporting and estimator tables (422 above)"},
-	{"PWSD_MAX_REGEX_BYTES", "256", "longest key_regex (422 above)"},
-	{"PWSD_MAX_EVENTS", "1000000", "most events in one stream batch or bits in one counter batch (413 above)"},
-	{"PWSD_MAX_CUSTOM_Q", "100000", "most probabilities in a custom sampling scheme (422 above)"},
-	{"PWSD_REQUEST_TIMEOUT", "60s", "time limit of one /v1 request"},
-	{"PWSD_CACHE_BYTES", "268435456", "memory bound of the in-memory estimator-table cache in bytes (least recently used dropped)"},
+	{"PWSD_MAX_BODY_BYTES", itoa(api.DefaultLimits().MaxBodyBytes), "largest request body in bytes (413 above)"},
+	{"PWSD_MAX_LINE_BYTES", itoa(api.DefaultLimits().MaxLineBytes), "longest NDJSON line in bytes (413 above)"},
+	{"PWSD_MAX_ELEMENTS", itoa(api.DefaultLimits().MaxElements), "most elements in one sample (413 above)"},
+	{"PWSD_MAX_KEY_BYTES", itoa(api.DefaultLimits().MaxKeyBytes), "longest key in bytes (422 above)"},
+	{"PWSD_MAX_FREQUENCY", itoa(api.DefaultLimits().MaxFrequency), "largest element frequency (422 above; at most 2^33, the sanitizer's exact range)"},
+	{"PWSD_MAX_RANGE_ROWS", itoa(api.DefaultLimits().MaxRangeRows), "most rows in one frequencies-table range (422 above)"},
+	{"PWSD_MAX_TABLE_FREQUENCY", itoa(api.DefaultLimits().MaxTableFrequency), "largest max_frequency of the reporting and estimator tables (422 above)"},
+	{"PWSD_MAX_REGEX_BYTES", itoa(api.DefaultLimits().MaxRegexBytes), "longest key_regex (422 above)"},
+	{"PWSD_MAX_EVENTS", itoa(api.DefaultLimits().MaxEvents), "most events in one stream batch or bits in one counter batch (413 above)"},
+	{"PWSD_MAX_CUSTOM_Q", itoa(api.DefaultLimits().MaxCustomQ), "most probabilities in a custom sampling scheme (422 above)"},
+	{"PWSD_REQUEST_TIMEOUT", durText(api.DefaultLimits().RequestTimeout), "time limit of one /v1 request"},
+	{"PWSD_CACHE_BYTES", itoa(service.DefaultCacheBytes), "memory bound of the in-memory estimator-table cache in bytes (least recently used dropped)"},
 	{"PWSD_READ_TIMEOUT", "120s", "server read timeout (whole request, body included)"},
 	{"PWSD_WRITE_TIMEOUT", "120s", "server write timeout"},
 	{"PWSD_IDLE_TIMEOUT", "120s", "keep-alive idle timeout"},
 	{"PWSD_SHUTDOWN_TIMEOUT", "30s", "how long in-flight requests may finish after SIGTERM/SIGINT"},
 	{"PWSD_SAMPLE_TTL", "0", "how long a sample is kept (Go duration, e.g. 720h); 0 keeps samples until deleted. Ledgers are never deleted"},
-	{"PWSD_IDEMPOTENCY_TTL", "24h", "how long an Idempotency-Key and its answer are remembered (at most PWSD_SAMPLE_TTL when that is set)"},
+	{"PWSD_IDEMPOTENCY_TTL", durText(service.DefaultIdempotencyTTL), "how long an Idempotency-Key and its answer are remembered (at most PWSD_SAMPLE_TTL when that is set)"},
 	{"PWSD_PURGE_INTERVAL", "1m", "how often expired samples and idempotency keys are deleted"},
 	{"PWSD_READ_HEADER_TIMEOUT", "5s", "time to read a request's headers (slow-header clients are cut off)"},
 	{"PWSD_MAX_CONNS", "1024", "most open connections on PWSD_ADDR; further clients wait in the kernel's accept queue"},
 	{"PWSD_METRICS_ADDR", "", "serve /metrics on this separate address (e.g. 127.0.0.1:9090) and not on PWSD_ADDR"},
 	{"PWSD_METRICS_TOKEN", "", "bearer token /metrics requires on PWSD_ADDR; with tokens but neither this nor PWSD_METRICS_ADDR, /metrics is not served"},
-	{"PWSD_MAX_TABLE_WORK", "10000000", "most table work of one request, in window cells rows x (L+1) (422 above, naming epsilon or the rows)"},
-	{"PWSD_MAX_HEAVY_REQUESTS", "8", "heavy requests (POSTs, tables, plots, estimates) running at once (503 with Retry-After when no slot frees within 1s)"},
-	{"PWSD_MAX_INFLIGHT_BYTES", "536870912", "sum of body bytes of heavy requests in flight (503 with Retry-After above)"},
-	{"PWSD_TABLE_CACHE_BYTES", "268435456", "bound of the table cache (memory or table_cache in PostgreSQL), least recently used evicted"},
+	{"PWSD_MAX_TABLE_WORK", itoa(service.DefaultMaxTableWork), "most table work of one request, in window cells rows x (L+1) (422 above, naming epsilon or the rows)"},
+	{"PWSD_MAX_HEAVY_REQUESTS", itoa(api.DefaultLimits().MaxHeavyRequests), "heavy requests (POSTs, tables, plots, estimates) running at once (503 with Retry-After when no slot frees within 1s)"},
+	{"PWSD_MAX_INFLIGHT_BYTES", itoa(api.DefaultLimits().MaxInflightBytes), "sum of body bytes of heavy requests in flight (503 with Retry-After above)"},
+	{"PWSD_TABLE_CACHE_BYTES", itoa(store.DefaultTableCacheBytes), "bound of the table cache (memory or table_cache in PostgreSQL), least recently used evicted"},
 }
 
+// itoa renders a default number for the environment table.
+func itoa[T ~int | ~int64](n T) string { return strconv.FormatInt(int64(n), 10) }
+
+// durText renders a default duration for the environment table: whole
+// hours as "24h", anything else in seconds ("60s").
+func durText(d time.Duration) string {
+	if d >= time.Hour && d%time.Hour == 0 {
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	}
+	return strconv.FormatFloat(d.Seconds(), 'g', -1, 64) + "s"
+}
+
+// usage returns the --help text: commands and the environment table.
 func usage() string {
 	var b strings.Builder
 	b.WriteString("pwsd — private weighted sampling and pan-private streaming service\n\n")

@@ -17,6 +17,12 @@ const AlgorithmVersion = "estimators-1"
 // Estimator names a per-token estimator of Section 7 / Appendix E.
 type Estimator string
 
+// Defaults of an estimation request whose estimator or g is not given.
+const (
+	DefaultEstimator = MLE
+	DefaultG         = GIdentity
+)
+
 // The estimators for linear statistics.
 const (
 	// MLE is eq. 11: a_j = g(i*)/pi_{i*} with i* = argmax_h pi_{h,j}; ties go

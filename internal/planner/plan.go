@@ -36,6 +36,15 @@ const (
 	MaxPlanL = 1000
 )
 
+// Defaults of a PlanRequest's zero fields (see also sanitize.DefaultScheme,
+// sanitize.DefaultMethod, estimate.DefaultG and estimate.DefaultEstimator).
+const (
+	DefaultZipfKeys    = 1000 // n of a Zipf distribution
+	DefaultSweepFrom   = 1e-6 // smallest threshold of a sweep
+	DefaultSweepTo     = 1    // largest threshold of a sweep
+	DefaultSweepPoints = 13   // thresholds in a sweep
+)
+
 // PlanRequest asks for the expected reporting and estimation quality of PWS,
 // sampled-SbH and non-private sampling on a synthetic frequency
 // distribution. Plan validates it and names invalid fields (in a
@@ -140,28 +149,28 @@ func (r PlanRequest) validate() (*plan, error) {
 	}
 	scheme := r.Scheme
 	if scheme == "" {
-		scheme = sanitize.SchemeNone
+		scheme = sanitize.DefaultScheme
 	}
 	if pl.sampling, err = sanitize.NewSampling(scheme, r.Threshold, r.Power, r.Probabilities); err != nil {
 		addErr(&ve, "scheme", err)
 	}
 	pl.method = r.Method
 	if pl.method == "" {
-		pl.method = sanitize.MethodMaxSeparation
+		pl.method = sanitize.DefaultMethod
 	}
 	if pl.method.Validate() != nil {
 		ve.Add("method", "must be discrete or max_separation")
 	}
 	gs := r.G
 	if gs == "" {
-		gs = "identity"
+		gs = string(estimate.DefaultG)
 	}
 	if pl.g, err = estimate.ParseG(gs); err != nil {
 		ve.Add("g", "must be identity, count, power:P or cap:T")
 	}
 	es := r.Estimator
 	if es == "" {
-		es = estimate.MLE
+		es = estimate.DefaultEstimator
 	}
 	if pl.estimator, err = estimate.ParseEstimator(string(es)); err != nil {
 		ve.Add("estimator", "must be mle, biased_down or unbiased")
@@ -170,7 +179,7 @@ func (r PlanRequest) validate() (*plan, error) {
 	case "zipf":
 		n := r.N
 		if n == 0 {
-			n = 1000
+			n = DefaultZipfKeys
 		}
 		switch {
 		case n < 1 || n > MaxZipfKeys:
@@ -207,13 +216,13 @@ func (r PlanRequest) validate() (*plan, error) {
 		}
 		from, to, pts := r.SweepFrom, r.SweepTo, r.SweepPoints
 		if from == 0 {
-			from = 1e-6
+			from = DefaultSweepFrom
 		}
 		if to == 0 {
-			to = 1
+			to = DefaultSweepTo
 		}
 		if pts == 0 {
-			pts = 13
+			pts = DefaultSweepPoints
 		}
 		switch {
 		case !(from > 0) || math.IsInf(from, 0):

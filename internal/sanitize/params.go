@@ -124,6 +124,13 @@ const (
 	MethodMaxSeparation Method = "max_separation" // Algorithm 5 (default)
 )
 
+// Defaults of a release description whose method or scheme is not given:
+// Algorithm 5, and a sample that is the whole data set.
+const (
+	DefaultMethod = MethodMaxSeparation
+	DefaultScheme = SchemeNone
+)
+
 // Validate reports whether m names a known method.
 func (m Method) Validate() error {
 	if m != MethodDiscrete && m != MethodMaxSeparation {

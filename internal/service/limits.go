@@ -54,6 +54,10 @@ func firstQOne(s sanitize.Sampling) int64 {
 // gives L = 203) for frequency tables and samples.
 const DefaultMaxTableWork = 10_000_000
 
+// DefaultTableFrequency is the largest frequency of a reporting or
+// estimator table (and its plots) whose max_frequency is not given.
+const DefaultTableFrequency = 100
+
 // TableWork estimates, before any computation, the work of the tables a
 // request needs, in window cells. Every sanitizer or estimator row holds a
 // window of w = ceil(L(epsilon, delta)) + 1 cells (docs/algorithms.md), so the

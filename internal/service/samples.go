@@ -28,6 +28,9 @@ type Release string
 const (
 	ReleaseKeys        Release = "keys"        // reported keys only (Algorithm 3)
 	ReleaseFrequencies Release = "frequencies" // keys with sanitized values (Algorithm 4 or 5)
+
+	// DefaultRelease is the release of a description that names none.
+	DefaultRelease = ReleaseFrequencies
 )
 
 // SampleSpec is a validated description of one sample release.
@@ -49,10 +52,10 @@ type SampleSpec struct {
 // checked again.
 func NewSampleSpec(dataset string, p sanitize.Privacy, s sanitize.Sampling, release Release, method sanitize.Method) (SampleSpec, error) {
 	if release == "" {
-		release = ReleaseFrequencies
+		release = DefaultRelease
 	}
 	if method == "" {
-		method = sanitize.MethodMaxSeparation
+		method = sanitize.DefaultMethod
 	}
 	var es checks.Errors
 	if release != ReleaseKeys && release != ReleaseFrequencies {
@@ -208,7 +211,7 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 // smp.Spec.Estimator (empty: mle).
 func (s *Service) attachKeys(ctx context.Context, smp *Sample) error {
 	if smp.Spec.Estimator == "" {
-		smp.Spec.Estimator = estimate.MLE
+		smp.Spec.Estimator = estimate.DefaultEstimator
 	}
 	if smp.Spec.Release != ReleaseFrequencies {
 		smp.Spec.Estimator = ""
