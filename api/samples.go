@@ -18,7 +18,6 @@ import (
 	"github.com/pwsd/pwsd/internal/jsonenc"
 	"github.com/pwsd/pwsd/internal/sanitize"
 	"github.com/pwsd/pwsd/internal/service"
-	"github.com/pwsd/pwsd/internal/store"
 )
 
 // SampleHeader describes a sample release: everything but the elements. It is
@@ -403,7 +402,7 @@ func (h *handler) writeSamplePage(w http.ResponseWriter, r *http.Request, status
 
 // appendElement renders one SanitizedElement without reflection.
 // ke is nil for a keys release.
-func appendElement(b []byte, e store.Element, ke *service.KeyEstimate) []byte {
+func appendElement(b []byte, e service.Element, ke *service.KeyEstimate) []byte {
 	b = append(b, `{"key":`...)
 	b = appendJSONString(b, e.Key)
 	if !math.IsNaN(e.Value) {

@@ -19,7 +19,27 @@ type Dataset struct {
 	SpentEpsilon  float64
 	SpentDelta    float64
 	CreatedAt     time.Time
-	Releases      []store.Release
+	Releases      []LedgerEntry
+}
+
+// LedgerEntry is one charge in a dataset's ledger: a release made by pwsd
+// (Kind "sample", "stream", ...) or outside it ("external"), Ref naming it,
+// and the (epsilon, delta) it cost.
+type LedgerEntry struct {
+	Kind      string
+	Ref       string
+	Epsilon   float64
+	Delta     float64
+	CreatedAt time.Time
+}
+
+// ledgerOf is the service view of a stored ledger.
+func ledgerOf(rel []store.Release) []LedgerEntry {
+	out := make([]LedgerEntry, len(rel))
+	for i, r := range rel {
+		out[i] = LedgerEntry(r)
+	}
+	return out
 }
 
 // MaxEpsilonBudget caps a dataset's epsilon budget: beyond it no guarantee
@@ -56,7 +76,7 @@ func (s *Service) GetDataset(ctx context.Context, name string) (Dataset, error) 
 		return Dataset{}, storeErr(err, "reading dataset")
 	}
 	return Dataset{Name: d.Name, EpsilonBudget: d.EpsilonBudget, DeltaBudget: d.DeltaBudget,
-		SpentEpsilon: d.SpentEpsilon, SpentDelta: d.SpentDelta, CreatedAt: d.CreatedAt, Releases: rel}, nil
+		SpentEpsilon: d.SpentEpsilon, SpentDelta: d.SpentDelta, CreatedAt: d.CreatedAt, Releases: ledgerOf(rel)}, nil
 }
 
 // Charge is a release made outside pwsd (e.g. by the Beam pipeline) and

@@ -14,7 +14,6 @@ import (
 	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
-	"github.com/pwsd/pwsd/internal/store"
 )
 
 // Selection chooses the keys L(x) = 1 of a linear statistic. Empty: all keys.
@@ -232,7 +231,7 @@ func (s *Service) KeyEstimates(ctx context.Context, smp *Sample, e estimate.Esti
 // RankedElement is a reported key in the order of estimated frequency.
 type RankedElement struct {
 	Rank int
-	store.Element
+	Element
 	KeyEstimate // contribution under mle
 }
 

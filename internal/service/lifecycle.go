@@ -179,7 +179,7 @@ func (s *Service) ListDatasets(ctx context.Context, p Page) ([]Dataset, string, 
 // datasetOf is the service view of a stored dataset and its ledger.
 func datasetOf(d store.Dataset, rel []store.Release) Dataset {
 	return Dataset{Name: d.Name, EpsilonBudget: d.EpsilonBudget, DeltaBudget: d.DeltaBudget,
-		SpentEpsilon: d.SpentEpsilon, SpentDelta: d.SpentDelta, CreatedAt: d.CreatedAt, Releases: rel}
+		SpentEpsilon: d.SpentEpsilon, SpentDelta: d.SpentDelta, CreatedAt: d.CreatedAt, Releases: ledgerOf(rel)}
 }
 
 func statePos(r *store.StateRecord) (time.Time, string) { return r.CreatedAt, r.ID }

@@ -68,6 +68,13 @@ func NewSampleSpec(dataset string, p sanitize.Privacy, s sanitize.Sampling, rele
 	return SampleSpec{Dataset: dataset, Privacy: p, Sampling: s, Release: release, Method: method}, nil
 }
 
+// Element is one reported key of a sanitized sample: its sanitized value and
+// MLE frequency estimate (NaN in a keys-only release). It is the stored
+// element itself (an alias, so that samples of millions of elements reach
+// the API without a copy); callers above the service name it
+// service.Element and never import the store.
+type Element = store.Element
+
 // Sample is a stored sanitized sample.
 type Sample struct {
 	ID        string
@@ -75,7 +82,7 @@ type Sample struct {
 	// ExpiresAt is when the sample is deleted (PWSD_SAMPLE_TTL); zero: never.
 	ExpiresAt time.Time
 	Spec      SampleSpec
-	Elements  []store.Element // nil in listings
+	Elements  []Element // nil in listings
 	Reported  int             // number of elements
 	// Keys holds, for a frequencies release read through CreateSample or
 	// GetSampleView, each element's MLE frequency and contribution under
