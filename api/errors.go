@@ -92,3 +92,23 @@ func (h *handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		writeProblem(w, newProblem(http.StatusInternalServerError, "internal error"))
 	}
 }
+
+// answerJSON writes v as the 200 JSON answer when err is nil; otherwise it
+// writes nothing and returns err for adapt to write.
+func answerJSON(w http.ResponseWriter, v any, err error) error {
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// answerSVG writes svg as the 200 SVG answer when err is nil; otherwise it
+// writes nothing and returns err for adapt to write.
+func answerSVG(w http.ResponseWriter, svg []byte, err error) error {
+	if err != nil {
+		return err
+	}
+	writeSVG(w, svg)
+	return nil
+}

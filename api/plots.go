@@ -60,19 +60,12 @@ func (q *query) baseline() bool {
 //	@Security	bearer
 //	@Router		/v1/plots/reporting [get]
 func (h *handler) plotReporting(w http.ResponseWriter, r *http.Request) error {
-	q := newQuery(r)
-	p, s := q.privacy(), q.sampling(h.limits.MaxCustomQ)
-	n := q.maxFrequency(h.limits)
-	b := q.baseline()
-	if err := q.problem(); err != nil {
-		return err
-	}
-	svg, err := h.svc.PlotReporting(r.Context(), p, s, n, b)
+	rq, err := h.reportingQuery(r)
 	if err != nil {
 		return err
 	}
-	writeSVG(w, svg)
-	return nil
+	svg, err := h.svc.PlotReporting(r.Context(), rq.privacy, rq.sampling, rq.maxFrequency, rq.baseline)
+	return answerSVG(w, svg, err)
 }
 
 // plotBias renders the bias per frequency.
@@ -121,27 +114,12 @@ func (h *handler) plotVariance(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handler) plotEstimator(w http.ResponseWriter, r *http.Request, kind service.PlotKind) error {
-	q := newQuery(r)
-	p, s, m, g, e := q.privacy(), q.sampling(h.limits.MaxCustomQ), q.method(), q.g(), q.estimator()
-	n := q.maxFrequency(h.limits)
-	b := q.baseline()
-	normalized := true
-	switch q.v.Get("normalized") {
-	case "", "true", "1":
-	case "false", "0":
-		normalized = false
-	default:
-		q.fail("normalized", "must be true or false")
-	}
-	if err := q.problem(); err != nil {
-		return err
-	}
-	svg, err := h.svc.PlotEstimator(r.Context(), kind, p, s, m, g, e, n, b, normalized)
+	eq, err := h.estimatorQuery(r, true)
 	if err != nil {
 		return err
 	}
-	writeSVG(w, svg)
-	return nil
+	svg, err := h.svc.PlotEstimator(r.Context(), kind, eq.privacy, eq.sampling, eq.method, eq.g, eq.estimator, eq.maxFrequency, eq.baseline, eq.normalized)
+	return answerSVG(w, svg, err)
 }
 
 // planRequest reads the planner's query into a typed planner.PlanRequest.
@@ -201,11 +179,7 @@ func (h *handler) plotNRMSE(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	svg, err := h.svc.PlotNRMSE(r.Context(), req)
-	if err != nil {
-		return err
-	}
-	writeSVG(w, svg)
-	return nil
+	return answerSVG(w, svg, err)
 }
 
 // planSummary returns the key planning numbers.
@@ -233,9 +207,5 @@ func (h *handler) planSummary(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	res, err := h.svc.Plan(r.Context(), req)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, res)
-	return nil
+	return answerJSON(w, res, err)
 }

@@ -52,20 +52,17 @@ type EstimatorRowView struct {
 //	@Security		bearer
 //	@Router			/v1/tables/reporting [get]
 func (h *handler) reporting(w http.ResponseWriter, r *http.Request) error {
-	q := newQuery(r)
-	p, s := q.privacy(), q.sampling(h.limits.MaxCustomQ)
-	n := q.maxFrequency(h.limits)
-	b := q.baseline()
-	if err := q.problem(); err != nil {
+	rq, err := h.reportingQuery(r)
+	if err != nil {
 		return err
 	}
-	t, err := h.svc.Reporting(r.Context(), p, s, n)
+	t, err := h.svc.Reporting(r.Context(), rq.privacy, rq.sampling, rq.maxFrequency)
 	if err != nil {
 		return err
 	}
 	v := ReportingView{L: t.L, Q: t.Q, Pi: t.Pi}
-	if b {
-		if v.BaselinePi, err = h.svc.ReportingBaseline(r.Context(), p, s, n); err != nil {
+	if rq.baseline {
+		if v.BaselinePi, err = h.svc.ReportingBaseline(r.Context(), rq.privacy, rq.sampling, rq.maxFrequency); err != nil {
 			return err
 		}
 	}
@@ -92,18 +89,12 @@ func (h *handler) reporting(w http.ResponseWriter, r *http.Request) error {
 //	@Security		bearer
 //	@Router			/v1/tables/frequencies [get]
 func (h *handler) frequencies(w http.ResponseWriter, r *http.Request) error {
-	q := newQuery(r)
-	p, s, m := q.privacy(), q.sampling(h.limits.MaxCustomQ), q.method()
-	lo, hi := q.frequencyRange(h.limits.MaxFrequency, h.limits.MaxRangeRows)
-	if err := q.problem(); err != nil {
-		return err
-	}
-	rows, err := h.svc.FrequencyRows(r.Context(), p, s, m, lo, hi)
+	rq, err := h.rowsQuery(r)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, FrequenciesView{Rows: rows})
-	return nil
+	rows, err := h.svc.FrequencyRows(r.Context(), rq.privacy, rq.sampling, rq.method, rq.lo, rq.hi)
+	return answerJSON(w, FrequenciesView{Rows: rows}, err)
 }
 
 // estimators returns the per-frequency planning table.
@@ -128,14 +119,11 @@ func (h *handler) frequencies(w http.ResponseWriter, r *http.Request) error {
 //	@Security		bearer
 //	@Router			/v1/tables/estimators [get]
 func (h *handler) estimators(w http.ResponseWriter, r *http.Request) error {
-	q := newQuery(r)
-	p, s, m, g, e := q.privacy(), q.sampling(h.limits.MaxCustomQ), q.method(), q.g(), q.estimator()
-	n := q.maxFrequency(h.limits)
-	b := q.baseline()
-	if err := q.problem(); err != nil {
+	eq, err := h.estimatorQuery(r, false)
+	if err != nil {
 		return err
 	}
-	rows, err := h.svc.EstimatorRows(r.Context(), p, s, m, g, e, n)
+	rows, err := h.svc.EstimatorRows(r.Context(), eq.privacy, eq.sampling, eq.method, eq.g, eq.estimator, eq.maxFrequency)
 	if err != nil {
 		return err
 	}
@@ -143,8 +131,8 @@ func (h *handler) estimators(w http.ResponseWriter, r *http.Request) error {
 	for i, row := range rows {
 		v.Rows[i].EstimatorRow = row
 	}
-	if b {
-		base, err := h.svc.EstimatorBaseline(r.Context(), p, s, g, n)
+	if eq.baseline {
+		base, err := h.svc.EstimatorBaseline(r.Context(), eq.privacy, eq.sampling, eq.g, eq.maxFrequency)
 		if err != nil {
 			return err
 		}
@@ -191,16 +179,10 @@ type AuditView struct {
 //	@Security		bearer
 //	@Router			/v1/tables/audit [get]
 func (h *handler) audit(w http.ResponseWriter, r *http.Request) error {
-	q := newQuery(r)
-	p, s, m := q.privacy(), q.sampling(h.limits.MaxCustomQ), q.method()
-	lo, hi := q.frequencyRange(h.limits.MaxFrequency, h.limits.MaxRangeRows)
-	if err := q.problem(); err != nil {
-		return err
-	}
-	a, err := h.svc.AuditRows(r.Context(), p, s, m, lo, hi)
+	rq, err := h.rowsQuery(r)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, AuditView{Epsilon: p.Epsilon, Delta: p.Delta, Method: string(m), Audit: a, Tolerance: service.AuditTolerance})
-	return nil
+	a, err := h.svc.AuditRows(r.Context(), rq.privacy, rq.sampling, rq.method, rq.lo, rq.hi)
+	return answerJSON(w, AuditView{Epsilon: rq.privacy.Epsilon, Delta: rq.privacy.Delta, Method: string(rq.method), Audit: a, Tolerance: service.AuditTolerance}, err)
 }

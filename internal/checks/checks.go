@@ -130,8 +130,11 @@ func Positive(field string, v float64) error {
 }
 
 // NormalPositive checks that v is finite, greater than 0 and not subnormal.
-func NormalPositive(field string, v float64) error {
-	if err := Positive(field, v); err != nil {
+func NormalPositive(field string, v float64) error { return normal(field, v, Positive) }
+
+// normal checks v with check, then that v is not subnormal.
+func normal(field string, v float64, check func(string, float64) error) error {
+	if err := check(field, v); err != nil {
 		return err
 	}
 	if v < MinNormal {
@@ -149,15 +152,7 @@ func Probability(field string, v float64) error {
 }
 
 // NormalProbability checks that 0 < v <= 1 and that v is not subnormal.
-func NormalProbability(field string, v float64) error {
-	if err := Probability(field, v); err != nil {
-		return err
-	}
-	if v < MinNormal {
-		return &FieldError{Field: field, Reason: "must be at least 2.2250738585072014e-308, the smallest normal float64"}
-	}
-	return nil
-}
+func NormalProbability(field string, v float64) error { return normal(field, v, Probability) }
 
 // OpenUnit checks that 0 < v < 1.
 func OpenUnit(field string, v float64) error {
