@@ -83,7 +83,7 @@ type Sample struct {
 	ExpiresAt time.Time
 	Spec      SampleSpec
 	Elements  []Element // nil in listings
-	Reported  int             // number of elements
+	Reported  int       // number of elements
 	// Keys holds, for a frequencies release read through CreateSample or
 	// GetSampleView, each element's MLE frequency and contribution under
 	// Spec.Estimator (same order as Elements); nil otherwise.
