@@ -28,8 +28,14 @@ func (p PrivacyParams) privacy(prefix string) (sanitize.Privacy, error) {
 	return pr, nil
 }
 
-// sampling converts validated DTO fields to the domain type.
-func (s SamplingParams) sampling(prefix string, maxQ int) (sanitize.Sampling, error) {
+// sampling is the one reader of a sampling description, for JSON and
+// NDJSON bodies, CSV uploads and the query of the table and plot routes: it
+// checks which fields go together (threshold with ppswor and priority,
+// probabilities with custom, at most maxQ of them, PWSD_MAX_CUSTOM_Q) and
+// leaves every value to sanitize.NewSampling. Its errors are field errors
+// (package checks) named by the parameter: callers reading a body put
+// "sampling." before them (paramProblem).
+func (s SamplingParams) sampling(maxQ int) (sanitize.Sampling, error) {
 	scheme := sanitize.Scheme(s.Scheme)
 	var tau, power float64
 	if s.Threshold != nil {
@@ -41,31 +47,27 @@ func (s SamplingParams) sampling(prefix string, maxQ int) (sanitize.Sampling, er
 	switch scheme {
 	case sanitize.SchemePPSWOR, sanitize.SchemePriority:
 		if s.Threshold == nil {
-			return sanitize.Sampling{}, invalid(prefix+"threshold", "is required for ppswor and priority")
+			return sanitize.Sampling{}, checks.Errorf("threshold", "is required for ppswor and priority")
 		}
 		if s.Probabilities != nil {
-			return sanitize.Sampling{}, invalid(prefix+"probabilities", "is allowed only with scheme custom")
+			return sanitize.Sampling{}, checks.Errorf("probabilities", "is allowed only with scheme custom")
 		}
 	case sanitize.SchemeCustom:
 		if len(s.Probabilities) == 0 {
-			return sanitize.Sampling{}, invalid(prefix+"probabilities", "is required for scheme custom")
+			return sanitize.Sampling{}, checks.Errorf("probabilities", "is required for scheme custom")
 		}
 		if len(s.Probabilities) > maxQ {
-			return sanitize.Sampling{}, invalid(prefix+"probabilities", "lists more probabilities than allowed (PWSD_MAX_CUSTOM_Q)")
+			return sanitize.Sampling{}, checks.Errorf("probabilities", "lists more probabilities than allowed (PWSD_MAX_CUSTOM_Q)")
 		}
 		if s.Threshold != nil || s.Power != nil {
-			return sanitize.Sampling{}, invalid(prefix+"threshold", "is not allowed with scheme custom")
+			return sanitize.Sampling{}, checks.Errorf("threshold", "is not allowed with scheme custom")
 		}
 	case sanitize.SchemeNone:
 		if s.Threshold != nil || s.Probabilities != nil {
-			return sanitize.Sampling{}, invalid(prefix+"threshold", "is not allowed with scheme none")
+			return sanitize.Sampling{}, checks.Errorf("threshold", "is not allowed with scheme none")
 		}
 	}
-	out, err := sanitize.NewSampling(scheme, tau, power, s.Probabilities)
-	if err != nil {
-		return out, paramProblem(prefix, err)
-	}
-	return out, nil
+	return sanitize.NewSampling(scheme, tau, power, s.Probabilities)
 }
 
 // paramProblem renders a domain parameter error as a 422 naming its fields

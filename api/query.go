@@ -164,23 +164,27 @@ func (q *query) privacy() sanitize.Privacy {
 	return p
 }
 
-// sampling reads scheme, threshold, power and (custom) probabilities as a
-// comma-separated list.
+// sampling reads scheme (default none), threshold, power and (custom)
+// probabilities as a comma-separated list, with the rules of a body's
+// sampling description (SamplingParams.sampling).
 func (q *query) sampling(maxQ int) sanitize.Sampling {
-	scheme := q.v.Get("scheme")
-	if scheme == "" {
-		scheme = string(sanitize.DefaultScheme)
+	before := len(q.errs)
+	sp := SamplingParams{Scheme: q.v.Get("scheme")}
+	if sp.Scheme == "" {
+		sp.Scheme = string(sanitize.DefaultScheme)
 	}
-	tau, hasTau := q.float("threshold", scheme == "ppswor" || scheme == "priority")
-	power, _ := q.float("power", false)
-	probs, ok := q.floatList("probabilities", maxQ)
-	if !ok {
+	opt := func(name string) *float64 {
+		if f, ok := q.float(name, false); ok {
+			return &f
+		}
+		return nil
+	}
+	sp.Threshold, sp.Power = opt("threshold"), opt("power")
+	sp.Probabilities, _ = q.floatList("probabilities", maxQ)
+	if len(q.errs) > before {
 		return sanitize.Sampling{}
 	}
-	if (scheme == "ppswor" || scheme == "priority") && !hasTau {
-		return sanitize.Sampling{}
-	}
-	s, err := sanitize.NewSampling(sanitize.Scheme(scheme), tau, power, probs)
+	s, err := sp.sampling(maxQ)
 	q.failErr(err)
 	return s
 }

@@ -128,9 +128,9 @@ func (h *handler) spec(hd SampleHeader) (service.SampleSpec, error) {
 	if err != nil {
 		return service.SampleSpec{}, err
 	}
-	s, err := hd.Sampling.sampling("sampling.", h.limits.MaxCustomQ)
+	s, err := hd.Sampling.sampling(h.limits.MaxCustomQ)
 	if err != nil {
-		return service.SampleSpec{}, err
+		return service.SampleSpec{}, paramProblem("sampling.", err)
 	}
 	spec, err := service.NewSampleSpec(hd.Dataset, p, s, service.Release(hd.Release), sanitize.Method(hd.Method))
 	if err != nil {
