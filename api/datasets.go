@@ -12,7 +12,7 @@ import (
 // DatasetRequest creates a dataset with a privacy budget.
 type DatasetRequest struct {
 	Name          string   `json:"name" validate:"required,dataset_name"`
-	EpsilonBudget *float64 `json:"epsilon_budget" validate:"required" minimum:"0"`
+	EpsilonBudget *float64 `json:"epsilon_budget" validate:"required"`
 	DeltaBudget   *float64 `json:"delta_budget" validate:"required" minimum:"0" maximum:"1"`
 }
 
@@ -104,8 +104,8 @@ func (h *handler) getDataset(w http.ResponseWriter, r *http.Request) error {
 // ChargeRequest charges a release made outside pwsd (e.g. by the Beam
 // pipeline, beam/cmd/pwsd-beam) to a dataset's budget.
 type ChargeRequest struct {
-	Epsilon     *float64 `json:"epsilon" validate:"required" minimum:"0" example:"0.5"`
-	Delta       *float64 `json:"delta" validate:"required" minimum:"0" maximum:"1" example:"0.000001"`
+	Epsilon     *float64 `json:"epsilon" validate:"required" example:"0.5"`
+	Delta       *float64 `json:"delta" validate:"required" minimum:"0" example:"0.000001"`
 	Description string   `json:"description,omitempty" validate:"max=200" example:"pwsd-beam run 2026-11-23"`
 }
 

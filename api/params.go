@@ -5,17 +5,20 @@ import (
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
 
-// PrivacyParams is the (epsilon, delta) guarantee of a release.
+// PrivacyParams is the (epsilon, delta) guarantee of a release. The
+// validator checks only that both are given; their values are checked by
+// sanitize.NewPrivacy, the one place that defines a valid guarantee (the
+// swag bounds below only document it).
 type PrivacyParams struct {
-	Epsilon *float64 `json:"epsilon" validate:"required" minimum:"0" example:"0.5"`
-	Delta   *float64 `json:"delta" validate:"required" minimum:"0" maximum:"1" example:"0.000001"`
+	Epsilon *float64 `json:"epsilon" validate:"required" example:"0.5"`
+	Delta   *float64 `json:"delta" validate:"required" maximum:"1" example:"0.000001"`
 }
 
 // SamplingParams describes how the client drew its non-private sample.
 type SamplingParams struct {
 	Scheme        string    `json:"scheme" validate:"required,oneof=ppswor priority none custom" enums:"ppswor,priority,none,custom"`
-	Threshold     *float64  `json:"threshold,omitempty" minimum:"0" example:"0.01"`
-	Power         *float64  `json:"power,omitempty" minimum:"0" example:"1"`
+	Threshold     *float64  `json:"threshold,omitempty" example:"0.01"`
+	Power         *float64  `json:"power,omitempty" example:"1"`
 	Probabilities []float64 `json:"probabilities,omitempty"`
 }
 
