@@ -68,10 +68,10 @@ func (s Sampling) Validate() error {
 	case SchemePPSWOR, SchemePriority:
 		// Subnormal thresholds lose precision in every product the
 		// sanitizer forms, so they are refused.
-		var es checks.Errors
-		es.AddErr("threshold", checks.NormalPositive("threshold", s.Threshold))
-		es.AddErr("power", checks.Positive("power", s.Power))
-		return es.Err()
+		if err := checks.NormalPositive("threshold", s.Threshold); err != nil {
+			return err
+		}
+		return checks.Positive("power", s.Power)
 	case SchemeNone:
 	case SchemeCustom:
 		if len(s.Probabilities) == 0 {
