@@ -1,11 +1,12 @@
 package panprivate
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/pwsd/pwsd/internal/binenc"
 )
 
 // Unmarshal restores an estimator encoded by MarshalBinary; rng supplies its
@@ -15,11 +16,12 @@ func Unmarshal(data []byte, rng *rand.Rand) (Estimator, error) {
 	if rng == nil {
 		return nil, errors.New("panprivate: unmarshal estimator: nil random source")
 	}
-	r := &wireReader{b: data}
-	if !bytes.Equal(r.take(uint64(len(wireMagic))), wireMagic) || r.byte1() != wireVersion {
+	r := binenc.NewReader(data, ErrCorruptState)
+	version := r.Header(stateMagic)
+	if r.Err() != nil || (version != StateFormat && version != legacyStateFormat) {
 		return nil, fmt.Errorf("%w: bad magic or version", ErrCorruptState)
 	}
-	b, err := decodeBase(r, rng)
+	b, err := decodeBase(r, version, rng)
 	if err != nil {
 		return nil, err
 	}
@@ -37,17 +39,33 @@ func Unmarshal(data []byte, rng *rand.Rand) (Estimator, error) {
 	default:
 		e, err = decodeIncidence(b, r)
 	}
-	if err == nil && r.err == nil && len(r.b) != 0 {
-		r.fail("trailing bytes")
-	}
 	if err == nil {
-		err = r.err
+		err = r.Close()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("panprivate: unmarshal %s estimator: %w", c.Estimator, err)
 	}
 	return e, nil
 }
+
+// The binary state encoding (package binenc): the magic "PPS", the format
+// version, the resolved configuration, the key and the public counts, then
+// each estimator's tables, bit-packed (bits at one bit each, counters at the
+// width of their range). Integers are uvarints, floats little-endian IEEE 754.
+const stateMagic = "PPS"
+
+// StateFormat is the version of the estimators' binary state encoding that
+// MarshalBinary writes. Version 1 (legacyStateFormat) carried a slot where
+// the exact event count once was; Unmarshal still reads it (ignoring the
+// slot) so that rows stored by the previous release load until the store's
+// rewrite has re-encoded them.
+const (
+	StateFormat       = 2
+	legacyStateFormat = 1
+)
+
+// ErrCorruptState reports a state encoding that cannot be decoded.
+var ErrCorruptState = errors.New("panprivate: corrupt state encoding")
 
 // Wire codes.
 var (
@@ -65,83 +83,83 @@ func codeOf[T comparable](list []T, v T) byte {
 }
 
 // encodeBase writes the magic, version, configuration, key and counts.
-func (b *base) encodeBase() *wireWriter {
-	w := &wireWriter{b: make([]byte, 0, 128)}
-	w.raw(wireMagic)
-	w.byte1(wireVersion)
+func (b *base) encodeBase() *binenc.Writer {
+	w := binenc.NewWriter(make([]byte, 0, 128))
+	w.Header(stateMagic, StateFormat)
 	c := b.cfg
-	w.byte1(codeOf(kindCodes, c.Estimator))
-	w.byte1(codeOf(algCodes, c.Algorithm))
-	w.float(c.Epsilon)
-	w.uvarint(c.UniverseSize)
-	w.uvarint(uint64(c.SampleSize))
+	w.Byte(codeOf(kindCodes, c.Estimator))
+	w.Byte(codeOf(algCodes, c.Algorithm))
+	w.Float(c.Epsilon)
+	w.Uvarint(c.UniverseSize)
+	w.Uvarint(uint64(c.SampleSize))
 	if c.Accuracy != nil {
-		w.byte1(1)
-		w.float(c.Accuracy.Alpha)
-		w.float(c.Accuracy.Beta)
+		w.Byte(1)
+		w.Float(c.Accuracy.Alpha)
+		w.Float(c.Accuracy.Beta)
 	} else {
-		w.byte1(0)
+		w.Byte(0)
 	}
-	w.uvarint(uint64(c.T))
-	w.uvarint(uint64(c.K))
-	w.uvarint(uint64(c.MaxOccurrences))
-	w.float(c.Rho)
-	w.uvarint(uint64(c.Moduli))
-	w.uvarint(uint64(c.MaxReleases))
+	w.Uvarint(uint64(c.T))
+	w.Uvarint(uint64(c.K))
+	w.Uvarint(uint64(c.MaxOccurrences))
+	w.Float(c.Rho)
+	w.Uvarint(uint64(c.Moduli))
+	w.Uvarint(uint64(c.MaxReleases))
 	if c.ReleaseNoise == NoiseCalibrated {
-		w.byte1(1)
+		w.Byte(1)
 	} else {
-		w.byte1(0)
+		w.Byte(0)
 	}
-	w.raw(b.key[:])
-	w.uvarint(0) // formerly the event count: always 0, ignored on reading
-	w.uvarint(uint64(b.stats.Releases))
-	w.uvarint(uint64(b.stats.Intrusions))
+	w.Raw(b.key[:])
+	w.Uvarint(uint64(b.stats.Releases))
+	w.Uvarint(uint64(b.stats.Intrusions))
 	return w
 }
 
-func decodeBase(r *wireReader, rng *rand.Rand) (*base, error) {
+func decodeBase(r *binenc.Reader, version byte, rng *rand.Rand) (*base, error) {
 	var c Config
-	kc, ac := r.byte1(), r.byte1()
-	if r.err == nil && (int(kc) >= len(kindCodes) || int(ac) >= len(algCodes)) {
-		r.fail("unknown estimator or algorithm")
+	kc, ac := r.Byte(), r.Byte()
+	if r.Err() == nil && (int(kc) >= len(kindCodes) || int(ac) >= len(algCodes)) {
+		r.Fail("unknown estimator or algorithm")
 	}
-	if r.err != nil {
-		return nil, r.err
+	if r.Err() != nil {
+		return nil, r.Err()
 	}
 	c.Estimator, c.Algorithm = kindCodes[kc], algCodes[ac]
-	c.Epsilon = r.float()
-	c.UniverseSize = r.uvarint()
-	c.SampleSize = int(r.intn(storedMaxSampleSize))
-	switch r.byte1() {
+	c.Epsilon = r.Float()
+	c.UniverseSize = r.Uvarint()
+	c.SampleSize = int(r.Intn(storedMaxSampleSize))
+	switch r.Byte() {
 	case 0:
 	case 1:
-		c.Accuracy = &Accuracy{Alpha: r.float(), Beta: r.float()}
+		c.Accuracy = &Accuracy{Alpha: r.Float(), Beta: r.Float()}
 	default:
-		r.fail("bad accuracy flag")
+		r.Fail("bad accuracy flag")
 	}
-	c.T = int(r.intn(MaxCropT))
-	c.K = int(r.intn(MaxOccurrences))
-	c.MaxOccurrences = int(r.intn(MaxOccurrences))
-	c.Rho = r.float()
-	c.Moduli = int(r.intn(MaxModuli))
-	c.MaxReleases = int(r.intn(math.MaxInt32))
-	switch r.byte1() {
+	c.T = int(r.Intn(MaxCropT))
+	c.K = int(r.Intn(MaxOccurrences))
+	c.MaxOccurrences = int(r.Intn(MaxOccurrences))
+	c.Rho = r.Float()
+	c.Moduli = int(r.Intn(MaxModuli))
+	c.MaxReleases = int(r.Intn(math.MaxInt32))
+	switch r.Byte() {
 	case 0:
 		c.ReleaseNoise = NoisePaper
 	case 1:
 		c.ReleaseNoise = NoiseCalibrated
 	default:
-		r.fail("bad release noise flag")
+		r.Fail("bad release noise flag")
 	}
 	var key [KeySize]byte
-	copy(key[:], r.take(KeySize))
+	copy(key[:], r.Take(KeySize))
 	var st Stats
-	_ = r.uvarint() // formerly the exact event count: dropped
-	st.Releases = int(r.intn(math.MaxInt32))
-	st.Intrusions = int(r.intn(math.MaxInt32))
-	if r.err != nil {
-		return nil, r.err
+	if version == legacyStateFormat {
+		_ = r.Uvarint() // the legacy event-count slot: read and dropped
+	}
+	st.Releases = int(r.Intn(math.MaxInt32))
+	st.Intrusions = int(r.Intn(math.MaxInt32))
+	if r.Err() != nil {
+		return nil, r.Err()
 	}
 	if c.SampleSize == 0 {
 		return nil, fmt.Errorf("%w: zero sample size", ErrCorruptState)

@@ -1,12 +1,14 @@
 package panprivate
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 
+	"github.com/pwsd/pwsd/internal/binenc"
 	"github.com/pwsd/pwsd/internal/dprand"
 )
 
@@ -314,15 +316,15 @@ func (e *ContinualDensity) MarshalBinary() ([]byte, error) {
 	m := uint64(e.cfg.SampleSize)
 	b := make([]byte, 0, 64+KeySize+int(m+7)/8+len(ctr))
 	b = append(b, continualMagic, continualVersion)
-	b = counterAppendFloat(b, e.cfg.Epsilon)
-	b = counterAppendUvarint(b, e.cfg.UniverseSize)
-	b = counterAppendUvarint(b, m)
-	b = counterAppendUvarint(b, uint64(e.cfg.Horizon))
+	b = binenc.AppendFloat(b, e.cfg.Epsilon)
+	b = binary.AppendUvarint(b, e.cfg.UniverseSize)
+	b = binary.AppendUvarint(b, m)
+	b = binary.AppendUvarint(b, uint64(e.cfg.Horizon))
 	b = append(b, e.key[:]...)
 	for i := uint64(0); i < (m+7)/8; i++ {
 		b = append(b, byte(e.table[i/8]>>(8*(i%8))))
 	}
-	b = counterAppendUvarint(b, uint64(len(ctr)))
+	b = binary.AppendUvarint(b, uint64(len(ctr)))
 	return append(b, ctr...), nil
 }
 
@@ -340,36 +342,36 @@ func UnmarshalContinualDensity(data []byte, lap dprand.Laplacer, rng *rand.Rand)
 }
 
 func continualDecode(data []byte, lap dprand.Laplacer, rng *rand.Rand) (*ContinualDensity, error) {
-	d := &counterDecoder{b: data}
-	if d.byte() != continualMagic {
+	d := binenc.NewReader(data, ErrCorruptState)
+	if d.Byte() != continualMagic {
 		return nil, errors.New("not a continual density encoding")
 	}
-	if v := d.byte(); v != continualVersion {
+	if v := d.Byte(); v != continualVersion {
 		return nil, fmt.Errorf("unsupported encoding version %d", v)
 	}
 	var cfg ContinualDensityConfig
-	cfg.Epsilon = d.float()
-	cfg.UniverseSize = d.uvarint()
-	m := d.uvarint()
-	cfg.Horizon = d.int64()
-	if d.err != nil {
-		return nil, d.err
+	cfg.Epsilon = d.FiniteFloat()
+	cfg.UniverseSize = d.Uvarint()
+	m := d.Uvarint()
+	cfg.Horizon = d.Int64()
+	if d.Err() != nil {
+		return nil, d.Err()
 	}
 	if m > storedMaxSampleSize {
 		return nil, errors.New("sample size out of range")
 	}
 	cfg.SampleSize = int(m)
 	var key [KeySize]byte
-	copy(key[:], d.bytes(KeySize))
-	tbl := d.bytes(int(m+7) / 8)
-	ctrLen := d.uvarint()
-	if d.err != nil {
-		return nil, d.err
+	copy(key[:], d.Take(uint64(KeySize)))
+	tbl := d.Take(uint64(int(m+7)) / 8)
+	ctrLen := d.Uvarint()
+	if d.Err() != nil {
+		return nil, d.Err()
 	}
-	if ctrLen != uint64(len(d.b)) {
+	if ctrLen != uint64(d.Len()) {
 		return nil, errors.New("counter length mismatch")
 	}
-	ctr, err := UnmarshalCounter(d.b, lap, rng)
+	ctr, err := UnmarshalCounter(d.Rest(), lap, rng)
 	if err != nil {
 		return nil, err
 	}

@@ -1,22 +1,26 @@
 package panprivate
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 
+	"github.com/pwsd/pwsd/internal/binenc"
 	"github.com/pwsd/pwsd/internal/dprand"
 )
 
-// Binary encoding. Layout: magic 'P', version, algorithm code, epsilon
-// (float64 little endian), horizon and steps (uvarint), latest output
-// (float64), then the algorithm's fields.
+// Binary encoding (package binenc). Layout: magic 'P', the format version,
+// algorithm code, epsilon (float64 little endian), horizon and steps
+// (uvarint), latest output (float64), then the algorithm's fields. The steps
+// are the public time of continual observation, not a count of 1s.
 
-const (
-	counterMagic   = 'P'
-	counterVersion = 1
-)
+const counterMagic = 'P'
+
+// CounterStateFormat is the version of the counters' binary state encoding.
+const CounterStateFormat = 1
+
+const counterVersion = CounterStateFormat
 
 // counterAlgorithms lists the algorithms in encoding order: the code of
 // counterAlgorithms()[i] is i+1.
@@ -35,10 +39,10 @@ func counterAlgCode(alg CounterAlgorithm) byte {
 
 func (c *counterBase) appendHeader(b []byte) []byte {
 	b = append(b, counterMagic, counterVersion, counterAlgCode(c.alg))
-	b = counterAppendFloat(b, c.eps)
-	b = counterAppendUvarint(b, uint64(c.horizon))
-	b = counterAppendUvarint(b, uint64(c.steps))
-	return counterAppendFloat(b, c.last)
+	b = binenc.AppendFloat(b, c.eps)
+	b = binary.AppendUvarint(b, uint64(c.horizon))
+	b = binary.AppendUvarint(b, uint64(c.steps))
+	return binenc.AppendFloat(b, c.last)
 }
 
 // UnmarshalCounter restores a counter encoded by MarshalBinary, attaching the
@@ -55,24 +59,24 @@ func UnmarshalCounter(data []byte, lap dprand.Laplacer, rng *rand.Rand) (Counter
 }
 
 func counterDecode(data []byte, lap dprand.Laplacer, rng *rand.Rand) (Counter, error) {
-	d := &counterDecoder{b: data}
-	if d.byte() != counterMagic {
+	d := binenc.NewReader(data, ErrCorruptState)
+	if d.Byte() != counterMagic {
 		return nil, errors.New("not a counter encoding")
 	}
-	if v := d.byte(); v != counterVersion {
+	if v := d.Byte(); v != counterVersion {
 		return nil, fmt.Errorf("unsupported encoding version %d", v)
 	}
-	code := d.byte()
+	code := d.Byte()
 	var base counterBase
 	if algs := counterAlgorithms(); code >= 1 && int(code) <= len(algs) {
 		base.alg = algs[code-1]
 	}
-	base.eps = d.float()
-	base.horizon = d.int64()
-	base.steps = d.int64()
-	base.last = d.float()
-	if d.err != nil {
-		return nil, d.err
+	base.eps = d.FiniteFloat()
+	base.horizon = d.Int64()
+	base.steps = d.Int64()
+	base.last = d.FiniteFloat()
+	if d.Err() != nil {
+		return nil, d.Err()
 	}
 	if base.alg == "" {
 		return nil, fmt.Errorf("unknown algorithm code %d", code)
@@ -101,96 +105,13 @@ func counterDecode(data []byte, lap dprand.Laplacer, rng *rand.Rand) (Counter, e
 		c, err = decodeTreeCounter(base, d, lap)
 	}
 	if err == nil {
-		err = d.err
+		err = d.Err()
 	}
-	if err == nil && len(d.b) != 0 {
-		err = errors.New("trailing bytes")
+	if err == nil {
+		err = d.Close()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s counter: %w", base.alg, err)
 	}
 	return c, nil
-}
-
-func counterAppendFloat(b []byte, v float64) []byte {
-	u := math.Float64bits(v)
-	return append(b, byte(u), byte(u>>8), byte(u>>16), byte(u>>24), byte(u>>32), byte(u>>40), byte(u>>48), byte(u>>56))
-}
-
-func counterAppendUvarint(b []byte, v uint64) []byte {
-	for v >= 0x80 {
-		b = append(b, byte(v)|0x80)
-		v >>= 7
-	}
-	return append(b, byte(v))
-}
-
-// counterDecoder reads the encoding; the first error sticks and later reads
-// return zero values.
-type counterDecoder struct {
-	b   []byte
-	err error
-}
-
-var errCounterShort = errors.New("truncated encoding")
-
-func (d *counterDecoder) byte() byte {
-	if d.err != nil || len(d.b) < 1 {
-		d.err = errCounterShort
-		return 0
-	}
-	v := d.b[0]
-	d.b = d.b[1:]
-	return v
-}
-
-func (d *counterDecoder) bytes(n int) []byte {
-	if d.err != nil || n < 0 || len(d.b) < n {
-		d.err = errCounterShort
-		return nil
-	}
-	v := d.b[:n:n]
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *counterDecoder) float() float64 {
-	p := d.bytes(8)
-	if p == nil {
-		return 0
-	}
-	u := uint64(p[0]) | uint64(p[1])<<8 | uint64(p[2])<<16 | uint64(p[3])<<24 |
-		uint64(p[4])<<32 | uint64(p[5])<<40 | uint64(p[6])<<48 | uint64(p[7])<<56
-	v := math.Float64frombits(u)
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		d.err = errors.New("non-finite number in encoding")
-		return 0
-	}
-	return v
-}
-
-func (d *counterDecoder) uvarint() uint64 {
-	var v uint64
-	for i := 0; i < 10; i++ {
-		c := d.byte()
-		if d.err != nil {
-			return 0
-		}
-		v |= uint64(c&0x7f) << (7 * i)
-		if c < 0x80 {
-			return v
-		}
-	}
-	d.err = errors.New("varint overflow")
-	return 0
-}
-
-// int64 reads a uvarint that must fit in a non-negative int64.
-func (d *counterDecoder) int64() int64 {
-	v := d.uvarint()
-	if v > math.MaxInt64 {
-		d.err = errors.New("integer overflow")
-		return 0
-	}
-	return int64(v)
 }
