@@ -3,7 +3,7 @@
 // budgets with their ledger. It never receives raw samples or raw events.
 //
 // Two implementations satisfy Store: Memory (the embedded default) and
-// Postgres. Both pass the same behavioural suite (store_test.go).
+// Postgres. Both pass the same behavioural suite (package storetest).
 package store
 
 import (
