@@ -178,6 +178,11 @@ func decodeCascadingCounter(base counterBase, d *binenc.Reader, lap dprand.Lapla
 		return nil, err
 	}
 	p := CounterCascadingDerive(cfg.Epsilon, cfg.Horizon, cfg.D, cfg.L, cfg.Kappa)
+	if p.D != cfg.D || p.L != cfg.L || p.Kappa != cfg.Kappa {
+		// Stored parameters are the resolved ones: anything else is not an
+		// encoding MarshalBinary writes.
+		return nil, errors.New("unresolved cascading parameters")
+	}
 	c := &cascadingCounter{counterBase: base, CounterCascadingParameters: p, lap: lap,
 		acc: make([]float64, p.D), buf: make([]float64, p.D), upd: make([]int64, p.D)}
 	c.ocount = d.FiniteFloat()
