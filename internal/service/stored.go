@@ -81,28 +81,28 @@ func decodeSampleHeader(data []byte) (SampleSpec, error) {
 	if err != nil {
 		return spec, fmt.Errorf("decoding sample header: %w", err)
 	}
+	var h storedSampleHeader
 	switch format {
 	case SampleHeaderFormat:
-		var h storedSampleHeader
 		if err := decodeStrict(data, &h); err != nil {
 			return spec, fmt.Errorf("decoding sample header: %w", err)
 		}
-		spec = SampleSpec{Dataset: h.Dataset, Privacy: sanitize.Privacy{Epsilon: h.Privacy.Epsilon, Delta: h.Privacy.Delta},
-			Sampling: sanitize.Sampling{Scheme: sanitize.Scheme(h.Sampling.Scheme), Threshold: h.Sampling.Threshold,
-				Power: h.Sampling.Power, Probabilities: h.Sampling.Probabilities},
-			Release: h.Release, Method: sanitize.Method(h.Method)}
 	case 0:
-		var h legacySampleHeader
-		if err := decodeStrict(data, &h); err != nil {
+		var l legacySampleHeader
+		if err := decodeStrict(data, &l); err != nil {
 			return spec, fmt.Errorf("decoding legacy sample header: %w", err)
 		}
-		spec = SampleSpec{Dataset: h.Dataset, Privacy: sanitize.Privacy{Epsilon: h.Privacy.Epsilon, Delta: h.Privacy.Delta},
-			Sampling: sanitize.Sampling{Scheme: sanitize.Scheme(h.Sampling.Scheme), Threshold: h.Sampling.Threshold,
-				Power: h.Sampling.Power, Probabilities: h.Sampling.Probabilities},
-			Release: h.Release, Method: sanitize.Method(h.Method)}
+		// The legacy structs differ from the current ones in their JSON
+		// names only.
+		h = storedSampleHeader{Dataset: l.Dataset, Privacy: storedPrivacy(l.Privacy), Sampling: storedSampling(l.Sampling),
+			Release: l.Release, Method: l.Method}
 	default:
 		return spec, fmt.Errorf("decoding sample header: unknown format %d", format)
 	}
+	spec = SampleSpec{Dataset: h.Dataset, Privacy: sanitize.Privacy{Epsilon: h.Privacy.Epsilon, Delta: h.Privacy.Delta},
+		Sampling: sanitize.Sampling{Scheme: sanitize.Scheme(h.Sampling.Scheme), Threshold: h.Sampling.Threshold,
+			Power: h.Sampling.Power, Probabilities: h.Sampling.Probabilities},
+		Release: h.Release, Method: sanitize.Method(h.Method)}
 	if len(spec.Sampling.Probabilities) == 0 {
 		spec.Sampling.Probabilities = nil
 	}
