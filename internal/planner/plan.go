@@ -251,7 +251,7 @@ func (r PlanRequest) validate() (*plan, error) {
 // reported and the NRMSE of the sum estimate (eq. 12) for PWS (the
 // request's method, g and estimator), sampled-SbH (Appendix G) and
 // non-private sampling (eq. 8); with Sweep, the same comparison at each
-// threshold of the sweep. Invalid input yields a *ValidationError naming
+// threshold of the sweep. Invalid input yields a checks.Errors naming
 // every bad field. Plan is deterministic and honours ctx between steps.
 func Plan(ctx context.Context, req PlanRequest) (*PlanResult, error) {
 	pl, err := req.validate()

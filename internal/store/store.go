@@ -3,7 +3,7 @@
 // budgets with their ledger. It never receives raw samples or raw events.
 //
 // Two implementations satisfy Store: Memory (the embedded default) and
-// Postgres. Both pass the same behavioural suite (store_test.go).
+// Postgres. Both pass the same behavioural suite (package storetest).
 package store
 
 import (
@@ -73,8 +73,10 @@ type Element struct {
 	Estimate float64 // MLE per-key estimate of the frequency; NaN in a keys-only release
 }
 
-// Sample is a stored sanitized sample. Header is the JSON description of the
-// release (privacy, sampling, release, method) as the API renders it.
+// Sample is a stored sanitized sample. Header is the service's JSON
+// description of the release (privacy, sampling, release, method), a JSON
+// object whose "format" member versions it (FormatRewriter); the store reads
+// nothing else of it. Elements are stored in chunks of ChunkFormat.
 type Sample struct {
 	ID        string
 	CreatedAt time.Time
@@ -124,7 +126,7 @@ type StateRecord struct {
 	Kind      string // "stream" or "counter"
 	ID        string
 	Dataset   string
-	Config    []byte // JSON configuration
+	Config    []byte // JSON configuration, versioned by its "format" member (FormatRewriter)
 	State     []byte
 	Events    int64 // events or steps applied
 	Releases  int
