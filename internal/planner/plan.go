@@ -420,7 +420,7 @@ func reachesQ(pi []float64, s sanitize.Sampling) *int64 {
 	return &at
 }
 
-// PlanChart is the chart of PlotNRMSE: the NRMSE of the sum estimate
+// PlanChart is the NRMSE chart: the NRMSE of the sum estimate
 // against the sampling threshold of the sweep (Figure 8, bottom).
 func PlanChart(res *PlanResult) Chart {
 	c := Chart{Title: "NRMSE of the sum: " + res.Description, XLabel: "sampling threshold τ (" + res.SweepScheme + ")",
@@ -428,7 +428,7 @@ func PlanChart(res *PlanResult) Chart {
 	return c.withSweep(res, func(p PlanPoint) Comparison { return p.NRMSE })
 }
 
-// FractionChart is the chart of PlotReportedFraction: the expected fraction
+// FractionChart is the reported-fraction chart: the expected fraction
 // of keys reported against the sampling threshold (Figure 5).
 func FractionChart(res *PlanResult) Chart {
 	c := Chart{Title: "Keys reported: " + res.Description, XLabel: "sampling threshold τ (" + res.SweepScheme + ")",
@@ -448,21 +448,4 @@ func (c Chart) withSweep(res *PlanResult, f func(PlanPoint) Comparison) Chart {
 	}
 	c.Curves = []Curve{np, pws, sbh}
 	return c
-}
-
-// PlotNRMSE renders PlanChart as SVG; res must come from a Plan with Sweep.
-func PlotNRMSE(res *PlanResult) ([]byte, error) {
-	if len(res.Sweep) == 0 {
-		return nil, errors.New("planner: the plan has no threshold sweep")
-	}
-	return PlanChart(res).SVG()
-}
-
-// PlotReportedFraction renders FractionChart as SVG; res must come from a
-// Plan with Sweep.
-func PlotReportedFraction(res *PlanResult) ([]byte, error) {
-	if len(res.Sweep) == 0 {
-		return nil, errors.New("planner: the plan has no threshold sweep")
-	}
-	return FractionChart(res).SVG()
 }
