@@ -1,8 +1,3 @@
-// Package pipeline is pwsd's sanitizers as an Apache Beam pipeline: read raw
-// records, validate them (bad ones go to a dead-letter output with a reason),
-// sum per key, threshold-sample with a per-key hash keyed by a secret seed,
-// sanitize with internal/sanitize (the service's tables), and write sharded
-// NDJSON in the element format of GET /v1/samples/{id}.
 package pipeline
 
 import (

@@ -13,7 +13,5 @@
 // docs/algorithms.md.
 //
 // The package draws nothing and writes no files: package plotsvg renders a
-// Chart as SVG and writes the figures. It knows nothing about HTTP;
-// ParsePlanQuery and the JSON tags of PlanRequest and PlanResult fix the
-// names an API exposes.
+// Chart as SVG and writes the figures. It knows nothing about HTTP.
 package planner

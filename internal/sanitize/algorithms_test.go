@@ -32,9 +32,9 @@ func TestLIntegralDelta(t *testing.T) {
 }
 
 // Lemma 4.2: for q = 1 and integral L, pi_i has a closed form (to 1e-12).
-// Note: equation (5) as printed (and ALGORITHMS.md) has an off-by-one in the
-// second branch for L as defined in (4): the recursion of Algorithm 3 (the
-// definition) gives
+// Note: equation (5) as printed has an off-by-one in the second branch for
+// L as defined in (4) (docs/algorithms.md, "The closed form, corrected
+// (Lemma 4.2)"): the recursion of Algorithm 3 (the definition) gives
 //
 //	pi_i = delta (e^{eps i} - 1)/(e^eps - 1)            for i <= L+1
 //	pi_i = 1 - delta (e^{eps (2L+1-i)} - 1)/(e^eps - 1)  for L+1 <= i <= 2L+1
