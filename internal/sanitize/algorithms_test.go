@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"testing"
+
+	"github.com/pwsd/pwsd/internal/sanitize/sanitizetest"
 )
 
 // L(eps, delta) from equation (4) is an integer exactly when delta is
@@ -11,7 +13,7 @@ import (
 func TestLIntegralDelta(t *testing.T) {
 	for _, eps := range []float64{0.05, 0.1, 0.5, 1, 2, 5} {
 		for _, l := range []int{0, 1, 3, 10, 40} {
-			d := integralDelta(eps, l)
+			d := sanitizetest.IntegralDelta(eps, l)
 			if d <= 0 || d > 1 {
 				continue
 			}
@@ -49,7 +51,7 @@ func TestReportingProbabilitiesLemma42(t *testing.T) {
 		eps float64
 		l   int
 	}{{0.1, 5}, {0.1, 40}, {0.5, 10}, {1, 3}, {1, 12}, {2, 4}, {3, 1}} {
-		d := integralDelta(tc.eps, tc.l)
+		d := sanitizetest.IntegralDelta(tc.eps, tc.l)
 		p := mustPrivacy(t, tc.eps, d)
 		n := 2*tc.l + 10
 		pi := ReportingProbabilities(p, Sampling{Scheme: SchemeNone}, n)
@@ -87,7 +89,7 @@ func TestFrequencyRowsLemma52(t *testing.T) {
 			eps float64
 			l   int
 		}{{0.1, 5}, {0.1, 30}, {0.5, 10}, {1, 3}, {2, 4}, {3, 1}} {
-			d := integralDelta(tc.eps, tc.l)
+			d := sanitizetest.IntegralDelta(tc.eps, tc.l)
 			p := mustPrivacy(t, tc.eps, d)
 			tb := mustTable(t, p, Sampling{Scheme: SchemeNone}, m)
 			n := int64(4*tc.l + 12)
@@ -99,14 +101,7 @@ func TestFrequencyRowsLemma52(t *testing.T) {
 					}
 				}
 				for j := int64(1); j <= i; j++ {
-					k := i - j
-					var want float64
-					switch {
-					case k <= int64(tc.l):
-						want = d * math.Exp(float64(k)*tc.eps)
-					case k <= 2*int64(tc.l):
-						want = d * math.Exp(float64(2*int64(tc.l)-k)*tc.eps)
-					}
+					want := sanitizetest.Lemma52(tc.eps, d, int64(tc.l), i, j)
 					if got := tokenMass(r, j); math.Abs(got-want) > 1e-12 {
 						t.Errorf("%s eps=%g L=%d: pi_{%d,%d} = %.17g, Lemma 5.2 %.17g", m, tc.eps, tc.l, i, j, got, want)
 					}
@@ -129,7 +124,7 @@ func TestAlgorithm4MatchesDenseReference(t *testing.T) {
 		p := mustPrivacy(t, pr[0], pr[1])
 		for _, s := range samplings {
 			n := 160
-			dense := denseAlgorithm4(pr[0], pr[1], s.Q, n)
+			dense := sanitizetest.DenseAlgorithm4(pr[0], pr[1], s.Q, n)
 			tb := mustTable(t, p, s, MethodDiscrete)
 			for _, r := range rowsOf(t, tb, int64(n)) {
 				i := r.Frequency
@@ -152,7 +147,7 @@ func TestAlgorithm5EqualsAlgorithm4IntegralL(t *testing.T) {
 		eps float64
 		l   int
 	}{{0.1, 8}, {0.5, 6}, {1, 5}, {2, 2}} {
-		p := mustPrivacy(t, tc.eps, integralDelta(tc.eps, tc.l))
+		p := mustPrivacy(t, tc.eps, sanitizetest.IntegralDelta(tc.eps, tc.l))
 		n := int64(6*tc.l + 20)
 		r4 := rowsOf(t, mustTable(t, p, Sampling{Scheme: SchemeNone}, MethodDiscrete), n)
 		r5 := rowsOf(t, mustTable(t, p, Sampling{Scheme: SchemeNone}, MethodMaxSeparation), n)
