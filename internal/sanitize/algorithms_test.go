@@ -1,7 +1,6 @@
 package sanitize
 
 import (
-	"fmt"
 	"math"
 	"testing"
 
@@ -243,10 +242,4 @@ func TestConcordanceHelper(t *testing.T) {
 	if concordance(a, b) < 0.99 {
 		t.Fatalf("frequency 30 vs 4 should be ordered almost surely, got %g", concordance(a, b))
 	}
-}
-
-func ExampleL() {
-	p, _ := NewPrivacy(0.1, 1e-6)
-	fmt.Printf("%.2f\n", L(p))
-	// Output: 108.19
 }
