@@ -118,6 +118,22 @@ func (f *figures) figure1() error {
 	return nil
 }
 
+// expectedReported returns the expected numbers of keys of dist reported by
+// PWS (pi_i, given for i <= len(pi); beyond, pi_i has reached q_i) and by
+// non-private sampling (q_i).
+func expectedReported(pi []float64, s sanitize.Sampling, dist []estimate.FrequencyCount) (pws, nonPrivate float64) {
+	for _, fc := range dist {
+		q := s.Q(fc.Frequency)
+		nonPrivate += fc.Keys * q
+		if fc.Frequency <= int64(len(pi)) {
+			pws += fc.Keys * pi[fc.Frequency-1]
+		} else {
+			pws += fc.Keys * q
+		}
+	}
+	return pws, nonPrivate
+}
+
 // fractions returns the expected fraction of keys of dist reported by PWS,
 // sampled-SbH and non-private sampling.
 func fractions(p sanitize.Privacy, s sanitize.Sampling, dist []estimate.FrequencyCount) (Comparison, error) {
@@ -130,16 +146,7 @@ func fractions(p sanitize.Privacy, s sanitize.Sampling, dist []estimate.Frequenc
 	if err != nil {
 		return Comparison{}, err
 	}
-	var pk, nk float64
-	for _, fc := range dist {
-		q := s.Q(fc.Frequency)
-		nk += fc.Keys * q
-		if fc.Frequency <= int64(len(pi)) {
-			pk += fc.Keys * pi[fc.Frequency-1]
-		} else {
-			pk += fc.Keys * q
-		}
-	}
+	pk, nk := expectedReported(pi, s, dist)
 	return Comparison{PWS: pk / keys, SbH: b.ReportedKeys(dist) / keys, NonPrivate: nk / keys}, nil
 }
 

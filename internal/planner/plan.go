@@ -309,16 +309,7 @@ func (pl *plan) evaluate(ctx context.Context, s sanitize.Sampling) (PlanPoint, e
 	}
 	pi, reaches := pwsReporting(pl.privacy, s, pl.maxFreq)
 	ev.reachesAt = reaches
-	var pwsKeys, npKeys float64
-	for _, fc := range pl.dist {
-		q := s.Q(fc.Frequency)
-		npKeys += fc.Keys * q
-		if fc.Frequency <= int64(len(pi)) {
-			pwsKeys += fc.Keys * pi[fc.Frequency-1]
-		} else {
-			pwsKeys += fc.Keys * q
-		}
-	}
+	pwsKeys, npKeys := expectedReported(pi, s, pl.dist)
 	b, err := NewSbH(pl.privacy, s)
 	if err != nil {
 		return pt, ev, err
