@@ -7,7 +7,8 @@ import (
 	"math"
 	"runtime"
 	"strconv"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
@@ -267,26 +268,24 @@ func Plan(ctx context.Context, req PlanRequest) (*PlanResult, error) {
 	}
 	res.SweepScheme = string(pl.sweepSch)
 	res.Sweep = make([]PlanPoint, len(pl.sweep))
-	errs := make([]error, len(pl.sweep))
-	sem := make(chan struct{}, min(runtime.GOMAXPROCS(0), 2)) // each PWS table build may hold O(L^2) memory
-	var wg sync.WaitGroup
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(min(runtime.GOMAXPROCS(0), 2)) // each PWS table build may hold O(L^2) memory
 	for k, tau := range pl.sweep {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		g.Go(func() error {
 			s, err := sanitize.NewSampling(pl.sweepSch, tau, pl.sampling.Power, nil)
 			if err != nil {
-				errs[k] = fmt.Errorf("planner: sweep threshold %g: %w", tau, err)
-				return
+				return fmt.Errorf("planner: sweep threshold %g: %w", tau, err)
 			}
-			res.Sweep[k], _, errs[k] = pl.evaluate(ctx, s)
-			res.Sweep[k].Threshold = tau
-		}()
+			pt, _, err := pl.evaluate(gctx, s)
+			if err != nil {
+				return err
+			}
+			pt.Threshold = tau
+			res.Sweep[k] = pt
+			return nil
+		})
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := g.Wait(); err != nil {
 		return nil, err
 	}
 	return res, nil

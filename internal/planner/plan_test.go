@@ -7,7 +7,6 @@ import (
 	"math"
 	"reflect"
 	"slices"
-	"sort"
 	"testing"
 
 	"github.com/pwsd/pwsd/internal/estimate"
@@ -169,7 +168,7 @@ func TestPlanSummaryFields(t *testing.T) {
 		for key := range sub {
 			keys = append(keys, key)
 		}
-		sort.Strings(keys)
+		slices.Sort(keys)
 		if !slices.Equal(keys, []string{"nonprivate", "pws", "sbh"}) {
 			t.Fatalf("%s has keys %v", k, keys)
 		}

@@ -1,7 +1,7 @@
 package sanitize
 
 import (
-	"sort"
+	"slices"
 	"testing"
 )
 
@@ -59,7 +59,7 @@ func concordance(a, b Row) float64 {
 			pts = append(pts, pc.Lo, pc.Hi)
 		}
 	}
-	sort.Float64s(pts)
+	slices.Sort(pts)
 	pts = compactFloats(pts)
 	// masses on elementary intervals
 	ma := make([]float64, len(pts))
