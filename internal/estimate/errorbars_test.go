@@ -360,8 +360,10 @@ func TestGroupKey(t *testing.T) {
 		{"héllo", "", 2, "hé"},
 		{"ab", "", 5, "ab"},
 	} {
-		if got := GroupKey(c.key, c.delim, c.n); got != c.want {
-			t.Errorf("GroupKey(%q, %q, %d) = %q, want %q", c.key, c.delim, c.n, got, c.want)
-		}
+		t.Run(fmt.Sprintf("%q/%q/%d", c.key, c.delim, c.n), func(t *testing.T) {
+			if got := GroupKey(c.key, c.delim, c.n); got != c.want {
+				t.Errorf("GroupKey(%q, %q, %d) = %q, want %q", c.key, c.delim, c.n, got, c.want)
+			}
+		})
 	}
 }
