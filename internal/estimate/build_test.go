@@ -382,9 +382,11 @@ func TestTokenMapping(t *testing.T) {
 		}
 	}
 	for _, v := range []float64{0, -1, math.NaN()} {
-		if _, err := tab.Estimate(v); !errors.Is(err, ErrNotReported) {
-			t.Errorf("Estimate(%g): err %v, want ErrNotReported", v, err)
-		}
+		t.Run(fmt.Sprintf("v=%g", v), func(t *testing.T) {
+			if _, err := tab.Estimate(v); !errors.Is(err, ErrNotReported) {
+				t.Errorf("Estimate(%g): err %v, want ErrNotReported", v, err)
+			}
+		})
 	}
 	if _, err := tab.Estimate(31); !errors.Is(err, ErrOutOfRange) {
 		t.Errorf("Estimate beyond a tail-less table: err %v, want ErrOutOfRange", err)

@@ -340,9 +340,11 @@ func TestSumWithErrorHandCase(t *testing.T) {
 		t.Fatalf("interval %+v", got.Interval)
 	}
 	for _, bad := range []float64{0, 1, -0.5, math.NaN()} {
-		if _, err := SumWithError(id, keys, bad); err == nil {
-			t.Errorf("level %g accepted", bad)
-		}
+		t.Run(fmt.Sprintf("level=%g", bad), func(t *testing.T) {
+			if _, err := SumWithError(id, keys, bad); err == nil {
+				t.Errorf("level %g accepted", bad)
+			}
+		})
 	}
 }
 

@@ -44,9 +44,11 @@ func TestParseG(t *testing.T) {
 		})
 	}
 	for _, bad := range []string{"", "square", "identity:2", "power", "power:x", "power:NaN", "power:Inf", "cap:0", "cap:-1", "cap:Inf"} {
-		if _, err := ParseG(bad); err == nil {
-			t.Errorf("ParseG(%q) accepted", bad)
-		}
+		t.Run(fmt.Sprintf("%q", bad), func(t *testing.T) {
+			if _, err := ParseG(bad); err == nil {
+				t.Errorf("ParseG(%q) accepted", bad)
+			}
+		})
 	}
 	for _, bad := range []string{"", "MLE-ish", "median"} {
 		if _, err := ParseEstimator(bad); err == nil {
@@ -54,9 +56,11 @@ func TestParseG(t *testing.T) {
 		}
 	}
 	for _, good := range []string{"mle", "biased_down", "UNBIASED"} {
-		if _, err := ParseEstimator(good); err != nil {
-			t.Errorf("ParseEstimator(%q): %v", good, err)
-		}
+		t.Run(good, func(t *testing.T) {
+			if _, err := ParseEstimator(good); err != nil {
+				t.Errorf("ParseEstimator(%q): %v", good, err)
+			}
+		})
 	}
 }
 
@@ -251,9 +255,11 @@ func TestOrdinal(t *testing.T) {
 		t.Errorf("0-quantile with zero first weight = %v", qs[0])
 	}
 	for _, bad := range [][]float64{{-0.1}, {1.1}, {math.NaN()}} {
-		if _, err := Quantiles(items, bad, rng); err == nil {
-			t.Errorf("Quantiles(%v) accepted", bad)
-		}
+		t.Run(fmt.Sprint(bad), func(t *testing.T) {
+			if _, err := Quantiles(items, bad, rng); err == nil {
+				t.Errorf("Quantiles(%v) accepted", bad)
+			}
+		})
 	}
 	if _, err := Quantiles(nil, []float64{0.5}, rng); err == nil {
 		t.Error("Quantiles of nothing accepted")

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pwsd/pwsd/internal/sanitize"
+	"github.com/pwsd/pwsd/internal/sanitize/sanitizetest"
 )
 
 // Tests against real internal/sanitize tables (Algorithms 4 and 5).
@@ -179,58 +180,61 @@ func TestRealTablesGuarantees(t *testing.T) {
 // estimator returns g exactly.
 func TestRealNoPrivacyIsExact(t *testing.T) {
 	for _, m := range []sanitize.Method{sanitize.MethodDiscrete, sanitize.MethodMaxSeparation} {
-		c := realCase{name: string(m), p: mustPrivacy(0.5, 1), s: mustSampling(sanitize.SchemeNone, 0, nil), method: m}
-		tab := c.table(t)
-		for _, gs := range testGs {
-			g := mustG(gs)
-			for _, est := range []Estimator{MLE, BiasedDown, Unbiased} {
-				et, err := Build(tab, Spec{MaxFrequency: 200, G: g, Estimator: est})
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, f := range et.Frequencies {
-					if f.Expected != f.G || f.MSE != 0 || f.Variance != 0 {
-						t.Fatalf("%s %s %s: frequency %d not exact: %+v", m, gs, est, f.Frequency, f)
+		t.Run(string(m), func(t *testing.T) {
+			c := realCase{name: string(m), p: mustPrivacy(0.5, 1), s: mustSampling(sanitize.SchemeNone, 0, nil), method: m}
+			tab := c.table(t)
+			for _, gs := range testGs {
+				g := mustG(gs)
+				for _, est := range []Estimator{MLE, BiasedDown, Unbiased} {
+					et, err := Build(tab, Spec{MaxFrequency: 200, G: g, Estimator: est})
+					if err != nil {
+						t.Fatal(err)
 					}
-				}
-				for j := int64(1); j <= 200; j++ {
-					if a, err := et.Estimate(float64(j) - 0.5); err != nil || a != g.at(j) {
-						t.Fatalf("%s %s %s: estimate of a value in (j-1, j] = %g, want g(%d) = %g", m, gs, est, a, j, g.at(j))
+					for _, f := range et.Frequencies {
+						if f.Expected != f.G || f.MSE != 0 || f.Variance != 0 {
+							t.Fatalf("%s %s %s: frequency %d not exact: %+v", m, gs, est, f.Frequency, f)
+						}
+					}
+					for j := int64(1); j <= 200; j++ {
+						if a, err := et.Estimate(float64(j) - 0.5); err != nil || a != g.at(j) {
+							t.Fatalf("%s %s %s: estimate of a value in (j-1, j] = %g, want g(%d) = %g", m, gs, est, a, j, g.at(j))
+						}
 					}
 				}
 			}
-		}
+		})
 	}
 }
 
 // TestRealAlgorithm5EqualsAlgorithm4: with q = 1 and integral L the two
 // sanitizers coincide, and so do their estimator tables (per unit).
 func TestRealAlgorithm5EqualsAlgorithm4(t *testing.T) {
-	e := math.Exp(0.5)
-	delta := (e - 1) / ((e+1)*math.Exp(0.5*10) - 2) // L = 10
+	delta := sanitizetest.IntegralDelta(0.5, 10) // L = 10
 	none := mustSampling(sanitize.SchemeNone, 0, nil)
 	for _, est := range []Estimator{MLE, BiasedDown} {
-		var tabs [2]*Table
-		for k, m := range []sanitize.Method{sanitize.MethodDiscrete, sanitize.MethodMaxSeparation} {
-			st := realCase{name: string(m), p: mustPrivacy(0.5, delta), s: none, method: m}.table(t)
-			var err error
-			if tabs[k], err = Build(st, Spec{MaxFrequency: 300, G: mustG("identity"), Estimator: est}); err != nil {
-				t.Fatal(err)
+		t.Run(string(est), func(t *testing.T) {
+			var tabs [2]*Table
+			for k, m := range []sanitize.Method{sanitize.MethodDiscrete, sanitize.MethodMaxSeparation} {
+				st := realCase{name: string(m), p: mustPrivacy(0.5, delta), s: none, method: m}.table(t)
+				var err error
+				if tabs[k], err = Build(st, Spec{MaxFrequency: 300, G: mustG("identity"), Estimator: est}); err != nil {
+					t.Fatal(err)
+				}
 			}
-		}
-		for j := int64(1); j <= 300; j++ {
-			a4, err4 := tabs[0].Estimate(float64(j) - 0.5)
-			a5, err5 := tabs[1].Estimate(float64(j) - 0.5)
-			if err4 != nil || err5 != nil || !relClose(a4, a5, 1e-9) {
-				t.Fatalf("%s: unit %d: algorithm 4 %g (%v), algorithm 5 %g (%v)", est, j, a4, err4, a5, err5)
+			for j := int64(1); j <= 300; j++ {
+				a4, err4 := tabs[0].Estimate(float64(j) - 0.5)
+				a5, err5 := tabs[1].Estimate(float64(j) - 0.5)
+				if err4 != nil || err5 != nil || !relClose(a4, a5, 1e-9) {
+					t.Fatalf("%s: unit %d: algorithm 4 %g (%v), algorithm 5 %g (%v)", est, j, a4, err4, a5, err5)
+				}
 			}
-		}
-		for i := int64(1); i <= 300; i++ {
-			f4, f5 := tabs[0].Frequencies[i-1], tabs[1].Frequencies[i-1]
-			if !relClose(f4.Expected, f5.Expected, 1e-9) || !relClose(f4.MSE, f5.MSE, 1e-8) {
-				t.Fatalf("%s: frequency %d: %+v vs %+v", est, i, f4, f5)
+			for i := int64(1); i <= 300; i++ {
+				f4, f5 := tabs[0].Frequencies[i-1], tabs[1].Frequencies[i-1]
+				if !relClose(f4.Expected, f5.Expected, 1e-9) || !relClose(f4.MSE, f5.MSE, 1e-8) {
+					t.Fatalf("%s: frequency %d: %+v vs %+v", est, i, f4, f5)
+				}
 			}
-		}
+		})
 	}
 }
 

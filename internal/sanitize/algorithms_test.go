@@ -12,15 +12,17 @@ import (
 // (e^eps - 1)/((e^eps + 1) e^{eps L} - 2); and L is >= 0 and decreasing in delta.
 func TestLIntegralDelta(t *testing.T) {
 	for _, eps := range []float64{0.05, 0.1, 0.5, 1, 2, 5} {
-		for _, l := range []int{0, 1, 3, 10, 40} {
-			d := sanitizetest.IntegralDelta(eps, l)
-			if d <= 0 || d > 1 {
-				continue
+		t.Run(fmt.Sprintf("eps=%g", eps), func(t *testing.T) {
+			for _, l := range []int{0, 1, 3, 10, 40} {
+				d := sanitizetest.IntegralDelta(eps, l)
+				if d <= 0 || d > 1 {
+					continue
+				}
+				if got := L(mustPrivacy(t, eps, d)); math.Abs(got-float64(l)) > 1e-9*math.Max(1, float64(l)) {
+					t.Errorf("L(%g, %g) = %.15g, want %d", eps, d, got, l)
+				}
 			}
-			if got := L(mustPrivacy(t, eps, d)); math.Abs(got-float64(l)) > 1e-9*math.Max(1, float64(l)) {
-				t.Errorf("L(%g, %g) = %.15g, want %d", eps, d, got, l)
-			}
-		}
+		})
 	}
 	if got := L(mustPrivacy(t, 1, 1)); got != 0 {
 		t.Errorf("L(1, 1) = %g, want 0", got)

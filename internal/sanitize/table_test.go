@@ -111,12 +111,14 @@ func TestHugeFrequency(t *testing.T) {
 func TestTableRejectsBadInput(t *testing.T) {
 	tb := mustTable(t, mustPrivacy(t, 1, 1e-6), Sampling{Scheme: SchemeNone}, MethodDiscrete)
 	for _, i := range []int64{0, -1, MaxFrequency + 1} {
-		if _, err := tb.Row(i); !errors.Is(err, ErrFrequency) {
-			t.Errorf("Row(%d): %v", i, err)
-		}
-		if _, err := tb.Draw(i, nil); !errors.Is(err, ErrFrequency) {
-			t.Errorf("Draw(%d): %v", i, err)
-		}
+		t.Run(fmt.Sprintf("i=%d", i), func(t *testing.T) {
+			if _, err := tb.Row(i); !errors.Is(err, ErrFrequency) {
+				t.Errorf("Row(%d): %v", i, err)
+			}
+			if _, err := tb.Draw(i, nil); !errors.Is(err, ErrFrequency) {
+				t.Errorf("Draw(%d): %v", i, err)
+			}
+		})
 	}
 	if err := tb.Rows(5, 4, func(Row) bool { return true }); err == nil {
 		t.Error("Rows(5, 4) accepted")
@@ -248,15 +250,17 @@ func TestQConstFrom(t *testing.T) {
 		mustSampling(t, SchemePriority, 0.013, 1.3, nil),
 		mustSampling(t, SchemeCustom, 0, 0, []float64{0.1, 0.5, 0.5, 0.5}),
 	} {
-		i0, v := qConstFrom(s)
-		for j := i0; j < i0+2000; j++ {
-			if s.Q(j) != v {
-				t.Fatalf("%s: q_%d = %v, want constant %v from %d", s.Scheme, j, s.Q(j), v, i0)
+		t.Run(fmt.Sprintf("%s,tau=%g,power=%g", s.Scheme, s.Threshold, s.Power), func(t *testing.T) {
+			i0, v := qConstFrom(s)
+			for j := i0; j < i0+2000; j++ {
+				if s.Q(j) != v {
+					t.Fatalf("%s: q_%d = %v, want constant %v from %d", s.Scheme, j, s.Q(j), v, i0)
+				}
 			}
-		}
-		if i0 > 1 && s.Scheme != SchemePPSWOR && s.Q(i0-1) == v {
-			t.Errorf("%s: q already constant at %d", s.Scheme, i0-1)
-		}
+			if i0 > 1 && s.Scheme != SchemePPSWOR && s.Q(i0-1) == v {
+				t.Errorf("%s: q already constant at %d", s.Scheme, i0-1)
+			}
+		})
 	}
 	if i0, _ := qConstFrom(mustSampling(t, SchemePPSWOR, 1e-300, 0.01, nil)); i0 != never {
 		t.Errorf("astronomic constant point should be reported as never, got %d", i0)
