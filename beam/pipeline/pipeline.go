@@ -336,20 +336,10 @@ func writeMeta(ctx context.Context, name string, c Config, p Params, sum Summary
 	if err != nil {
 		return fmt.Errorf("encoding the header line: %w", err)
 	}
-	fs, err := filesystem.New(ctx, name)
-	if err != nil {
-		return fmt.Errorf("opening output filesystem: %w", err)
-	}
-	defer fs.Close()
-	w, err := fs.OpenWrite(ctx, name)
-	if err != nil {
-		return fmt.Errorf("writing the header line: %w", err)
-	}
-	if _, err := w.Write(append(b, '\n')); err != nil {
-		w.Close()
-		return fmt.Errorf("writing the header line: %w", err)
-	}
-	return w.Close()
+	return writeOutput(ctx, name, "the header line", func(w *bufio.Writer) {
+		w.Write(b)
+		w.WriteByte('\n')
+	})
 }
 
 // readHeader returns the CSV header of the first file matching glob.
