@@ -123,7 +123,8 @@ func (p Params) estimators(n int64) (id, count *estimate.Table, err error) {
 	pr, s, m := p.parts()
 	build := func(g estimate.GKind) (*estimate.Table, error) {
 		spec := estimate.Spec{MaxFrequency: n, G: estimate.G{Kind: g}, Estimator: estimate.MLE}
-		v, err := tables.get(spec.Key(pr, s, m), func() (any, error) { return estimate.Build(t, spec) })
+		key := fmt.Sprintf("%s|g=%s|est=%s|n=%d", sanitize.Key("estimator", pr, s, m), spec.G, spec.Estimator, spec.MaxFrequency)
+		v, err := tables.get(key, func() (any, error) { return estimate.Build(t, spec) })
 		if err != nil {
 			return nil, fmt.Errorf("building estimator table: %w", err)
 		}

@@ -139,6 +139,7 @@ func TestE2ESmallEpsilonFast(t *testing.T) {
 // (defect 8: 21,000 exhausted the descriptors) delay a normal request by at
 // most a few header timeouts; it is answered.
 func TestE2ESlowHeadersDoNotStarve(t *testing.T) {
+	t.Parallel() // mostly waiting on timeouts: overlaps the CPU-bound tests
 	bin := buildBinary(t)
 	p := start(t, bin, "PWSD_MAX_CONNS=8", "PWSD_READ_HEADER_TIMEOUT=1s")
 	var conns []net.Conn
@@ -176,7 +177,7 @@ func TestE2ETableCacheRangeAttack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("load test")
 	}
-	const bound = 250_000_000
+	const bound = 25_000_000 // three ranges of ~10.7 MB each: two fit, the third must evict
 	dbURL := pgtest.NewDatabase(t)
 	bin := buildBinary(t)
 	p := start(t, bin, "PWSD_DATABASE_URL="+dbURL, fmt.Sprintf("PWSD_TABLE_CACHE_BYTES=%d", bound))
@@ -187,8 +188,8 @@ func TestE2ETableCacheRangeAttack(t *testing.T) {
 	}
 	defer conn.Close(ctx)
 	for i := 0; i < 3; i++ { // two fit the bound, the third evicts the first
-		hi := int64(8589934592) - int64(i)*10_000
-		st, body := httpDo(t, "GET", p.url(fmt.Sprintf("/v1/tables/frequencies?epsilon=1&delta=1e-6&frequency=%d-%d", hi-9999, hi)), "", "")
+		hi := int64(8589934592) - int64(i)*1_000
+		st, body := httpDo(t, "GET", p.url(fmt.Sprintf("/v1/tables/frequencies?epsilon=1&delta=1e-6&frequency=%d-%d", hi-999, hi)), "", "")
 		if st != 200 {
 			t.Fatalf("range %d: %d %.200s", i, st, body)
 		}

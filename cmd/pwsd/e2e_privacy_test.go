@@ -238,6 +238,7 @@ func TestNothingAcknowledgedIsLost(t *testing.T) {
 // TestGracefulShutdownDrains: a request in flight when SIGTERM arrives
 // completes with its normal answer.
 func TestGracefulShutdownDrains(t *testing.T) {
+	t.Parallel() // mostly waiting on timeouts: overlaps the CPU-bound tests
 	p := start(t, buildBinary(t))
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)

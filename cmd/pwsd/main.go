@@ -87,6 +87,15 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// Rows the previous release stored in older shapes are rewritten to the
+	// current versioned formats before any request is served.
+	rewritten, err := svc.RewriteStoredFormats(ctx)
+	if err != nil {
+		return fmt.Errorf("rewriting stored rows to the current formats: %w", err)
+	}
+	if rewritten != (service.RewriteCounts{}) {
+		log.Info("rewrote stored rows to the current formats", "samples", rewritten.Samples, "streams", rewritten.Streams, "counters", rewritten.Counters)
+	}
 	go svc.RunJanitor(ctx, cfg.PurgeInterval)
 	reg := prometheus.NewRegistry()
 	deps := api.Deps{Service: svc, Logger: log, Registry: reg, Tokens: tokens, Limits: cfg.Limits,

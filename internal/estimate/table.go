@@ -3,7 +3,6 @@ package estimate
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/pwsd/pwsd/internal/sanitize"
@@ -69,14 +68,6 @@ func (s Spec) Validate() error {
 
 // maxFrequencyLimit bounds n so that token positions stay exact in float64.
 const maxFrequencyLimit = 1 << 40
-
-// Key returns a canonical cache key for the table of s built from the
-// sanitizer with parameters (p, smp, m); identical parameters give identical
-// keys.
-func (s Spec) Key(p sanitize.Privacy, smp sanitize.Sampling, m sanitize.Method) string {
-	return sanitize.Key("estimator", p, smp, m) + "|g=" + s.G.String() + "|estimator=" + string(s.Estimator) +
-		"|n=" + strconv.FormatInt(s.MaxFrequency, 10)
-}
 
 // FrequencyStats are the Section 7.1 quantities of the per-key estimate for
 // a key of true frequency i: E_i = sum_j pi_{i,j} a_j, Bias_i = E_i - g(i),

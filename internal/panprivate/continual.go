@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/pwsd/pwsd/internal/binenc"
 	"github.com/pwsd/pwsd/internal/dprand"
 )
 
@@ -300,10 +301,11 @@ func (e *ContinualDensity) InternalState() ContinualDensityInternalState {
 // table (ceil(m/8) bytes, little-endian bit order), then the counter's bytes
 // (length-prefixed). The output is recomputed from the counter.
 
-const (
-	continualMagic   = 'C'
-	continualVersion = 1
-)
+const continualMagic = "C"
+
+// ContinualStateFormat is the version of the continual density's binary
+// state encoding.
+const ContinualStateFormat = 1
 
 // MarshalBinary encodes the full estimator state (not the noise sources).
 func (e *ContinualDensity) MarshalBinary() ([]byte, error) {
@@ -312,18 +314,17 @@ func (e *ContinualDensity) MarshalBinary() ([]byte, error) {
 		return nil, fmt.Errorf("panprivate: marshal continual density: %w", err)
 	}
 	m := uint64(e.cfg.SampleSize)
-	b := make([]byte, 0, 64+KeySize+int(m+7)/8+len(ctr))
-	b = append(b, continualMagic, continualVersion)
-	b = counterAppendFloat(b, e.cfg.Epsilon)
-	b = counterAppendUvarint(b, e.cfg.UniverseSize)
-	b = counterAppendUvarint(b, m)
-	b = counterAppendUvarint(b, uint64(e.cfg.Horizon))
-	b = append(b, e.key[:]...)
-	for i := uint64(0); i < (m+7)/8; i++ {
-		b = append(b, byte(e.table[i/8]>>(8*(i%8))))
-	}
-	b = counterAppendUvarint(b, uint64(len(ctr)))
-	return append(b, ctr...), nil
+	w := binenc.NewWriter(make([]byte, 0, 64+KeySize+int(m+7)/8+len(ctr)))
+	w.Header(continualMagic, ContinualStateFormat)
+	w.Float(e.cfg.Epsilon)
+	w.Uvarint(e.cfg.UniverseSize)
+	w.Uvarint(m)
+	w.Uvarint(uint64(e.cfg.Horizon))
+	w.Raw(e.key[:])
+	w.Bits(e.table, m)
+	w.Uvarint(uint64(len(ctr)))
+	w.Raw(ctr)
+	return w.Bytes(), nil
 }
 
 // UnmarshalContinualDensity restores an estimator encoded by MarshalBinary,
@@ -340,36 +341,33 @@ func UnmarshalContinualDensity(data []byte, lap dprand.Laplacer, rng *rand.Rand)
 }
 
 func continualDecode(data []byte, lap dprand.Laplacer, rng *rand.Rand) (*ContinualDensity, error) {
-	d := &counterDecoder{b: data}
-	if d.byte() != continualMagic {
-		return nil, errors.New("not a continual density encoding")
-	}
-	if v := d.byte(); v != continualVersion {
+	d := binenc.NewReader(data, ErrCorruptState)
+	if v := d.Header(continualMagic); d.Err() == nil && v != ContinualStateFormat {
 		return nil, fmt.Errorf("unsupported encoding version %d", v)
 	}
 	var cfg ContinualDensityConfig
-	cfg.Epsilon = d.float()
-	cfg.UniverseSize = d.uvarint()
-	m := d.uvarint()
-	cfg.Horizon = d.int64()
-	if d.err != nil {
-		return nil, d.err
+	cfg.Epsilon = d.FiniteFloat()
+	cfg.UniverseSize = d.Uvarint()
+	m := d.Uvarint()
+	cfg.Horizon = d.Int64()
+	if d.Err() != nil {
+		return nil, d.Err()
 	}
 	if m > storedMaxSampleSize {
 		return nil, errors.New("sample size out of range")
 	}
 	cfg.SampleSize = int(m)
 	var key [KeySize]byte
-	copy(key[:], d.bytes(KeySize))
-	tbl := d.bytes(int(m+7) / 8)
-	ctrLen := d.uvarint()
-	if d.err != nil {
-		return nil, d.err
+	copy(key[:], d.Take(uint64(KeySize)))
+	tbl := d.Bits(m)
+	ctrLen := d.Uvarint()
+	if d.Err() != nil {
+		return nil, d.Err()
 	}
-	if ctrLen != uint64(len(d.b)) {
+	if ctrLen != uint64(d.Len()) {
 		return nil, errors.New("counter length mismatch")
 	}
-	ctr, err := UnmarshalCounter(d.b, lap, rng)
+	ctr, err := UnmarshalCounter(d.Rest(), lap, rng)
 	if err != nil {
 		return nil, err
 	}
@@ -385,12 +383,7 @@ func continualDecode(data []byte, lap dprand.Laplacer, rng *rand.Rand) (*Continu
 		return nil, errors.New("counter configuration mismatch")
 	}
 	e := newContinualDensity(cfg, key, ctr, rng)
-	for i, v := range tbl {
-		e.table[i/8] |= uint64(v) << (8 * (i % 8))
-	}
-	if r := m % 8; r != 0 && tbl[len(tbl)-1]>>r != 0 {
-		return nil, errors.New("table bits beyond the sample size")
-	}
+	copy(e.table, tbl)
 	e.last = e.estimate(ctr.State().Count, ctr.Steps())
 	return e, nil
 }

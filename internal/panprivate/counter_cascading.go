@@ -1,11 +1,13 @@
 package panprivate
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"math/bits"
 
+	"github.com/pwsd/pwsd/internal/binenc"
 	"github.com/pwsd/pwsd/internal/dprand"
 )
 
@@ -148,25 +150,25 @@ func (c *cascadingCounter) InternalState() CounterInternalState {
 
 func (c *cascadingCounter) MarshalBinary() ([]byte, error) {
 	b := c.appendHeader(make([]byte, 0, 64+20*c.D))
-	b = counterAppendUvarint(b, uint64(c.D))
-	b = counterAppendFloat(b, c.L)
-	b = counterAppendFloat(b, c.Kappa)
-	b = counterAppendFloat(b, c.ocount)
+	b = binary.AppendUvarint(b, uint64(c.D))
+	b = binenc.AppendFloat(b, c.L)
+	b = binenc.AppendFloat(b, c.Kappa)
+	b = binenc.AppendFloat(b, c.ocount)
 	for i := range c.acc {
-		b = counterAppendFloat(b, c.acc[i])
-		b = counterAppendFloat(b, c.buf[i])
-		b = counterAppendUvarint(b, uint64(c.upd[i]))
+		b = binenc.AppendFloat(b, c.acc[i])
+		b = binenc.AppendFloat(b, c.buf[i])
+		b = binary.AppendUvarint(b, uint64(c.upd[i]))
 	}
 	return b, nil
 }
 
-func decodeCascadingCounter(base counterBase, d *counterDecoder, lap dprand.Laplacer) (Counter, error) {
+func decodeCascadingCounter(base counterBase, d *binenc.Reader, lap dprand.Laplacer) (Counter, error) {
 	cfg := CounterConfig{Algorithm: CounterCascading, Epsilon: base.eps, Horizon: base.horizon}
-	D := d.int64()
-	cfg.L = d.float()
-	cfg.Kappa = d.float()
-	if d.err != nil {
-		return nil, d.err
+	D := d.Int64()
+	cfg.L = d.FiniteFloat()
+	cfg.Kappa = d.FiniteFloat()
+	if d.Err() != nil {
+		return nil, d.Err()
 	}
 	if D < 1 || D > CounterMaxDepth {
 		return nil, fmt.Errorf("invalid depth %d", D)
@@ -176,19 +178,24 @@ func decodeCascadingCounter(base counterBase, d *counterDecoder, lap dprand.Lapl
 		return nil, err
 	}
 	p := CounterCascadingDerive(cfg.Epsilon, cfg.Horizon, cfg.D, cfg.L, cfg.Kappa)
+	if p.D != cfg.D || p.L != cfg.L || p.Kappa != cfg.Kappa {
+		// Stored parameters are the resolved ones: anything else is not an
+		// encoding MarshalBinary writes.
+		return nil, errors.New("unresolved cascading parameters")
+	}
 	c := &cascadingCounter{counterBase: base, CounterCascadingParameters: p, lap: lap,
 		acc: make([]float64, p.D), buf: make([]float64, p.D), upd: make([]int64, p.D)}
-	c.ocount = d.float()
+	c.ocount = d.FiniteFloat()
 	for i := range c.acc {
-		c.acc[i] = d.float()
-		c.buf[i] = d.float()
-		c.upd[i] = d.int64()
-		if d.err == nil && (c.upd[i] >= p.MaxUpdates || c.buf[i] >= p.L) {
+		c.acc[i] = d.FiniteFloat()
+		c.buf[i] = d.FiniteFloat()
+		c.upd[i] = d.Int64()
+		if d.Err() == nil && (c.upd[i] >= p.MaxUpdates || c.buf[i] >= p.L) {
 			return nil, errors.New("buffer beyond its flush limits")
 		}
 	}
-	if d.err != nil {
-		return nil, d.err
+	if d.Err() != nil {
+		return nil, d.Err()
 	}
 	if c.ocount != c.last {
 		return nil, errors.New("output inconsistent with ocount")

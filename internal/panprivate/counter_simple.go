@@ -1,10 +1,12 @@
 package panprivate
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 	"math/rand/v2"
 
+	"github.com/pwsd/pwsd/internal/binenc"
 	"github.com/pwsd/pwsd/internal/dprand"
 )
 
@@ -38,7 +40,7 @@ func (c *simpleCounter) MarshalBinary() ([]byte, error) {
 	return c.appendHeader(make([]byte, 0, 32)), nil
 }
 
-func decodeSimpleCounter(base counterBase, _ *counterDecoder, lap dprand.Laplacer) (Counter, error) {
+func decodeSimpleCounter(base counterBase, _ *binenc.Reader, lap dprand.Laplacer) (Counter, error) {
 	return &simpleCounter{counterBase: base, lap: lap}, nil
 }
 
@@ -95,14 +97,14 @@ func (c *rrCounter) InternalState() CounterInternalState {
 
 func (c *rrCounter) MarshalBinary() ([]byte, error) {
 	b := c.appendHeader(make([]byte, 0, 40))
-	return counterAppendUvarint(b, uint64(c.reported)), nil
+	return binary.AppendUvarint(b, uint64(c.reported)), nil
 }
 
-func decodeRRCounter(base counterBase, d *counterDecoder, rng *rand.Rand) (Counter, error) {
+func decodeRRCounter(base counterBase, d *binenc.Reader, rng *rand.Rand) (Counter, error) {
 	c := newRRCounter(base, rng)
-	c.reported = d.int64()
-	if d.err != nil {
-		return nil, d.err
+	c.reported = d.Int64()
+	if d.Err() != nil {
+		return nil, d.Err()
 	}
 	if c.reported > c.steps {
 		return nil, errors.New("more reports than steps")

@@ -1,10 +1,12 @@
 package panprivate
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/bits"
 
+	"github.com/pwsd/pwsd/internal/binenc"
 	"github.com/pwsd/pwsd/internal/dprand"
 )
 
@@ -135,36 +137,36 @@ func (c *treeCounter) InternalState() CounterInternalState {
 
 func (c *treeCounter) MarshalBinary() ([]byte, error) {
 	b := c.appendHeader(make([]byte, 0, 40+16*c.levels))
-	b = counterAppendUvarint(b, uint64(c.levels))
-	b = counterAppendFloat(b, c.blockSum)
+	b = binary.AppendUvarint(b, uint64(c.levels))
+	b = binenc.AppendFloat(b, c.blockSum)
 	for _, v := range c.partial {
-		b = counterAppendFloat(b, v)
+		b = binenc.AppendFloat(b, v)
 	}
 	for _, v := range c.released {
-		b = counterAppendFloat(b, v)
+		b = binenc.AppendFloat(b, v)
 	}
 	return b, nil
 }
 
-func decodeTreeCounter(base counterBase, d *counterDecoder, lap dprand.Laplacer) (Counter, error) {
-	L := d.int64()
-	if d.err != nil {
-		return nil, d.err
+func decodeTreeCounter(base counterBase, d *binenc.Reader, lap dprand.Laplacer) (Counter, error) {
+	L := d.Int64()
+	if d.Err() != nil {
+		return nil, d.Err()
 	}
 	if L < 1 || L > int64(bits.Len64(uint64(base.horizon))) {
 		return nil, fmt.Errorf("invalid number of levels %d", L)
 	}
 	c := &treeCounter{counterBase: base, lap: lap, levels: int(L), scale: float64(L) / base.eps,
 		partial: make([]float64, L), released: make([]float64, L-1)}
-	c.blockSum = d.float()
+	c.blockSum = d.FiniteFloat()
 	for i := range c.partial {
-		c.partial[i] = d.float()
+		c.partial[i] = d.FiniteFloat()
 	}
 	for i := range c.released {
-		c.released[i] = d.float()
+		c.released[i] = d.FiniteFloat()
 	}
-	if d.err != nil {
-		return nil, d.err
+	if d.Err() != nil {
+		return nil, d.Err()
 	}
 	for i, v := range c.partial {
 		if !c.open(i, c.steps) && v != 0 {

@@ -3,6 +3,7 @@ package panprivate
 import (
 	"fmt"
 
+	"github.com/pwsd/pwsd/internal/binenc"
 	"github.com/pwsd/pwsd/internal/dprand"
 )
 
@@ -104,17 +105,17 @@ func (c *croppedMean) MarshalBinary() ([]byte, error) {
 	for i, x := range c.counters {
 		vals[i] = uint64(x)
 	}
-	w.packed(vals, widthFor(uint64(c.cfg.T)))
-	w.bitset(c.bits, uint64(c.cfg.SampleSize))
-	return w.b, nil
+	w.Packed(vals, binenc.WidthFor(uint64(c.cfg.T)))
+	w.Bits(c.bits, uint64(c.cfg.SampleSize))
+	return w.Bytes(), nil
 }
 
-func decodeCroppedMean(b *base, r *wireReader) (*croppedMean, error) {
+func decodeCroppedMean(b *base, r *binenc.Reader) (*croppedMean, error) {
 	m := uint64(b.cfg.SampleSize)
-	vals := r.packed(m, widthFor(uint64(b.cfg.T)), uint64(b.cfg.T))
-	bits := r.bitset(m)
-	if r.err != nil {
-		return nil, fmt.Errorf("cropped mean tables: %w", r.err)
+	vals := r.Packed(m, binenc.WidthFor(uint64(b.cfg.T)), uint64(b.cfg.T))
+	bits := bitset(r.Bits(m))
+	if r.Err() != nil {
+		return nil, fmt.Errorf("cropped mean tables: %w", r.Err())
 	}
 	c := &croppedMean{base: b, counters: make([]uint32, m), bits: bits}
 	for i, v := range vals {

@@ -3,6 +3,7 @@ package panprivate
 import (
 	"fmt"
 
+	"github.com/pwsd/pwsd/internal/binenc"
 	"github.com/pwsd/pwsd/internal/dprand"
 )
 
@@ -75,14 +76,14 @@ func (d *sampledDensity) Intrude() State {
 
 func (d *sampledDensity) MarshalBinary() ([]byte, error) {
 	w := d.encodeBase()
-	w.bitset(d.bits, uint64(d.cfg.SampleSize))
-	return w.b, nil
+	w.Bits(d.bits, uint64(d.cfg.SampleSize))
+	return w.Bytes(), nil
 }
 
-func decodeSampledDensity(b *base, r *wireReader) (*sampledDensity, error) {
-	d := &sampledDensity{base: b, bits: r.bitset(uint64(b.cfg.SampleSize))}
-	if r.err != nil {
-		return nil, fmt.Errorf("density bits: %w", r.err)
+func decodeSampledDensity(b *base, r *binenc.Reader) (*sampledDensity, error) {
+	d := &sampledDensity{base: b, bits: bitset(r.Bits(uint64(b.cfg.SampleSize)))}
+	if r.Err() != nil {
+		return nil, fmt.Errorf("density bits: %w", r.Err())
 	}
 	return d, nil
 }

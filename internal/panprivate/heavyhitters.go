@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/pwsd/pwsd/internal/binenc"
 	"github.com/pwsd/pwsd/internal/dprand"
 )
 
@@ -259,20 +260,20 @@ func (h *heavyHitters) MarshalBinary() ([]byte, error) {
 	for x, j := range h.mult {
 		mult[x] = uint64(j)
 	}
-	w.packed(mult, widthFor(h.maxMult()+1))
+	w.Packed(mult, binenc.WidthFor(h.maxMult()+1))
 	for i, T := range h.thresholds {
 		counters, bits := h.table(i)
-		w.packed(counters, widthFor(T))
-		w.bitset(bits, m)
+		w.Packed(counters, binenc.WidthFor(T))
+		w.Bits(bits, m)
 	}
-	return w.b, nil
+	return w.Bytes(), nil
 }
 
-func decodeHeavyHitters(b *base, r *wireReader) (*heavyHitters, error) {
+func decodeHeavyHitters(b *base, r *binenc.Reader) (*heavyHitters, error) {
 	h := &heavyHitters{base: b}
 	h.thresholds, h.resolution = hhLayout(b.cfg)
 	m := uint64(b.cfg.SampleSize)
-	mult := r.packed(m, widthFor(h.maxMult()+1), h.maxMult()+1)
+	mult := r.Packed(m, binenc.WidthFor(h.maxMult()+1), h.maxMult()+1)
 	h.mult = make([]uint32, m)
 	for x, j := range mult {
 		h.mult[x] = uint32(j)
@@ -281,9 +282,9 @@ func decodeHeavyHitters(b *base, r *wireReader) (*heavyHitters, error) {
 	h.counters = make([]uint64, m*L)
 	h.bits = newBitset(m * L)
 	for i, T := range h.thresholds {
-		counters, bits := r.packed(m, widthFor(T), T), r.bitset(m)
-		if r.err != nil {
-			return nil, fmt.Errorf("heavy hitter tables: %w", r.err)
+		counters, bits := r.Packed(m, binenc.WidthFor(T), T), bitset(r.Bits(m))
+		if r.Err() != nil {
+			return nil, fmt.Errorf("heavy hitter tables: %w", r.Err())
 		}
 		for x := uint64(0); x < m; x++ {
 			h.counters[x*L+uint64(i)] = counters[x]

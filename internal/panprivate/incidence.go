@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize/convex/lp"
 
+	"github.com/pwsd/pwsd/internal/binenc"
 	"github.com/pwsd/pwsd/internal/dprand"
 )
 
@@ -398,38 +399,38 @@ func (in *incidence) Intrude() State {
 func (in *incidence) MarshalBinary() ([]byte, error) {
 	w := in.encodeBase()
 	for i, p := range in.primes {
-		w.uvarint(uint64(p))
+		w.Uvarint(uint64(p))
 		vals := make([]uint64, len(in.counters[i]))
 		for x, v := range in.counters[i] {
 			vals[x] = uint64(v)
 		}
-		w.packed(vals, widthFor(uint64(p)))
+		w.Packed(vals, binenc.WidthFor(uint64(p)))
 	}
-	return w.b, nil
+	return w.Bytes(), nil
 }
 
-func decodeIncidence(b *base, r *wireReader) (*incidence, error) {
+func decodeIncidence(b *base, r *binenc.Reader) (*incidence, error) {
 	in := &incidence{base: b}
 	cands := incidencePrimeRange(b.cfg)
 	m := uint64(b.cfg.SampleSize)
 	for i := 0; i < b.cfg.Moduli; i++ {
-		p := int(r.intn(MaxModulus))
-		if r.err == nil && (!slices.Contains(cands, p) || slices.Contains(in.primes, p)) {
-			r.fail("bad modulus")
+		p := int(r.Intn(MaxModulus))
+		if r.Err() == nil && (!slices.Contains(cands, p) || slices.Contains(in.primes, p)) {
+			r.Fail("bad modulus")
 		}
-		if r.err != nil {
-			return nil, fmt.Errorf("incidence moduli: %w", r.err)
+		if r.Err() != nil {
+			return nil, fmt.Errorf("incidence moduli: %w", r.Err())
 		}
 		in.primes = append(in.primes, p)
-		vals := r.packed(m, widthFor(uint64(p)), uint64(p))
+		vals := r.Packed(m, binenc.WidthFor(uint64(p)), uint64(p))
 		cs := make([]uint8, m)
 		for x, v := range vals {
 			cs[x] = uint8(v)
 		}
 		in.counters = append(in.counters, cs)
 	}
-	if r.err != nil {
-		return nil, fmt.Errorf("incidence counters: %w", r.err)
+	if r.Err() != nil {
+		return nil, fmt.Errorf("incidence counters: %w", r.Err())
 	}
 	if err := in.buildLaws(); err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 
+	"github.com/pwsd/pwsd/internal/binenc"
 	"github.com/pwsd/pwsd/internal/dprand"
 )
 
@@ -164,24 +165,24 @@ func (d *ppds) Intrude() State {
 
 func (d *ppds) MarshalBinary() ([]byte, error) {
 	w := d.encodeBase()
-	w.uvarint(uint64(d.level))
-	w.bitset(d.bits, d.qualifying())
-	return w.b, nil
+	w.Uvarint(uint64(d.level))
+	w.Bits(d.bits, d.qualifying())
+	return w.Bytes(), nil
 }
 
-func decodePPDS(b *base, r *wireReader) (*ppds, error) {
+func decodePPDS(b *base, r *binenc.Reader) (*ppds, error) {
 	d := &ppds{base: b}
-	d.level = uint(r.intn(uint64(ppdsMaxLevel(b.cfg.UniverseSize))))
-	if r.err != nil {
-		return nil, fmt.Errorf("ppds level: %w", r.err)
+	d.level = uint(r.Intn(uint64(ppdsMaxLevel(b.cfg.UniverseSize))))
+	if r.Err() != nil {
+		return nil, fmt.Errorf("ppds level: %w", r.Err())
 	}
 	n := d.qualifying()
 	if n > 4*uint64(storedMaxSampleSize)+64 {
 		return nil, fmt.Errorf("%w: ppds level too low for the sample size", ErrCorruptState)
 	}
-	d.bits = r.bitset(n)
-	if r.err != nil {
-		return nil, fmt.Errorf("ppds bits: %w", r.err)
+	d.bits = bitset(r.Bits(n))
+	if r.Err() != nil {
+		return nil, fmt.Errorf("ppds bits: %w", r.Err())
 	}
 	d.members = d.bits.count()
 	if d.members >= uint64(b.cfg.SampleSize) && d.level < ppdsMaxLevel(b.cfg.UniverseSize) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
 
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
@@ -46,7 +45,7 @@ type Audit struct {
 // "never reported") and reports, per direction, the worst loss and where it
 // occurs.
 func (s *Service) AuditRows(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, m sanitize.Method, from, to int64) (Audit, error) {
-	key := sanitize.Key("audit", p, smp, m) + "|" + strconv.FormatInt(from, 10) + "-" + strconv.FormatInt(to, 10)
+	key := s.tableKey("audit", p, smp, m, rangePart(from, to))
 	return cached(ctx, s, key, func() (Audit, error) {
 		t, err := s.tables.get(p, smp, m)
 		if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/pwsd/pwsd/internal/estimate"
@@ -16,11 +18,40 @@ import (
 // by an older one, from memory or from the store.
 const algorithmVersion = sanitize.AlgorithmVersion + "+" + estimate.AlgorithmVersion
 
-// versioned is the one place cache keys get their version: the service's
-// algorithm version, then the table's canonical key (kind, sanitizer
-// parameters, further parts). Every key the table cache and the estimator
-// cache see goes through it.
-func (s *Service) versioned(key string) string { return s.version + "|" + key }
+// cacheKeyFormat is the version of the cache keys' layout. Changing the
+// layout changes it, so that no key of an older layout is ever read as one
+// of the new.
+const cacheKeyFormat = "k2"
+
+// keyPart is one parameter of a cached table beyond its sanitizer's.
+type keyPart struct{ name, value string }
+
+func intPart(name string, v int64) keyPart { return keyPart{name, strconv.FormatInt(v, 10)} }
+
+func strPart(name, v string) keyPart { return keyPart{name, v} }
+
+// rangePart is the range [from, to] of frequencies a table covers.
+func rangePart(from, to int64) keyPart {
+	return keyPart{"range", strconv.FormatInt(from, 10) + "-" + strconv.FormatInt(to, 10)}
+}
+
+// tableKey is the one builder of the keys of the table cache and the
+// estimator cache: the key layout's version, the service's algorithm
+// version, the table's kind with its sanitizer's canonical parameters
+// (sanitize.Key; m is empty for tables that do not depend on the method),
+// then the further parameters in order, each as |name=value.
+func (s *Service) tableKey(kind string, p sanitize.Privacy, smp sanitize.Sampling, m sanitize.Method, parts ...keyPart) string {
+	var b strings.Builder
+	b.WriteString(cacheKeyFormat)
+	b.WriteByte('|')
+	b.WriteString(s.version)
+	b.WriteByte('|')
+	b.WriteString(sanitize.Key(kind, p, smp, m))
+	for _, part := range parts {
+		b.WriteString("|" + part.name + "=" + part.value)
+	}
+	return b.String()
+}
 
 // tableRegistry keeps the most recently used sanitizer tables in memory, so
 // that their checkpoints and stationary rows are reused across requests.
@@ -128,7 +159,7 @@ func cached[T any](ctx context.Context, s *Service, key string, compute func() (
 	return cachedCtx(ctx, s, key, func(context.Context) (T, error) { return compute() })
 }
 
-// cachedCtx returns the table stored under key in the store, or computes it,
+// cachedCtx returns the table stored under key (built by tableKey) in the store, or computes it,
 // stores it and returns it. Tables are pure functions of their canonical key
 // (which carries the algorithm version), so identical parameters never
 // recompute — across requests, restarts and replicas sharing a database —
@@ -136,13 +167,12 @@ func cached[T any](ctx context.Context, s *Service, key string, compute func() (
 // that is cancelled only when every request waiting for it has gone.
 func cachedCtx[T any](ctx context.Context, s *Service, key string, compute func(context.Context) (T, error)) (T, error) {
 	var zero T
-	key = s.versioned(key)
 	v, err := s.flight.do(ctx, key, func(ctx context.Context) (any, error) {
 		if data, ok, err := s.store.GetTable(ctx, key); err != nil {
 			return nil, fmt.Errorf("reading table cache: %w", err)
 		} else if ok {
 			var t T
-			if err := json.Unmarshal(data, &t); err == nil {
+			if err := decodeStrict(data, &t); err == nil {
 				return t, nil
 			}
 			s.log.Warn("ignoring undecodable cached table", "key", key)

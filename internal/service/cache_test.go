@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -206,5 +207,71 @@ func TestEstimatorCacheBytes(t *testing.T) {
 		if got := s.estimators.Cost(); got > limit || s.estimators.Len() == 0 {
 			t.Fatalf("after n=%d: cache holds %d bytes in %d tables, bound %d", n, got, s.estimators.Len(), limit)
 		}
+	}
+}
+
+// TestTableKey: every cache key starts with the key layout's version and the
+// algorithm version, and keys differ whenever a parameter differs (so no
+// two tables share a key).
+func TestTableKey(t *testing.T) {
+	s := newTestService(t, Config{})
+	p := sanitize.Privacy{Epsilon: 1, Delta: 0.01}
+	smp := sanitize.Sampling{Scheme: sanitize.SchemePPSWOR, Threshold: 1, Power: 1}
+	keys := map[string]string{
+		"base":     s.tableKey("rows", p, smp, sanitize.MethodDiscrete, rangePart(1, 10)),
+		"kind":     s.tableKey("audit", p, smp, sanitize.MethodDiscrete, rangePart(1, 10)),
+		"eps":      s.tableKey("rows", sanitize.Privacy{Epsilon: 2, Delta: 0.01}, smp, sanitize.MethodDiscrete, rangePart(1, 10)),
+		"method":   s.tableKey("rows", p, smp, sanitize.MethodMaxSeparation, rangePart(1, 10)),
+		"range":    s.tableKey("rows", p, smp, sanitize.MethodDiscrete, rangePart(1, 11)),
+		"parts":    s.tableKey("rows", p, smp, sanitize.MethodDiscrete, rangePart(1, 10), intPart("n", 5)),
+		"estimate": s.tableKey("rows", p, smp, sanitize.MethodDiscrete, strPart("est", "mle")),
+	}
+	seen := map[string]string{}
+	for name, k := range keys {
+		if !strings.HasPrefix(k, cacheKeyFormat+"|"+algorithmVersion+"|") {
+			t.Errorf("%s key %q lacks the version prefix", name, k)
+		}
+		if other, dup := seen[k]; dup {
+			t.Errorf("%s and %s share the key %q", name, other, k)
+		}
+		seen[k] = name
+	}
+}
+
+// TestCachedJSONStrict: a cached table is used only when its JSON decodes
+// strictly; one with an unknown member or trailing data is recomputed (and
+// the computed value, not the stored one, is returned).
+func TestCachedJSONStrict(t *testing.T) {
+	s := newTestService(t, Config{})
+	ctx := context.Background()
+	type table struct {
+		A int `json:"a"`
+	}
+	p := sanitize.Privacy{Epsilon: 1, Delta: 0.01}
+	smp := sanitize.Sampling{Scheme: sanitize.SchemePPSWOR, Threshold: 1, Power: 1}
+	for i, tc := range []struct {
+		stored    string
+		recompute bool
+	}{
+		{`{"a":1}`, false},
+		{`{"a":1,"b":2}`, true},
+		{`{"a":1} {}`, true},
+		{`{"a":"x"}`, true},
+	} {
+		t.Run(tc.stored, func(t *testing.T) {
+			key := s.tableKey("strict-test", p, smp, "", intPart("case", int64(i)))
+			if err := s.store.PutTable(ctx, key, []byte(tc.stored)); err != nil {
+				t.Fatal(err)
+			}
+			before := s.computed.Load()
+			got, err := cached(ctx, s, key, func() (table, error) { return table{A: 7}, nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			recomputed := s.computed.Load() != before
+			if recomputed != tc.recompute || (recomputed && got.A != 7) || (!recomputed && got.A != 1) {
+				t.Errorf("stored %s: recomputed %v, got %+v", tc.stored, recomputed, got)
+			}
+		})
 	}
 }

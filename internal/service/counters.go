@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -23,27 +22,9 @@ type Counter struct {
 	Monotone float64
 }
 
-// counterRecord is the JSON kept in a counter's record config: the state at
-// creation (as before) plus the post-processing and its latest output, which
-// are functions of published outputs only (no privacy cost, not part of the
-// pan-private state).
-type counterRecord struct {
-	panprivate.CounterState
-	Postprocess panprivate.CounterPostprocess `json:"postprocess,omitempty"`
-	Monotone    float64                       `json:"monotone,omitempty"`
-}
-
-// counterRecordOf decodes a record's config; records written before
-// post-processing existed decode with none.
-func counterRecordOf(rec *store.StateRecord) (counterRecord, error) {
-	var cr counterRecord
-	if len(rec.Config) == 0 {
-		return cr, nil
-	}
-	if err := json.Unmarshal(rec.Config, &cr); err != nil {
-		return cr, fmt.Errorf("decoding counter config: %w", err)
-	}
-	return cr, cr.Postprocess.Validate()
+// counterConfigOf decodes a record's stored configuration.
+func counterConfigOf(rec *store.StateRecord) (counterConfig, error) {
+	return decodeCounterConfig(rec.Config)
 }
 
 // CounterOutputs are the outputs of a batch of steps: the raw ones and, with
@@ -66,7 +47,8 @@ func (s *Service) CreateCounter(ctx context.Context, cfg panprivate.CounterConfi
 		return Counter{}, fmt.Errorf("encoding counter: %w", err)
 	}
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	conf, err := json.Marshal(counterRecord{CounterState: c.State(), Postprocess: cfg.Postprocess})
+	st := c.State()
+	conf, err := encodeCounterConfig(counterConfig{Algorithm: st.Algorithm, Epsilon: st.Epsilon, Horizon: st.Horizon, Postprocess: cfg.Postprocess})
 	if err != nil {
 		return Counter{}, fmt.Errorf("encoding counter config: %w", err)
 	}
@@ -88,7 +70,7 @@ func (s *Service) GetCounter(ctx context.Context, id string) (Counter, error) {
 	if err != nil {
 		return Counter{}, fmt.Errorf("decoding counter: %w", err)
 	}
-	cr, err := counterRecordOf(rec)
+	cr, err := counterConfigOf(rec)
 	if err != nil {
 		return Counter{}, err
 	}
@@ -120,14 +102,14 @@ func (s *Service) CounterSteps(ctx context.Context, id string, bits []int) (Coun
 		if outputs.Raw, err = panprivate.CounterSteps(c, bits); err != nil {
 			return nil, panprivateErr(err)
 		}
-		cr, err := counterRecordOf(rec)
+		cr, err := counterConfigOf(rec)
 		if err != nil {
 			return nil, err
 		}
 		if outputs.Postprocess = cr.Postprocess; cr.Postprocess == panprivate.PostprocessMonotone && len(bits) > 0 {
 			outputs.Monotone = panprivate.MonotoneOutputs(outputs.Raw, st.Steps+1, cr.Monotone)
 			cr.Monotone = outputs.Monotone[len(outputs.Monotone)-1]
-			if rec.Config, err = json.Marshal(cr); err != nil {
+			if rec.Config, err = encodeCounterConfig(cr); err != nil {
 				return nil, fmt.Errorf("encoding counter config: %w", err)
 			}
 		}

@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -332,11 +331,10 @@ func (s *Service) counterOf(rec *store.StateRecord) (Counter, error) {
 
 // sampleOf decodes a stored sample (with or without elements).
 func sampleOf(smp *store.Sample) (*Sample, error) {
-	var h sampleHeader
-	if err := json.Unmarshal(smp.Header, &h); err != nil {
-		return nil, fmt.Errorf("decoding sample header: %w", err)
+	spec, err := decodeSampleHeader(smp.Header)
+	if err != nil {
+		return nil, err
 	}
-	spec := SampleSpec{Dataset: h.Dataset, Privacy: h.Privacy, Sampling: h.Sampling, Release: h.Release, Method: h.Method}
 	n := smp.Reported
 	if smp.Elements != nil {
 		n = len(smp.Elements)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/planner"
@@ -37,7 +36,7 @@ func plannerErr(err error) error {
 // ReportingBaseline returns the sampled-SbH reporting probabilities
 // phi_1..phi_n (Appendix G), cached.
 func (s *Service) ReportingBaseline(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, n int64) ([]float64, error) {
-	key := sanitize.Key("sbh-reporting", p, smp, "") + "|n=" + strconv.FormatInt(n, 10)
+	key := s.tableKey("sbh-reporting", p, smp, "", intPart("n", n))
 	return cached(ctx, s, key, func() ([]float64, error) {
 		phi, err := planner.SbHReporting(p, smp, n)
 		return phi, plannerErr(err)
@@ -46,7 +45,7 @@ func (s *Service) ReportingBaseline(ctx context.Context, p sanitize.Privacy, smp
 
 // EstimatorBaseline returns sampled-SbH's per-frequency statistics, cached.
 func (s *Service) EstimatorBaseline(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, g estimate.G, n int64) ([]estimate.FrequencyStats, error) {
-	key := sanitize.Key("sbh-estimators", p, smp, "") + "|g=" + g.String() + "|n=" + strconv.FormatInt(n, 10)
+	key := s.tableKey("sbh-estimators", p, smp, "", strPart("g", g.String()), intPart("n", n))
 	return cached(ctx, s, key, func() ([]estimate.FrequencyStats, error) {
 		rows, err := planner.SbHEstimatorRows(p, smp, g, n)
 		return rows, plannerErr(err)

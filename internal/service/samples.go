@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -98,15 +97,6 @@ type Sample struct {
 // element) abort the release. Raw elements never leave the service's memory.
 type ElementSource func() (key string, frequency int64, err error)
 
-// sampleHeader is the stored JSON form of a SampleSpec.
-type sampleHeader struct {
-	Dataset  string            `json:"dataset,omitempty"`
-	Privacy  sanitize.Privacy  `json:"privacy"`
-	Sampling sanitize.Sampling `json:"sampling"`
-	Release  Release           `json:"release"`
-	Method   sanitize.Method   `json:"method"`
-}
-
 // CreateSample sanitizes the elements src yields and stores only the
 // sanitized output. Each key is reported with probability pi_i/q_i (the client
 // already sampled it with q_i), then (frequencies release) gets a sanitized
@@ -197,7 +187,7 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 		return nil, err
 	}
 
-	header, err := json.Marshal(sampleHeader{Dataset: spec.Dataset, Privacy: spec.Privacy, Sampling: spec.Sampling, Release: spec.Release, Method: spec.Method})
+	header, err := encodeSampleHeader(spec)
 	if err != nil {
 		return nil, fmt.Errorf("encoding sample header: %w", err)
 	}

@@ -2,11 +2,11 @@ package service
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/pwsd/pwsd/internal/dprand"
 	"github.com/pwsd/pwsd/internal/panprivate"
 	"github.com/pwsd/pwsd/internal/store"
 )
@@ -28,14 +28,6 @@ type StreamSpec struct {
 	// Continual mode only.
 	Horizon int64
 	Counter panprivate.CounterAlgorithm
-}
-
-// streamConfig is the stored JSON configuration of a stream.
-type streamConfig struct {
-	Dataset   string                             `json:"dataset,omitempty"`
-	Continual bool                               `json:"continual"`
-	Estimator *panprivate.Config                 `json:"estimator,omitempty"`
-	Density   *panprivate.ContinualDensityConfig `json:"continual_density,omitempty"`
 }
 
 // Stream is the public view of a stream: configuration and counts, never
@@ -63,6 +55,7 @@ func (s *Service) CreateStream(ctx context.Context, spec StreamSpec) (Stream, er
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	rec := &store.StateRecord{Kind: kindStream, ID: newID(), Dataset: spec.Dataset, CreatedAt: now, UpdatedAt: now}
 	cfg := streamConfig{Dataset: spec.Dataset, Continual: spec.Continual}
+	var st stream
 	if spec.Continual {
 		e := spec.Estimator
 		if e.Estimator != "" && e.Estimator != panprivate.KindDensity {
@@ -78,9 +71,7 @@ func (s *Service) CreateStream(ctx context.Context, spec StreamSpec) (Stream, er
 		}
 		resolved := cd.Config()
 		cfg.Density = &resolved
-		if rec.State, err = cd.MarshalBinary(); err != nil {
-			return Stream{}, fmt.Errorf("encoding stream state: %w", err)
-		}
+		st = continualStream{cd}
 	} else {
 		if spec.Horizon != 0 || spec.Counter != "" {
 			return Stream{}, fieldErr("horizon", "applies only to continual streams")
@@ -91,12 +82,13 @@ func (s *Service) CreateStream(ctx context.Context, spec StreamSpec) (Stream, er
 		}
 		resolved := est.Config()
 		cfg.Estimator = &resolved
-		if rec.State, err = est.MarshalBinary(); err != nil {
-			return Stream{}, fmt.Errorf("encoding stream state: %w", err)
-		}
+		st = estimatorStream{est}
 	}
 	var err error
-	if rec.Config, err = json.Marshal(cfg); err != nil {
+	if rec.State, err = st.MarshalBinary(); err != nil {
+		return Stream{}, fmt.Errorf("encoding stream state: %w", err)
+	}
+	if rec.Config, err = encodeStreamConfig(cfg); err != nil {
 		return Stream{}, fmt.Errorf("encoding stream config: %w", err)
 	}
 	var charge *store.Charge
@@ -123,41 +115,129 @@ func panprivateErr(err error) error {
 	return err
 }
 
+// stream is a stream's decoded pan-private state, whatever its kind: one
+// of the estimators of package panprivate or the continual density. It is
+// decoded from its record for one operation and encoded back after it.
+type stream interface {
+	// Apply applies a batch of events, all or nothing: on error the caller
+	// discards the stream.
+	Apply(events []panprivate.Event) error
+	// Release draws one noisy estimate.
+	Release(noise dprand.Laplacer) (StreamRelease, error)
+	// Intrude performs an announced intrusion.
+	Intrude() (panprivate.State, error)
+	// fill sets the public counts of v.
+	fill(v *Stream)
+	MarshalBinary() ([]byte, error)
+}
+
+// loadStream decodes a record's state as the stream its configuration says.
+func (s *Service) loadStream(cfg streamConfig, state []byte) (stream, error) {
+	if cfg.Continual {
+		cd, err := panprivate.UnmarshalContinualDensity(state, s.noise, s.newRand())
+		if err != nil {
+			return nil, fmt.Errorf("decoding stream state: %w", err)
+		}
+		return continualStream{cd}, nil
+	}
+	est, err := panprivate.Unmarshal(state, s.newRand())
+	if err != nil {
+		return nil, fmt.Errorf("decoding stream state: %w", err)
+	}
+	return estimatorStream{est}, nil
+}
+
+// estimatorStream is a stream of one of panprivate's estimators.
+type estimatorStream struct{ est panprivate.Estimator }
+
+func (e estimatorStream) Apply(events []panprivate.Event) error {
+	return panprivateErr(e.est.Apply(events))
+}
+
+func (e estimatorStream) Release(noise dprand.Laplacer) (StreamRelease, error) {
+	r, err := e.est.Release(noise)
+	if errors.Is(err, panprivate.ErrReleaseLimit) {
+		return StreamRelease{}, fmt.Errorf("the stream's max_releases is reached: %w", ErrLimit)
+	}
+	if errors.Is(err, panprivate.ErrUninformative) {
+		return StreamRelease{}, fmt.Errorf("announced intrusions left the state uninformative: %w", ErrLimit)
+	}
+	if err != nil {
+		return StreamRelease{}, fmt.Errorf("releasing: %w", err)
+	}
+	return StreamRelease{Estimate: r.Estimate, EpsilonSpent: r.EpsilonSpent}, nil
+}
+
+func (e estimatorStream) Intrude() (panprivate.State, error) { return e.est.Intrude(), nil }
+
+func (e estimatorStream) fill(v *Stream) {
+	p := e.est.Privacy()
+	v.Intrusions, v.Privacy, v.SampleSize = e.est.Stats().Intrusions, &p, e.est.Config().SampleSize
+}
+
+func (e estimatorStream) MarshalBinary() ([]byte, error) { return e.est.MarshalBinary() }
+
+// continualStream is the continual-observation density estimator (Fig. 3
+// of "Differential privacy in new settings").
+type continualStream struct{ cd *panprivate.ContinualDensity }
+
+// Apply feeds events to the estimator one step each (ApplyEvent). Its steps
+// are validated before any state changes, and the caller discards the
+// decoded state on error, so a batch is all or nothing.
+func (c continualStream) Apply(events []panprivate.Event) error {
+	for i, e := range events {
+		if _, err := c.cd.ApplyEvent(e); err != nil {
+			var pe *panprivate.ParamError
+			if errors.As(err, &pe) {
+				return &FieldError{Field: fmt.Sprintf("events[%d].%s", i, pe.Field), Msg: pe.Msg}
+			}
+			return fmt.Errorf("applying event %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// Release returns the latest output: it is already public after every
+// step, so it costs nothing more.
+func (c continualStream) Release(dprand.Laplacer) (StreamRelease, error) {
+	return StreamRelease{Estimate: c.cd.Output(), EpsilonSpent: 0}, nil
+}
+
+func (c continualStream) Intrude() (panprivate.State, error) {
+	return panprivate.State{}, fmt.Errorf("announced intrusions are not supported on continual streams: %w", ErrLimit)
+}
+
+func (c continualStream) fill(v *Stream) {
+	out := c.cd.Output()
+	v.Output, v.SampleSize = &out, c.cd.Config().SampleSize
+}
+
+func (c continualStream) MarshalBinary() ([]byte, error) { return c.cd.MarshalBinary() }
+
 // streamView decodes a record into the public view.
 func (s *Service) streamView(rec *store.StateRecord) (Stream, error) {
-	cfg, err := streamConfigOf(rec)
+	cfg, st, err := s.streamOf(rec)
 	if err != nil {
 		return Stream{}, err
 	}
-	v := Stream{ID: rec.ID, CreatedAt: rec.CreatedAt, Dataset: rec.Dataset, Continual: cfg.Continual,
-		Estimator: cfg.Estimator, Density: cfg.Density, Releases: rec.Releases}
-	if cfg.Continual {
-		cd, err := panprivate.UnmarshalContinualDensity(rec.State, s.noise, s.newRand())
-		if err != nil {
-			return Stream{}, fmt.Errorf("decoding stream state: %w", err)
-		}
-		out := cd.Output()
-		v.Output = &out
-		v.SampleSize = cfg.Density.SampleSize
-		return v, nil
-	}
-	est, err := panprivate.Unmarshal(rec.State, s.newRand())
-	if err != nil {
-		return Stream{}, fmt.Errorf("decoding stream state: %w", err)
-	}
-	st := est.Stats()
-	p := est.Privacy()
-	v.Intrusions, v.Privacy, v.SampleSize = st.Intrusions, &p, est.Config().SampleSize
-	return v, nil
+	return viewOf(rec, cfg, st), nil
 }
 
-// streamConfigOf decodes a stream record's stored configuration.
-func streamConfigOf(rec *store.StateRecord) (streamConfig, error) {
-	var cfg streamConfig
-	if err := json.Unmarshal(rec.Config, &cfg); err != nil {
-		return cfg, fmt.Errorf("decoding stream config: %w", err)
+func viewOf(rec *store.StateRecord, cfg streamConfig, st stream) Stream {
+	v := Stream{ID: rec.ID, CreatedAt: rec.CreatedAt, Dataset: rec.Dataset, Continual: cfg.Continual,
+		Estimator: cfg.Estimator, Density: cfg.Density, Releases: rec.Releases}
+	st.fill(&v)
+	return v
+}
+
+// streamOf decodes a stream record: configuration and state.
+func (s *Service) streamOf(rec *store.StateRecord) (streamConfig, stream, error) {
+	cfg, err := decodeStreamConfig(rec.Config)
+	if err != nil {
+		return cfg, nil, err
 	}
-	return cfg, nil
+	st, err := s.loadStream(cfg, rec.State)
+	return cfg, st, err
 }
 
 // GetStream returns a stream's public view.
@@ -175,65 +255,23 @@ func (s *Service) GetStream(ctx context.Context, id string) (Stream, error) {
 func (s *Service) ApplyEvents(ctx context.Context, id string, events []panprivate.Event) (Stream, error) {
 	var view Stream
 	err := s.store.UpdateState(ctx, kindStream, id, func(rec *store.StateRecord) (*store.Charge, error) {
-		cfg, err := streamConfigOf(rec)
+		cfg, st, err := s.streamOf(rec)
 		if err != nil {
 			return nil, err
 		}
-		rng := s.newRand()
-		var state []byte
-		if cfg.Continual {
-			cd, err := panprivate.UnmarshalContinualDensity(rec.State, s.noise, rng)
-			if err != nil {
-				return nil, fmt.Errorf("decoding stream state: %w", err)
-			}
-			if err := applyContinual(cd, events); err != nil {
-				return nil, err
-			}
-			if state, err = cd.MarshalBinary(); err != nil {
-				return nil, fmt.Errorf("encoding stream state: %w", err)
-			}
-		} else {
-			est, err := panprivate.Unmarshal(rec.State, rng)
-			if err != nil {
-				return nil, fmt.Errorf("decoding stream state: %w", err)
-			}
-			if err := est.Apply(events); err != nil {
-				return nil, panprivateErr(err)
-			}
-			if state, err = est.MarshalBinary(); err != nil {
-				return nil, fmt.Errorf("encoding stream state: %w", err)
-			}
+		if err := st.Apply(events); err != nil {
+			return nil, err
 		}
-		rec.State = state
-		view, err = s.streamView(rec)
-		return nil, err
+		if rec.State, err = st.MarshalBinary(); err != nil {
+			return nil, fmt.Errorf("encoding stream state: %w", err)
+		}
+		view = viewOf(rec, cfg, st)
+		return nil, nil
 	})
 	if err != nil {
 		return Stream{}, storeErr(err, "applying events")
 	}
 	return view, nil
-}
-
-// applyContinual feeds events to the continual estimator one step each.
-// The estimator's steps are validated up front so a batch is all or nothing:
-// the caller discards the decoded state on error.
-func applyContinual(cd *panprivate.ContinualDensity, events []panprivate.Event) error {
-	for i, e := range events {
-		var err error
-		if id, name, named := e.User.Parts(); named {
-			_, err = cd.ApplyName(name, e.Delete)
-		} else {
-			_, err = cd.Apply(id, e.Delete)
-		}
-		if err != nil {
-			var pe *panprivate.ParamError
-			if errors.As(err, &pe) {
-				return &FieldError{Field: fmt.Sprintf("events[%d].%s", i, pe.Field), Msg: pe.Msg}
-			}
-			return fmt.Errorf("applying event %d: %w", i, err)
-		}
-	}
-	return nil
 }
 
 // StreamRelease is one noisy estimate from a stream.
@@ -244,48 +282,30 @@ type StreamRelease struct {
 
 // ReleaseStream draws one noisy estimate (Laplace noise from the vetted
 // source), charging its epsilon to the stream's dataset in the same
-// transaction. Past the stream's max_releases it fails with ErrLimit.
+// transaction. Past the stream's max_releases it fails with ErrLimit. A
+// continual stream's release is its latest output, already paid for.
 func (s *Service) ReleaseStream(ctx context.Context, id string) (StreamRelease, error) {
 	var out StreamRelease
 	var charged *store.Charge
 	err := s.store.UpdateState(ctx, kindStream, id, func(rec *store.StateRecord) (*store.Charge, error) {
-		cfg, err := streamConfigOf(rec)
+		cfg, st, err := s.streamOf(rec)
 		if err != nil {
 			return nil, err
 		}
-		if cfg.Continual {
-			cd, err := panprivate.UnmarshalContinualDensity(rec.State, s.noise, s.newRand())
-			if err != nil {
-				return nil, fmt.Errorf("decoding stream state: %w", err)
-			}
-			// The continual output is already public after every step.
-			out = StreamRelease{Estimate: cd.Output(), EpsilonSpent: 0}
-			rec.Releases++
-			return nil, nil
-		}
-		est, err := panprivate.Unmarshal(rec.State, s.newRand())
-		if err != nil {
-			return nil, fmt.Errorf("decoding stream state: %w", err)
-		}
-		r, err := est.Release(s.noise)
-		if errors.Is(err, panprivate.ErrReleaseLimit) {
-			return nil, fmt.Errorf("the stream's max_releases is reached: %w", ErrLimit)
-		}
-		if errors.Is(err, panprivate.ErrUninformative) {
-			return nil, fmt.Errorf("announced intrusions left the state uninformative: %w", ErrLimit)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("releasing: %w", err)
-		}
-		if rec.State, err = est.MarshalBinary(); err != nil {
-			return nil, fmt.Errorf("encoding stream state: %w", err)
+		if out, err = st.Release(s.noise); err != nil {
+			return nil, err
 		}
 		rec.Releases++
-		out = StreamRelease{Estimate: r.Estimate, EpsilonSpent: r.EpsilonSpent}
+		if cfg.Continual {
+			return nil, nil
+		}
+		if rec.State, err = st.MarshalBinary(); err != nil {
+			return nil, fmt.Errorf("encoding stream state: %w", err)
+		}
 		if rec.Dataset == "" {
 			return nil, nil
 		}
-		charged = &store.Charge{Dataset: rec.Dataset, Kind: kindStream, Ref: rec.ID, Epsilon: r.EpsilonSpent}
+		charged = &store.Charge{Dataset: rec.Dataset, Kind: kindStream, Ref: rec.ID, Epsilon: out.EpsilonSpent}
 		return charged, nil
 	})
 	if err != nil && charged != nil {
@@ -299,28 +319,23 @@ func (s *Service) ReleaseStream(ctx context.Context, id string) (StreamRelease, 
 
 // IntrudeStream performs an announced intrusion: it returns the internal
 // state as it was, then durably re-randomizes it.
-func (s *Service) IntrudeStream(ctx context.Context, id string) (any, error) {
-	var out any
+func (s *Service) IntrudeStream(ctx context.Context, id string) (panprivate.State, error) {
+	var out panprivate.State
 	err := s.store.UpdateState(ctx, kindStream, id, func(rec *store.StateRecord) (*store.Charge, error) {
-		cfg, err := streamConfigOf(rec)
+		_, st, err := s.streamOf(rec)
 		if err != nil {
 			return nil, err
 		}
-		if cfg.Continual {
-			return nil, fmt.Errorf("announced intrusions are not supported on continual streams: %w", ErrLimit)
+		if out, err = st.Intrude(); err != nil {
+			return nil, err
 		}
-		est, err := panprivate.Unmarshal(rec.State, s.newRand())
-		if err != nil {
-			return nil, fmt.Errorf("decoding stream state: %w", err)
-		}
-		out = est.Intrude()
-		if rec.State, err = est.MarshalBinary(); err != nil {
+		if rec.State, err = st.MarshalBinary(); err != nil {
 			return nil, fmt.Errorf("encoding stream state: %w", err)
 		}
 		return nil, nil
 	})
 	if err != nil {
-		return nil, storeErr(err, "intrusion")
+		return panprivate.State{}, storeErr(err, "intrusion")
 	}
 	return out, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
@@ -21,7 +20,7 @@ type ReportingTable struct {
 // Reporting returns pi_1..pi_n and L(eps, delta), cached under their
 // canonical parameters.
 func (s *Service) Reporting(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, n int64) (ReportingTable, error) {
-	key := sanitize.Key("reporting", p, smp, "") + "|n=" + strconv.FormatInt(n, 10)
+	key := s.tableKey("reporting", p, smp, "", intPart("n", n))
 	return cached(ctx, s, key, func() (ReportingTable, error) {
 		t := ReportingTable{L: sanitize.L(p), Pi: sanitize.ReportingProbabilities(p, smp, int(n)), Q: make([]float64, n)}
 		for i := range t.Q {
@@ -55,7 +54,7 @@ func (s *Service) FrequencyRows(ctx context.Context, p sanitize.Privacy, smp san
 	if err := s.checkWork(p, smp, to-from+1, to, 2, "epsilon", "frequency"); err != nil {
 		return nil, err
 	}
-	key := sanitize.Key("rows", p, smp, m) + "|" + strconv.FormatInt(from, 10) + "-" + strconv.FormatInt(to, 10)
+	key := s.tableKey("rows", p, smp, m, rangePart(from, to))
 	return cachedCtx(ctx, s, key, func(ctx context.Context) ([]FrequencyRow, error) {
 		t, err := s.tables.get(p, smp, m)
 		if err != nil {
@@ -172,7 +171,7 @@ func (s *Service) EstimatorRows(ctx context.Context, p sanitize.Privacy, smp san
 	if err := s.checkWork(p, smp, 0, n, 1, "epsilon", "max_frequency"); err != nil {
 		return nil, err
 	}
-	key := sanitize.Key("estimator-rows", p, smp, m) + "|g=" + g.String() + "|est=" + string(e) + "|n=" + strconv.FormatInt(n, 10)
+	key := s.tableKey("estimator-rows", p, smp, m, strPart("g", g.String()), strPart("est", string(e)), intPart("n", n))
 	return cachedCtx(ctx, s, key, func(ctx context.Context) ([]EstimatorRow, error) {
 		et, err := s.estimatorTableFor(ctx, p, smp, m, estimate.Spec{MaxFrequency: n, G: g, Estimator: e})
 		if err != nil {
@@ -199,7 +198,7 @@ const persistEstimatorsUpTo = 1 << 16
 // estimatorTable returns the estimator table of spec over t: from memory,
 // else from the store, else built (once under concurrency) and cached.
 func (s *Service) estimatorTable(ctx context.Context, t *sanitize.Table, spec estimate.Spec) (*estimate.Table, error) {
-	key := s.versioned(sanitize.Key("estimator", t.Privacy(), t.Sampling(), t.Method()) + "|g=" + spec.G.String() + "|est=" + string(spec.Estimator) + "|n=" + strconv.FormatInt(spec.MaxFrequency, 10))
+	key := s.tableKey("estimator", t.Privacy(), t.Sampling(), t.Method(), strPart("g", spec.G.String()), strPart("est", string(spec.Estimator)), intPart("n", spec.MaxFrequency))
 	if et, ok := s.estimators.Get(key); ok {
 		return et, nil
 	}

@@ -4,7 +4,7 @@
 //
 // Two implementations satisfy Store: Memory (the embedded default) and
 // Postgres (pgx, schema applied by package migrations at start-up). Both pass
-// the same behavioural suite in the package's tests, run against a real
+// the same behavioural suite (package storetest), run against a real
 // PostgreSQL server through package pgtest. A budget charge is made in the
 // same transaction as the release it pays for: a release that would exceed
 // a dataset's budget is refused and changes nothing.

@@ -29,6 +29,19 @@ type Postgres struct {
 // Migrate applies every pending migration embedded in package migrations to
 // the database at url (a postgres:// or postgresql:// URL).
 func Migrate(url string) error {
+	return runMigrations(url, "applying migrations", (*migrate.Migrate).Up)
+}
+
+// MigrateTo migrates the database at url up or down to schema version
+// version. Tests of upgrades use it to build a database as an older release
+// left it; pwsd itself always migrates to the head (Migrate).
+func MigrateTo(url string, version uint) error {
+	return runMigrations(url, fmt.Sprintf("migrating to version %d", version), func(m *migrate.Migrate) error { return m.Migrate(version) })
+}
+
+// runMigrations runs step with a migrator of the embedded migrations on the
+// database at url; "no change" is success.
+func runMigrations(url, what string, step func(*migrate.Migrate) error) error {
 	src, err := iofs.New(migrations.FS, ".")
 	if err != nil {
 		return fmt.Errorf("opening embedded migrations: %w", err)
@@ -38,8 +51,8 @@ func Migrate(url string) error {
 		return fmt.Errorf("connecting migrator: %w", err)
 	}
 	defer m.Close()
-	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
-		return fmt.Errorf("applying migrations: %w", err)
+	if err := step(m); err != nil && !errors.Is(err, migrate.ErrNoChange) {
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }

@@ -67,8 +67,10 @@ type Element struct {
 	Estimate float64 // MLE per-key estimate of the frequency; NaN in a keys-only release
 }
 
-// Sample is a stored sanitized sample. Header is the JSON description of the
-// release (privacy, sampling, release, method) as the API renders it.
+// Sample is a stored sanitized sample. Header is the service's JSON
+// description of the release (privacy, sampling, release, method), a JSON
+// object whose "format" member versions it (FormatRewriter); the store reads
+// nothing else of it. Elements are stored in chunks of ChunkFormat.
 type Sample struct {
 	ID        string
 	CreatedAt time.Time
@@ -118,7 +120,7 @@ type StateRecord struct {
 	Kind      string // "stream" or "counter"
 	ID        string
 	Dataset   string
-	Config    []byte // JSON configuration
+	Config    []byte // JSON configuration, versioned by its "format" member (FormatRewriter)
 	State     []byte
 	Events    int64 // events or steps applied
 	Releases  int

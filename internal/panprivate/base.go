@@ -1,0 +1,72 @@
+package panprivate
+
+import (
+	"fmt"
+	"math/rand/v2"
+)
+
+// base holds what every estimator shares.
+type base struct {
+	cfg   Config
+	key   [KeySize]byte
+	perm  permutation
+	names *userMapper
+	rng   *rand.Rand
+	law   bitLaw // unused by incidence
+	stats Stats
+	ids   []uint64 // scratch: resolved ids of the current batch
+}
+
+func newBase(c Config, key [KeySize]byte, rng *rand.Rand) (*base, error) {
+	b := &base{cfg: c, key: key, rng: rng}
+	b.perm = newPermutation(c.UniverseSize, &b.key)
+	b.names = newUserMapper(c.UniverseSize, &b.key)
+	if c.Estimator != KindIncidence {
+		law, err := newBitLaw(c.Algorithm, c.Epsilon)
+		if err != nil {
+			return nil, err
+		}
+		b.law = law
+	}
+	return b, nil
+}
+
+func (b *base) Config() Config {
+	c := b.cfg
+	if c.Accuracy != nil {
+		a := *c.Accuracy
+		c.Accuracy = &a
+	}
+	return c
+}
+
+func (b *base) Stats() Stats { return b.stats }
+
+// resolve validates a batch and maps it to universe ids (into b.ids). It
+// changes no state except the scratch slice.
+func (b *base) resolve(events []Event, deletes bool) ([]uint64, error) {
+	ids := b.ids[:0]
+	if cap(ids) < len(events) {
+		ids = make([]uint64, 0, len(events))
+	}
+	for i, ev := range events {
+		if ev.Delete && !deletes {
+			return nil, paramErr(fmt.Sprintf("events[%d].op", i), "delete is not supported by %s", b.cfg.Estimator)
+		}
+		if ev.User.named {
+			if len(ev.User.name) == 0 || len(ev.User.name) > MaxUserNameLen {
+				return nil, paramErr(fmt.Sprintf("events[%d].user", i), "must be a non-empty string of at most %d bytes", MaxUserNameLen)
+			}
+			ids = append(ids, b.names.id(ev.User.name))
+			continue
+		}
+		if ev.User.id >= b.cfg.UniverseSize {
+			return nil, paramErr(fmt.Sprintf("events[%d].user", i), "must be less than universe_size")
+		}
+		ids = append(ids, ev.User.id)
+	}
+	if cap(ids) <= 1<<16 {
+		b.ids = ids
+	}
+	return ids, nil
+}
