@@ -1,5 +1,3 @@
-// Package migrations embeds pwsd's PostgreSQL schema migrations, applied by
-// golang-migrate at start-up.
 package migrations
 
 import "embed"

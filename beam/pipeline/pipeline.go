@@ -1,8 +1,3 @@
-// Package pipeline is pwsd's sanitizers as an Apache Beam pipeline: read raw
-// records, validate them (bad ones go to a dead-letter output with a reason),
-// sum per key, threshold-sample with a per-key hash keyed by a secret seed,
-// sanitize with internal/sanitize (the service's tables), and write sharded
-// NDJSON in the element format of GET /v1/samples/{id}.
 package pipeline
 
 import (
@@ -17,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,6 +23,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
 
+	"github.com/pwsd/pwsd/api"
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
 
@@ -49,6 +46,7 @@ const (
 	CounterInvalid   = "records_invalid"    // records sent to the dead letters
 	CounterClamped   = "weights_clamped"    // weights above --max-weight, clamped to it
 	CounterCapped    = "frequencies_capped" // per-key sums above sanitize.MaxFrequency, capped
+	CounterReported  = "keys_reported"      // reported keys: the elements of the release
 )
 
 func init() {
@@ -99,6 +97,7 @@ type Summary struct {
 	Invalid   int64  `json:"records_invalid"`
 	Clamped   int64  `json:"weights_clamped"`
 	Capped    int64  `json:"frequencies_capped"`
+	Reported  int64  `json:"keys_reported"`
 	ChargeRef string `json:"charge_ref,omitempty"`
 	Meta      string `json:"meta"`
 }
@@ -244,13 +243,13 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 		if columns, err = readHeader(ctx, c.Input); err != nil {
 			return Summary{}, err
 		}
-		if !contains(columns, c.KeyField) {
+		if !slices.Contains(columns, c.KeyField) {
 			return Summary{}, fmt.Errorf("--key-field %q is not a column of the CSV header", c.KeyField)
 		}
-		if f := c.WeightField; f != "" && !contains(columns, f) {
+		if f := c.WeightField; f != "" && !slices.Contains(columns, f) {
 			return Summary{}, fmt.Errorf("--weight-field %q is not a column of the CSV header", f)
 		}
-		if c.Aggregated && !contains(columns, c.FrequencyField) {
+		if c.Aggregated && !slices.Contains(columns, c.FrequencyField) {
 			return Summary{}, fmt.Errorf("--frequency-field %q is not a column of the CSV header", c.FrequencyField)
 		}
 	}
@@ -286,6 +285,8 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 				sum.Clamped += cr.Result()
 			case CounterCapped:
 				sum.Capped += cr.Result()
+			case CounterReported:
+				sum.Reported += cr.Result()
 			}
 		}
 	}
@@ -296,43 +297,14 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 	return sum, nil
 }
 
-func contains(s []string, x string) bool {
-	for _, v := range s {
-		if v == x {
-			return true
-		}
-	}
-	return false
-}
-
-// Meta is the header line of a pipeline release: the fields of the
-// service's SampleMeta (GET /v1/samples/{id}, NDJSON line 1) plus what a
-// batch release adds.
+// Meta is the header line of a pipeline release: the service's own
+// api.SampleMeta (GET /v1/samples/{id}, NDJSON line 1), so that both write
+// the same fields from the same type, plus what a batch release adds.
 type Meta struct {
-	ID        string       `json:"id"`
-	CreatedAt time.Time    `json:"created_at"`
-	Dataset   string       `json:"dataset,omitempty"`
-	Privacy   PrivacyView  `json:"privacy"`
-	Sampling  SamplingView `json:"sampling"`
-	Release   string       `json:"release"`
-	Method    string       `json:"method"`
-	Estimator string       `json:"estimator,omitempty"`
-	Unit      UnitView     `json:"privacy_unit"`
-	Shards    int          `json:"shards"`
-	ChargeRef string       `json:"charge_ref,omitempty"`
-}
-
-// PrivacyView is the per-record guarantee.
-type PrivacyView struct {
-	Epsilon float64 `json:"epsilon"`
-	Delta   float64 `json:"delta"`
-}
-
-// SamplingView echoes the sampling scheme.
-type SamplingView struct {
-	Scheme    string  `json:"scheme"`
-	Threshold float64 `json:"threshold,omitempty"`
-	Power     float64 `json:"power,omitempty"`
+	api.SampleMeta
+	Unit      UnitView `json:"privacy_unit"`
+	Shards    int      `json:"shards"`
+	ChargeRef string   `json:"charge_ref,omitempty"`
 }
 
 // UnitView says what one record may change and the parameters the tables
@@ -345,10 +317,11 @@ type UnitView struct {
 }
 
 func writeMeta(ctx context.Context, name string, c Config, p Params, sum Summary) error {
-	m := Meta{ID: sum.ID, CreatedAt: time.Now().UTC().Truncate(time.Microsecond), Dataset: c.Dataset,
-		Privacy:  PrivacyView{Epsilon: c.Privacy.Epsilon, Delta: c.Privacy.Delta},
-		Sampling: SamplingView{Scheme: string(c.Sampling.Scheme), Threshold: c.Sampling.Threshold, Power: c.Sampling.Power},
-		Release:  c.Release, Method: string(c.Method), Shards: c.Shards, ChargeRef: sum.ChargeRef,
+	m := Meta{SampleMeta: api.SampleMeta{ID: sum.ID, CreatedAt: time.Now().UTC().Truncate(time.Microsecond), Dataset: c.Dataset,
+		Privacy:  api.PrivacyView{Epsilon: c.Privacy.Epsilon, Delta: c.Privacy.Delta},
+		Sampling: api.SamplingView{Scheme: string(c.Sampling.Scheme), Threshold: c.Sampling.Threshold, Power: c.Sampling.Power},
+		Release:  c.Release, Method: string(c.Method), Reported: int(sum.Reported)},
+		Shards: c.Shards, ChargeRef: sum.ChargeRef,
 		Unit: UnitView{Record: "one record adds 1 to its key's frequency", MaxWeight: c.MaxWeight, TableEpsilon: p.Epsilon, TableDelta: p.Delta}}
 	if c.Release == ReleaseFrequencies {
 		m.Estimator = "mle"
@@ -363,20 +336,10 @@ func writeMeta(ctx context.Context, name string, c Config, p Params, sum Summary
 	if err != nil {
 		return fmt.Errorf("encoding the header line: %w", err)
 	}
-	fs, err := filesystem.New(ctx, name)
-	if err != nil {
-		return fmt.Errorf("opening output filesystem: %w", err)
-	}
-	defer fs.Close()
-	w, err := fs.OpenWrite(ctx, name)
-	if err != nil {
-		return fmt.Errorf("writing the header line: %w", err)
-	}
-	if _, err := w.Write(append(b, '\n')); err != nil {
-		w.Close()
-		return fmt.Errorf("writing the header line: %w", err)
-	}
-	return w.Close()
+	return writeOutput(ctx, name, "the header line", func(w *bufio.Writer) {
+		w.Write(b)
+		w.WriteByte('\n')
+	})
 }
 
 // readHeader returns the CSV header of the first file matching glob.

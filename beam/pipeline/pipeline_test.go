@@ -299,6 +299,11 @@ func TestPipelineMatchesTable(t *testing.T) {
 	if err := json.Unmarshal(b, &meta); err != nil || meta.Privacy.Epsilon != 0.5 || meta.Release != "frequencies" || meta.Method != "max_separation" || meta.Sampling.Scheme != "none" {
 		t.Fatalf("header line %s does not decode as the service's SampleMeta: %v", b, err)
 	}
+	// The header counts the release's elements as the service's SampleMeta
+	// does (reported), and the summary says the same.
+	if meta.Reported != len(elems) || sum.Reported != int64(len(elems)) {
+		t.Fatalf("header reports %d keys, summary %d, output holds %d elements", meta.Reported, sum.Reported, len(elems))
+	}
 	if bytes.Contains(b, []byte(strings.Repeat("07", 16))) {
 		t.Fatal("the header line contains the seed")
 	}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
-	"math/bits"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -124,7 +123,8 @@ func (p Params) estimators(n int64) (id, count *estimate.Table, err error) {
 	pr, s, m := p.parts()
 	build := func(g estimate.GKind) (*estimate.Table, error) {
 		spec := estimate.Spec{MaxFrequency: n, G: estimate.G{Kind: g}, Estimator: estimate.MLE}
-		v, err := tables.get(spec.Key(pr, s, m), func() (any, error) { return estimate.Build(t, spec) })
+		key := fmt.Sprintf("%s|g=%s|est=%s|n=%d", sanitize.Key("estimator", pr, s, m), spec.G, spec.Estimator, spec.MaxFrequency)
+		v, err := tables.get(key, func() (any, error) { return estimate.Build(t, spec) })
 		if err != nil {
 			return nil, fmt.Errorf("building estimator table: %w", err)
 		}
@@ -137,20 +137,6 @@ func (p Params) estimators(n int64) (id, count *estimate.Table, err error) {
 		return nil, nil, err
 	}
 	return id, count, nil
-}
-
-// EstimatorSize is the size of the estimator table for sanitized values up
-// to maxValue; it is the service's rule (internal/service estimatorSize), so
-// the pipeline's estimates come from the same tables as the service's.
-func EstimatorSize(t *sanitize.Table, maxValue float64) int64 {
-	need := int64(math.Ceil(maxValue)) + 1
-	if from, ok := t.StationaryFrom(); ok && need > 4*from+64 {
-		need = 4*from + 64
-	}
-	if need < 64 {
-		need = 64
-	}
-	return int64(1) << bits.Len64(uint64(need-1))
 }
 
 // keyRand is the key's private random stream: ChaCha8 seeded with
@@ -168,9 +154,10 @@ func keyRand(mac func(string) [32]byte, key string) *rand.Rand {
 type sampleFn struct {
 	P Params `json:"p"`
 
-	table  *sanitize.Table
-	mac    func(string) [32]byte
-	capped beam.Counter
+	table    *sanitize.Table
+	mac      func(string) [32]byte
+	capped   beam.Counter
+	reported beam.Counter
 }
 
 // Setup reads the seed and builds (or reuses) the table.
@@ -190,6 +177,7 @@ func (f *sampleFn) Setup() error {
 		return out
 	}
 	f.capped = beam.NewCounter(metricsNamespace, CounterCapped)
+	f.reported = beam.NewCounter(metricsNamespace, CounterReported)
 	return nil
 }
 
@@ -209,6 +197,7 @@ func (f *sampleFn) ProcessElement(ctx context.Context, key string, freq int64, e
 		return fmt.Errorf("sanitizing a key: %w", err)
 	}
 	if o.Reported {
+		f.reported.Inc(ctx, 1)
 		emit(key, o.Value)
 	}
 	return nil
@@ -243,7 +232,11 @@ func (f *formatFn) ProcessElement(key string, v float64, maxValue func(*float64)
 			if err != nil {
 				return err
 			}
-			if f.id, f.count, err = f.P.estimators(EstimatorSize(t, mv)); err != nil {
+			n, err := estimate.TableSize(context.Background(), t, mv)
+			if err != nil {
+				return err
+			}
+			if f.id, f.count, err = f.P.estimators(n); err != nil {
 				return err
 			}
 		}

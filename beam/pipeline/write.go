@@ -33,6 +33,18 @@ func (f *writeFn) ProcessElement(ctx context.Context, i int, lines func(*string)
 	}
 	slices.Sort(all)
 	name := ShardName(f.Prefix, i, f.Shards)
+	return writeOutput(ctx, name, "output shard", func(w *bufio.Writer) {
+		for _, l := range all {
+			w.WriteString(l)
+			w.WriteByte('\n')
+		}
+	})
+}
+
+// writeOutput creates the file name through Beam's filesystem (local or
+// remote), lets write fill it through a buffer, and flushes and closes it;
+// what names the file in errors.
+func writeOutput(ctx context.Context, name, what string, write func(*bufio.Writer)) error {
 	fs, err := filesystem.New(ctx, name)
 	if err != nil {
 		return fmt.Errorf("opening output filesystem: %w", err)
@@ -40,19 +52,16 @@ func (f *writeFn) ProcessElement(ctx context.Context, i int, lines func(*string)
 	defer fs.Close()
 	fd, err := fs.OpenWrite(ctx, name)
 	if err != nil {
-		return fmt.Errorf("creating output shard: %w", err)
+		return fmt.Errorf("creating %s: %w", what, err)
 	}
 	w := bufio.NewWriterSize(fd, 1<<20)
-	for _, l := range all {
-		w.WriteString(l)
-		w.WriteByte('\n')
-	}
+	write(w)
 	if err := w.Flush(); err != nil {
 		fd.Close()
-		return fmt.Errorf("writing output shard: %w", err)
+		return fmt.Errorf("writing %s: %w", what, err)
 	}
 	if err := fd.Close(); err != nil {
-		return fmt.Errorf("closing output shard: %w", err)
+		return fmt.Errorf("closing %s: %w", what, err)
 	}
 	return nil
 }

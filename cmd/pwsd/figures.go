@@ -10,7 +10,7 @@ import (
 	"os/signal"
 	"time"
 
-	"github.com/pwsd/pwsd/internal/planner"
+	"github.com/pwsd/pwsd/internal/planner/plotsvg"
 )
 
 // runFigures regenerates the paper's figures (issue "The planner"):
@@ -44,7 +44,7 @@ func figures(args []string, w io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	start := time.Now()
-	if err := planner.Figures(ctx, *out, w); err != nil {
+	if err := plotsvg.WriteFigures(ctx, *out, w); err != nil {
 		return fmt.Errorf("figures: %w", err)
 	}
 	fmt.Fprintf(w, "done in %s; figures in %s\n", time.Since(start).Round(time.Millisecond), *out)

@@ -1,4 +1,3 @@
-// Command pwsd serves the pwsd HTTP API. See `pwsd --help` and README.md.
 package main
 
 import (

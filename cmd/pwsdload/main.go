@@ -1,7 +1,3 @@
-// Command pwsdload is pwsd's load generator: concurrent clients mixing
-// sanitize, estimate and stream-event requests against one pwsd, bounded in
-// time and in requests, loopback only. It prints throughput and latency
-// percentiles per operation and exits 1 if any request got a 5xx.
 package main
 
 import (

@@ -1,10 +1,3 @@
-// Package binenc is pwsd's one binary codec for stored state: a Writer and a
-// strict Reader over encoding/binary (uvarints, little-endian IEEE 754
-// floats, bit-packed tables). Every stored encoding starts with a magic and a
-// format version byte (Header, Reader.Header) and is decoded strictly: an
-// integer must be minimally encoded, padding bits must be zero, and the
-// input must be consumed exactly (Reader.Close). A Reader never panics; its
-// first error sticks and later reads return zero values.
 package binenc
 
 import (

@@ -1,10 +1,3 @@
-// Package dprand supplies the randomness pwsd's mechanisms draw from: a
-// cryptographically seeded pseudo-random generator for sampling decisions and
-// a Laplace noise source backed by a vetted implementation.
-//
-// Nothing in pwsd uses math/rand's global source. Every mechanism takes its
-// generator and its noise source as explicit dependencies, so production code
-// passes the secure ones from this package and tests pass seeded ones.
 package dprand
 
 import (

@@ -1,6 +1,7 @@
 package dprand
 
 import (
+	"fmt"
 	"math"
 	"testing"
 )
@@ -10,30 +11,34 @@ import (
 func TestSecureLaplaceMoments(t *testing.T) {
 	const n = 40000
 	for _, b := range []float64{0.01, 1, 250} {
-		var sum, sumAbs float64
-		for i := 0; i < n; i++ {
-			x, err := SecureLaplace{}.Laplace(b)
-			if err != nil {
-				t.Fatal(err)
+		t.Run(fmt.Sprintf("scale=%g", b), func(t *testing.T) {
+			var sum, sumAbs float64
+			for i := 0; i < n; i++ {
+				x, err := SecureLaplace{}.Laplace(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sum += x
+				sumAbs += math.Abs(x)
 			}
-			sum += x
-			sumAbs += math.Abs(x)
-		}
-		// Var(X) = 2b^2, Var(|X|) = b^2.
-		if m := sum / n; math.Abs(m) > 6*math.Sqrt(2)*b/math.Sqrt(n) {
-			t.Errorf("scale %g: mean %g too far from 0", b, m)
-		}
-		if m := sumAbs / n; math.Abs(m-b) > 6*b/math.Sqrt(n) {
-			t.Errorf("scale %g: E|X| = %g, want %g", b, m, b)
-		}
+			// Var(X) = 2b^2, Var(|X|) = b^2.
+			if m := sum / n; math.Abs(m) > 6*math.Sqrt(2)*b/math.Sqrt(n) {
+				t.Errorf("scale %g: mean %g too far from 0", b, m)
+			}
+			if m := sumAbs / n; math.Abs(m-b) > 6*b/math.Sqrt(n) {
+				t.Errorf("scale %g: E|X| = %g, want %g", b, m, b)
+			}
+		})
 	}
 }
 
 func TestSecureLaplaceRejectsBadScale(t *testing.T) {
 	for _, b := range []float64{0, -1, math.NaN(), math.Inf(1)} {
-		if _, err := (SecureLaplace{}).Laplace(b); err == nil {
-			t.Errorf("scale %g accepted", b)
-		}
+		t.Run(fmt.Sprintf("scale=%g", b), func(t *testing.T) {
+			if _, err := (SecureLaplace{}).Laplace(b); err == nil {
+				t.Errorf("scale %g accepted", b)
+			}
+		})
 	}
 }
 

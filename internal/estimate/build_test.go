@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -64,21 +65,23 @@ func TestLemma52IsAlgorithm4(t *testing.T) {
 		eps float64
 		L   int64
 	}{{0.7, 3}, {0.3, 5}, {1.5, 2}} {
-		cf := newLemma52(c.eps, c.L)
-		dense := alg4Rows(c.eps, cf.delta, qNone, 40)
-		for i, d := range dense {
-			// Algorithm 4 in floating point leaves rounding crumbs (~1e-18).
-			d.Pieces = slices.DeleteFunc(d.Pieces, func(p sanitize.Piece) bool { return p.P < 1e-15 })
-			r := cf.row(int64(i + 1))
-			if len(r.Pieces) != len(d.Pieces) || !relClose(r.Pi, d.Pi, 1e-12) {
-				t.Fatalf("eps=%g L=%d row %d: closed form %v, algorithm 4 %v", c.eps, c.L, i+1, r, d)
-			}
-			for k := range r.Pieces {
-				if r.Pieces[k].Lo != d.Pieces[k].Lo || !relClose(r.Pieces[k].P, d.Pieces[k].P, 1e-12) {
-					t.Fatalf("eps=%g L=%d row %d piece %d: %v vs %v", c.eps, c.L, i+1, k, r.Pieces[k], d.Pieces[k])
+		t.Run(fmt.Sprintf("eps=%g,L=%d", c.eps, c.L), func(t *testing.T) {
+			cf := newLemma52(c.eps, c.L)
+			dense := alg4Rows(c.eps, cf.delta, qNone, 40)
+			for i, d := range dense {
+				// Algorithm 4 in floating point leaves rounding crumbs (~1e-18).
+				d.Pieces = slices.DeleteFunc(d.Pieces, func(p sanitize.Piece) bool { return p.P < 1e-15 })
+				r := cf.row(int64(i + 1))
+				if len(r.Pieces) != len(d.Pieces) || !relClose(r.Pi, d.Pi, 1e-12) {
+					t.Fatalf("eps=%g L=%d row %d: closed form %v, algorithm 4 %v", c.eps, c.L, i+1, r, d)
+				}
+				for k := range r.Pieces {
+					if r.Pieces[k].Lo != d.Pieces[k].Lo || !relClose(r.Pieces[k].P, d.Pieces[k].P, 1e-12) {
+						t.Fatalf("eps=%g L=%d row %d piece %d: %v vs %v", c.eps, c.L, i+1, k, r.Pieces[k], d.Pieces[k])
+					}
 				}
 			}
-		}
+		})
 	}
 }
 
@@ -89,37 +92,39 @@ func TestLemma52IsAlgorithm4(t *testing.T) {
 // this also proves Build does not retain them.
 func TestBuildMatchesBruteForce(t *testing.T) {
 	for _, tt := range testTables() {
-		br := newBrute(tt.rows, tt.n)
-		for _, gs := range testGs {
-			g := mustG(gs)
-			for _, est := range []Estimator{MLE, BiasedDown, Unbiased} {
-				tab, n := buildTest(t, tt, g, est)
-				br := br
-				if n != tt.n {
-					br = newBrute(tt.rows, n)
-				}
-				want := br.estimates(g, est)
-				if len(tab.A) != len(want) {
-					t.Fatalf("%s %s %s: %d tokens, brute force %d", tt.name, gs, est, len(tab.A), len(want))
-				}
-				for j := range want {
-					if tab.Bounds[j+1] != br.bounds[j+1] {
-						t.Fatalf("%s: token %d bound %g, want %g", tt.name, j+1, tab.Bounds[j+1], br.bounds[j+1])
+		t.Run(tt.name, func(t *testing.T) {
+			br := newBrute(tt.rows, tt.n)
+			for _, gs := range testGs {
+				g := mustG(gs)
+				for _, est := range []Estimator{MLE, BiasedDown, Unbiased} {
+					tab, n := buildTest(t, tt, g, est)
+					br := br
+					if n != tt.n {
+						br = newBrute(tt.rows, n)
 					}
-					if !relClose(tab.A[j], want[j], 1e-9) {
-						t.Fatalf("%s %s %s: a_%d = %.15g, brute force %.15g", tt.name, gs, est, j+1, tab.A[j], want[j])
+					want := br.estimates(g, est)
+					if len(tab.A) != len(want) {
+						t.Fatalf("%s %s %s: %d tokens, brute force %d", tt.name, gs, est, len(tab.A), len(want))
 					}
-				}
-				for i := int64(1); i <= n; i++ {
-					got, w := tab.Frequencies[i-1], br.stats(g, want, i)
-					scale := math.Max(w.MSE, w.G*w.G)
-					if got.Frequency != i || !relClose(got.Expected, w.Expected, 1e-9) ||
-						math.Abs(got.MSE-w.MSE) > 1e-9*scale || math.Abs(got.Variance-w.Variance) > 1e-8*scale {
-						t.Fatalf("%s %s %s: frequency %d stats %+v, brute force %+v", tt.name, gs, est, i, got, w)
+					for j := range want {
+						if tab.Bounds[j+1] != br.bounds[j+1] {
+							t.Fatalf("%s: token %d bound %g, want %g", tt.name, j+1, tab.Bounds[j+1], br.bounds[j+1])
+						}
+						if !relClose(tab.A[j], want[j], 1e-9) {
+							t.Fatalf("%s %s %s: a_%d = %.15g, brute force %.15g", tt.name, gs, est, j+1, tab.A[j], want[j])
+						}
+					}
+					for i := int64(1); i <= n; i++ {
+						got, w := tab.Frequencies[i-1], br.stats(g, want, i)
+						scale := math.Max(w.MSE, w.G*w.G)
+						if got.Frequency != i || !relClose(got.Expected, w.Expected, 1e-9) ||
+							math.Abs(got.MSE-w.MSE) > 1e-9*scale || math.Abs(got.Variance-w.Variance) > 1e-8*scale {
+							t.Fatalf("%s %s %s: frequency %d stats %+v, brute force %+v", tt.name, gs, est, i, got, w)
+						}
 					}
 				}
 			}
-		}
+		})
 	}
 }
 
@@ -134,30 +139,32 @@ func TestBuildMatchesBruteForce(t *testing.T) {
 // E_i <= g(i).
 func TestBiasedDownGuarantees(t *testing.T) {
 	for _, tt := range testTables() {
-		for _, gs := range testGs {
-			g := mustG(gs)
-			tab, err := Build(&sliceSource{rows: tt.rows}, Spec{MaxFrequency: tt.n, G: g, Estimator: BiasedDown})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, f := range tab.Frequencies {
-				if f.Expected > f.G*(1+1e-9) {
-					t.Errorf("%s %s: E_%d = %.15g > g = %g", tt.name, gs, f.Frequency, f.Expected, f.G)
+		t.Run(tt.name, func(t *testing.T) {
+			for _, gs := range testGs {
+				g := mustG(gs)
+				tab, err := Build(&sliceSource{rows: tt.rows}, Spec{MaxFrequency: tt.n, G: g, Estimator: BiasedDown})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, f := range tab.Frequencies {
+					if f.Expected > f.G*(1+1e-9) {
+						t.Errorf("%s %s: E_%d = %.15g > g = %g", tt.name, gs, f.Frequency, f.Expected, f.G)
+					}
+				}
+				monotone := tt.q != nil
+				for i := int64(1); monotone && i < int64(len(tt.rows)); i++ {
+					monotone = g.at(i+1)/tt.q(i+1) >= g.at(i)/tt.q(i)
+				}
+				for j := 1; j < len(tab.A); j++ {
+					if monotone && tab.A[j] < tab.A[j-1]-1e-9*math.Abs(tab.A[j]) {
+						t.Errorf("%s %s: a_%d = %g < a_%d = %g", tt.name, gs, j+1, tab.A[j], j, tab.A[j-1])
+					}
+					if tab.A[j] < 0 {
+						t.Errorf("%s %s: a_%d negative", tt.name, gs, j+1)
+					}
 				}
 			}
-			monotone := tt.q != nil
-			for i := int64(1); monotone && i < int64(len(tt.rows)); i++ {
-				monotone = g.at(i+1)/tt.q(i+1) >= g.at(i)/tt.q(i)
-			}
-			for j := 1; j < len(tab.A); j++ {
-				if monotone && tab.A[j] < tab.A[j-1]-1e-9*math.Abs(tab.A[j]) {
-					t.Errorf("%s %s: a_%d = %g < a_%d = %g", tt.name, gs, j+1, tab.A[j], j, tab.A[j-1])
-				}
-				if tab.A[j] < 0 {
-					t.Errorf("%s %s: a_%d negative", tt.name, gs, j+1)
-				}
-			}
-		}
+		})
 	}
 }
 
@@ -176,36 +183,38 @@ func TestBiasedDownDecreasesOnlyWhereRowsEnter(t *testing.T) {
 	}
 	decreases := 0
 	for _, tt := range tables {
-		br := newBrute(tt.rows, tt.n)
-		for _, gs := range []string{"identity", "count", "power:0.5"} {
-			g := mustG(gs)
-			tab, err := Build(&sliceSource{rows: tt.rows}, Spec{MaxFrequency: tt.n, G: g, Estimator: BiasedDown})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := br.ratios(g, tab.A)
-			for j := 1; j < len(tab.A); j++ {
-				explained := false
-				for i := range r {
-					cur, prev := r[i][j], r[i][j-1]
-					if math.IsNaN(cur) {
-						continue
+		t.Run(tt.name, func(t *testing.T) {
+			br := newBrute(tt.rows, tt.n)
+			for _, gs := range []string{"identity", "count", "power:0.5"} {
+				g := mustG(gs)
+				tab, err := Build(&sliceSource{rows: tt.rows}, Spec{MaxFrequency: tt.n, G: g, Estimator: BiasedDown})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := br.ratios(g, tab.A)
+				for j := 1; j < len(tab.A); j++ {
+					explained := false
+					for i := range r {
+						cur, prev := r[i][j], r[i][j-1]
+						if math.IsNaN(cur) {
+							continue
+						}
+						if !math.IsNaN(prev) && cur < prev-1e-9*math.Abs(prev) {
+							t.Fatalf("%s %s: row %d ratio falls from %g to %g at token %d", tt.name, gs, i+1, prev, cur, j+1)
+						}
+						if math.IsNaN(prev) && relClose(cur, tab.A[j], 1e-9) {
+							explained = true
+						}
 					}
-					if !math.IsNaN(prev) && cur < prev-1e-9*math.Abs(prev) {
-						t.Fatalf("%s %s: row %d ratio falls from %g to %g at token %d", tt.name, gs, i+1, prev, cur, j+1)
-					}
-					if math.IsNaN(prev) && relClose(cur, tab.A[j], 1e-9) {
-						explained = true
+					if tab.A[j] < tab.A[j-1]-1e-9*math.Abs(tab.A[j-1]) {
+						decreases++
+						if !explained {
+							t.Fatalf("%s %s: a_%d = %g < a_%d = %g without an entering row", tt.name, gs, j+1, tab.A[j], j, tab.A[j-1])
+						}
 					}
 				}
-				if tab.A[j] < tab.A[j-1]-1e-9*math.Abs(tab.A[j-1]) {
-					decreases++
-					if !explained {
-						t.Fatalf("%s %s: a_%d = %g < a_%d = %g without an entering row", tt.name, gs, j+1, tab.A[j], j, tab.A[j-1])
-					}
-				}
 			}
-		}
+		})
 	}
 	if decreases == 0 {
 		t.Error("no decrease at all: the test tables should include counterexamples")
@@ -235,29 +244,31 @@ func TestBiasedDownCanDecrease(t *testing.T) {
 // exceeds 1e5 g(i).
 func TestUnbiasedIsUnbiased(t *testing.T) {
 	for _, tt := range testTables() {
-		for _, gs := range testGs {
-			g := mustG(gs)
-			tab, n := buildTest(t, tt, g, Unbiased)
-			if n < tt.n {
-				br := newBrute(tt.rows, n+1)
-				a := br.estimates(g, Unbiased)
-				s := 0.0
-				for j, m := range br.p[n] {
-					s += m * math.Abs(a[j])
+		t.Run(tt.name, func(t *testing.T) {
+			for _, gs := range testGs {
+				g := mustG(gs)
+				tab, n := buildTest(t, tt, g, Unbiased)
+				if n < tt.n {
+					br := newBrute(tt.rows, n+1)
+					a := br.estimates(g, Unbiased)
+					s := 0.0
+					for j, m := range br.p[n] {
+						s += m * math.Abs(a[j])
+					}
+					if s <= 1e5*g.at(n+1) {
+						t.Errorf("%s %s: declared unstable at %d but cancellation is only %g", tt.name, gs, n+1, s/g.at(n+1))
+					}
 				}
-				if s <= 1e5*g.at(n+1) {
-					t.Errorf("%s %s: declared unstable at %d but cancellation is only %g", tt.name, gs, n+1, s/g.at(n+1))
+				if n < 10 {
+					t.Errorf("%s %s: unstable already at %d", tt.name, gs, n+1)
+				}
+				for _, f := range tab.Frequencies {
+					if !relClose(f.Expected, f.G, 1e-9) {
+						t.Errorf("%s %s: E_%d = %.15g, g = %g", tt.name, gs, f.Frequency, f.Expected, f.G)
+					}
 				}
 			}
-			if n < 10 {
-				t.Errorf("%s %s: unstable already at %d", tt.name, gs, n+1)
-			}
-			for _, f := range tab.Frequencies {
-				if !relClose(f.Expected, f.G, 1e-9) {
-					t.Errorf("%s %s: E_%d = %.15g, g = %g", tt.name, gs, f.Frequency, f.Expected, f.G)
-				}
-			}
-		}
+		})
 	}
 }
 
@@ -265,16 +276,18 @@ func TestUnbiasedIsUnbiased(t *testing.T) {
 // variance is computed around E_i independently of the MSE.
 func TestMSEDecomposition(t *testing.T) {
 	for _, tt := range testTables() {
-		for _, gs := range testGs {
-			for _, est := range []Estimator{MLE, BiasedDown, Unbiased} {
-				tab, _ := buildTest(t, tt, mustG(gs), est)
-				for _, f := range tab.Frequencies {
-					if math.Abs(f.MSE-(f.Bias*f.Bias+f.Variance)) > 1e-9*math.Max(f.MSE, 1e-12*f.G*f.G) || f.Variance < 0 || f.MSE < 0 {
-						t.Errorf("%s %s %s: frequency %d: MSE %.15g, bias^2+var %.15g", tt.name, gs, est, f.Frequency, f.MSE, f.Bias*f.Bias+f.Variance)
+		t.Run(tt.name, func(t *testing.T) {
+			for _, gs := range testGs {
+				for _, est := range []Estimator{MLE, BiasedDown, Unbiased} {
+					tab, _ := buildTest(t, tt, mustG(gs), est)
+					for _, f := range tab.Frequencies {
+						if math.Abs(f.MSE-(f.Bias*f.Bias+f.Variance)) > 1e-9*math.Max(f.MSE, 1e-12*f.G*f.G) || f.Variance < 0 || f.MSE < 0 {
+							t.Errorf("%s %s %s: frequency %d: MSE %.15g, bias^2+var %.15g", tt.name, gs, est, f.Frequency, f.MSE, f.Bias*f.Bias+f.Variance)
+						}
 					}
 				}
 			}
-		}
+		})
 	}
 }
 
@@ -288,25 +301,27 @@ func TestNoPrivacyIsExact(t *testing.T) {
 		"alg4 delta=1 e2": &sliceSource{rows: alg4Rows(2, 1, qNone, 60)},
 	}
 	for name, src := range sources {
-		for _, gs := range testGs {
-			g := mustG(gs)
-			for _, est := range []Estimator{MLE, BiasedDown, Unbiased} {
-				tab, err := Build(src, Spec{MaxFrequency: 50, G: g, Estimator: est})
-				if err != nil {
-					t.Fatal(err)
-				}
-				for j, a := range tab.A {
-					if a != g.at(int64(j+1)) {
-						t.Fatalf("%s %s %s: a_%d = %g, want g = %g", name, gs, est, j+1, a, g.at(int64(j+1)))
+		t.Run(name, func(t *testing.T) {
+			for _, gs := range testGs {
+				g := mustG(gs)
+				for _, est := range []Estimator{MLE, BiasedDown, Unbiased} {
+					tab, err := Build(src, Spec{MaxFrequency: 50, G: g, Estimator: est})
+					if err != nil {
+						t.Fatal(err)
 					}
-				}
-				for _, f := range tab.Frequencies {
-					if f.Bias != 0 || f.MSE != 0 || f.Variance != 0 {
-						t.Fatalf("%s %s %s: frequency %d not exact: %+v", name, gs, est, f.Frequency, f)
+					for j, a := range tab.A {
+						if a != g.at(int64(j+1)) {
+							t.Fatalf("%s %s %s: a_%d = %g, want g = %g", name, gs, est, j+1, a, g.at(int64(j+1)))
+						}
+					}
+					for _, f := range tab.Frequencies {
+						if f.Bias != 0 || f.MSE != 0 || f.Variance != 0 {
+							t.Fatalf("%s %s %s: frequency %d not exact: %+v", name, gs, est, f.Frequency, f)
+						}
 					}
 				}
 			}
-		}
+		})
 	}
 }
 
@@ -338,9 +353,11 @@ func TestBuildRejectsBadInput(t *testing.T) {
 		{"false stationarity", &statSliceSource{sliceSource{rows: stationaryFractional(120, 30, 4, 5)}, 10}, Spec{50, mustG("identity"), MLE}},
 	}
 	for _, c := range cases {
-		if _, err := Build(c.src, c.spec); err == nil {
-			t.Errorf("%s: Build succeeded", c.name)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := Build(c.src, c.spec); err == nil {
+				t.Errorf("%s: Build succeeded", c.name)
+			}
+		})
 	}
 }
 
@@ -365,9 +382,11 @@ func TestTokenMapping(t *testing.T) {
 		}
 	}
 	for _, v := range []float64{0, -1, math.NaN()} {
-		if _, err := tab.Estimate(v); !errors.Is(err, ErrNotReported) {
-			t.Errorf("Estimate(%g): err %v, want ErrNotReported", v, err)
-		}
+		t.Run(fmt.Sprintf("v=%g", v), func(t *testing.T) {
+			if _, err := tab.Estimate(v); !errors.Is(err, ErrNotReported) {
+				t.Errorf("Estimate(%g): err %v, want ErrNotReported", v, err)
+			}
+		})
 	}
 	if _, err := tab.Estimate(31); !errors.Is(err, ErrOutOfRange) {
 		t.Errorf("Estimate beyond a tail-less table: err %v, want ErrOutOfRange", err)

@@ -13,6 +13,9 @@
 // selection with a known frequency distribution. Where the rows become
 // stationary (q = 1), Table.Tail continues estimates beyond the table.
 //
+// The estimators and their error formulas are restated in docs/algorithms.md
+// (section 6).
+//
 // Tokens and sanitized values are ordinal: they are not frequencies and must
 // not be shown as such. Estimates are what users see.
 package estimate

@@ -340,9 +340,11 @@ func TestSumWithErrorHandCase(t *testing.T) {
 		t.Fatalf("interval %+v", got.Interval)
 	}
 	for _, bad := range []float64{0, 1, -0.5, math.NaN()} {
-		if _, err := SumWithError(id, keys, bad); err == nil {
-			t.Errorf("level %g accepted", bad)
-		}
+		t.Run(fmt.Sprintf("level=%g", bad), func(t *testing.T) {
+			if _, err := SumWithError(id, keys, bad); err == nil {
+				t.Errorf("level %g accepted", bad)
+			}
+		})
 	}
 }
 
@@ -360,8 +362,10 @@ func TestGroupKey(t *testing.T) {
 		{"héllo", "", 2, "hé"},
 		{"ab", "", 5, "ab"},
 	} {
-		if got := GroupKey(c.key, c.delim, c.n); got != c.want {
-			t.Errorf("GroupKey(%q, %q, %d) = %q, want %q", c.key, c.delim, c.n, got, c.want)
-		}
+		t.Run(fmt.Sprintf("%q/%q/%d", c.key, c.delim, c.n), func(t *testing.T) {
+			if got := GroupKey(c.key, c.delim, c.n); got != c.want {
+				t.Errorf("GroupKey(%q, %q, %d) = %q, want %q", c.key, c.delim, c.n, got, c.want)
+			}
+		})
 	}
 }

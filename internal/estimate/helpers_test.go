@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/pwsd/pwsd/internal/sanitize"
+	"github.com/pwsd/pwsd/internal/sanitize/sanitizetest"
 )
 
 // Test row sources, independent of internal/sanitize.
@@ -52,20 +53,13 @@ type lemma52 struct {
 }
 
 func newLemma52(eps float64, L int64) lemma52 {
-	e := math.Exp(eps)
-	return lemma52{eps: eps, L: L, delta: (e - 1) / ((e+1)*math.Exp(eps*float64(L)) - 2)}
+	return lemma52{eps: eps, L: L, delta: sanitizetest.IntegralDelta(eps, int(L))}
 }
 
 func (s lemma52) row(i int64) sanitize.Row {
 	r := sanitize.Row{Frequency: i}
 	for j := max(1, i-2*s.L); j <= i; j++ {
-		d := i - j
-		var p float64
-		if d <= s.L {
-			p = s.delta * math.Exp(float64(d)*s.eps)
-		} else {
-			p = s.delta * math.Exp(float64(2*s.L-d)*s.eps)
-		}
+		p := sanitizetest.Lemma52(s.eps, s.delta, s.L, i, j)
 		r.Pieces = append(r.Pieces, sanitize.Piece{Lo: float64(j - 1), Hi: float64(j), P: p})
 		r.Pi += p
 	}
@@ -86,53 +80,24 @@ func (s lemma52) StationaryFrom() (int64, bool) { return 2*s.L + 1, true }
 // plainSource hides any StationaryFrom method of the wrapped source.
 type plainSource struct{ RowSource }
 
-// alg4Rows is a dense, straightforward Algorithm 4 (ALGORITHMS.md §1),
-// O(n^2), used as an independent table generator for q < 1.
+// alg4Rows is the dense reference Algorithm 4 (sanitizetest.DenseAlgorithm4),
+// O(n^2), as rows 1..n with integer tokens, used as an independent table
+// generator for q < 1.
 func alg4Rows(eps, delta float64, q func(int64) float64, n int) []sanitize.Row {
-	e, ei := math.Exp(eps), math.Exp(-eps)
-	prev := []float64{1}
-	piPrev := 0.0
+	dense := sanitizetest.DenseAlgorithm4(eps, delta, q, n)
 	rows := make([]sanitize.Row, 0, n)
 	for i := 1; i <= n; i++ {
-		pi := math.Min(q(int64(i)), math.Min(e*piPrev+delta, 1+ei*(piPrev+delta-1)))
-		row := make([]float64, i+1)
-		row[0] = 1 - pi
-		diff := math.Max(0, ei*prev[0]-row[0])
-		P, C := 0.0, 0.0
-		for j := 1; j <= i-1; j++ {
-			P += prev[j]
-			if v := ei*(P-delta) - C + diff; v > 0 {
-				row[j] = v
-				C += v
-			}
-		}
-		R := pi - C
-		P, C = 0, 0
-		for j := i; j >= 1; j-- {
-			if R <= 0 {
-				break
-			}
-			U := e*P + delta - C
-			add := math.Max(0, math.Min(R, U-row[j]))
-			row[j] += add
-			R -= add
-			P += prev[j-1]
-			C += row[j]
-		}
-		r := sanitize.Row{Frequency: int64(i), Pi: pi}
+		r := sanitize.Row{Frequency: int64(i)}
 		for j := 1; j <= i; j++ {
-			if row[j] > 0 {
-				r.Pieces = append(r.Pieces, sanitize.Piece{Lo: float64(j - 1), Hi: float64(j), P: row[j]})
+			if p := dense[i][j]; p > 0 {
+				r.Pieces = append(r.Pieces, sanitize.Piece{Lo: float64(j - 1), Hi: float64(j), P: p})
 			}
 		}
 		// Pi as the sum actually held, so pieces sum to Pi exactly.
-		sum := 0.0
 		for _, p := range r.Pieces {
-			sum += p.P
+			r.Pi += p.P
 		}
-		r.Pi = sum
 		rows = append(rows, r)
-		prev, piPrev = row, pi
 	}
 	return rows
 }

@@ -30,21 +30,25 @@ func TestParseG(t *testing.T) {
 		{" Cap : 2.5 ", 70, 2.5},
 	}
 	for _, c := range cases {
-		g, err := ParseG(c.in)
-		if err != nil {
-			t.Fatalf("ParseG(%q): %v", c.in, err)
-		}
-		if got := g.Eval(c.w); got != c.want {
-			t.Errorf("%q(%g) = %g, want %g", c.in, c.w, got, c.want)
-		}
-		if back, err := ParseG(g.String()); err != nil || back != g {
-			t.Errorf("%q: String %q does not round-trip (%v)", c.in, g.String(), err)
-		}
+		t.Run(c.in, func(t *testing.T) {
+			g, err := ParseG(c.in)
+			if err != nil {
+				t.Fatalf("ParseG(%q): %v", c.in, err)
+			}
+			if got := g.Eval(c.w); got != c.want {
+				t.Errorf("%q(%g) = %g, want %g", c.in, c.w, got, c.want)
+			}
+			if back, err := ParseG(g.String()); err != nil || back != g {
+				t.Errorf("%q: String %q does not round-trip (%v)", c.in, g.String(), err)
+			}
+		})
 	}
 	for _, bad := range []string{"", "square", "identity:2", "power", "power:x", "power:NaN", "power:Inf", "cap:0", "cap:-1", "cap:Inf"} {
-		if _, err := ParseG(bad); err == nil {
-			t.Errorf("ParseG(%q) accepted", bad)
-		}
+		t.Run(fmt.Sprintf("%q", bad), func(t *testing.T) {
+			if _, err := ParseG(bad); err == nil {
+				t.Errorf("ParseG(%q) accepted", bad)
+			}
+		})
 	}
 	for _, bad := range []string{"", "MLE-ish", "median"} {
 		if _, err := ParseEstimator(bad); err == nil {
@@ -52,9 +56,11 @@ func TestParseG(t *testing.T) {
 		}
 	}
 	for _, good := range []string{"mle", "biased_down", "UNBIASED"} {
-		if _, err := ParseEstimator(good); err != nil {
-			t.Errorf("ParseEstimator(%q): %v", good, err)
-		}
+		t.Run(good, func(t *testing.T) {
+			if _, err := ParseEstimator(good); err != nil {
+				t.Errorf("ParseEstimator(%q): %v", good, err)
+			}
+		})
 	}
 }
 
@@ -114,16 +120,18 @@ func TestTableSerialises(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, got := range map[string]*Table{"json": &fromJSON, "binary": &fromBin} {
-		if !reflect.DeepEqual(got, tab) {
-			t.Errorf("%s round trip changed the table", name)
-		}
-		for _, v := range []float64{3.5, 120, 500.25} {
-			a, err1 := got.Estimate(v)
-			b, err2 := tab.Estimate(v)
-			if a != b || err1 != nil || err2 != nil {
-				t.Errorf("%s: Estimate(%g) = %g (%v), original %g (%v)", name, v, a, err1, b, err2)
+		t.Run(name, func(t *testing.T) {
+			if !reflect.DeepEqual(got, tab) {
+				t.Errorf("%s round trip changed the table", name)
 			}
-		}
+			for _, v := range []float64{3.5, 120, 500.25} {
+				a, err1 := got.Estimate(v)
+				b, err2 := tab.Estimate(v)
+				if a != b || err1 != nil || err2 != nil {
+					t.Errorf("%s: Estimate(%g) = %g (%v), original %g (%v)", name, v, a, err1, b, err2)
+				}
+			}
+		})
 	}
 	corrupt := []func(*Table){
 		func(c *Table) { c.A = c.A[:len(c.A)-1] },
@@ -247,9 +255,11 @@ func TestOrdinal(t *testing.T) {
 		t.Errorf("0-quantile with zero first weight = %v", qs[0])
 	}
 	for _, bad := range [][]float64{{-0.1}, {1.1}, {math.NaN()}} {
-		if _, err := Quantiles(items, bad, rng); err == nil {
-			t.Errorf("Quantiles(%v) accepted", bad)
-		}
+		t.Run(fmt.Sprint(bad), func(t *testing.T) {
+			if _, err := Quantiles(items, bad, rng); err == nil {
+				t.Errorf("Quantiles(%v) accepted", bad)
+			}
+		})
 	}
 	if _, err := Quantiles(nil, []float64{0.5}, rng); err == nil {
 		t.Error("Quantiles of nothing accepted")

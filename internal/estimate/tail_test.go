@@ -91,58 +91,60 @@ func tailCases() []tailCase {
 // staircases) values beyond the table are ErrOutOfRange, never a guess.
 func TestStationaryTailContinuation(t *testing.T) {
 	for _, c := range tailCases() {
-		for _, gs := range testGs {
-			g := mustG(gs)
-			for _, est := range []Estimator{MLE, BiasedDown} {
-				t1, err := Build(c.src(), Spec{MaxFrequency: c.n1, G: g, Estimator: est})
-				if err != nil {
-					t.Fatalf("%s: %v", c.name, err)
-				}
-				n2 := c.n1 + 60
-				t2, err := Build(c.src(), Spec{MaxFrequency: n2, G: g, Estimator: est})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if t1.Tail == nil {
-					t.Fatalf("%s %s %s: no tail", c.name, gs, est)
-				}
-				extends := est == MLE || t1.Tail.Period > 0
-				if est == BiasedDown && (gs == "count" || gs == "cap:7") && t1.Tail.Period != 1 {
-					t.Errorf("%s %s: biased-down period %d, want constant estimates (period 1)", c.name, gs, t1.Tail.Period)
-				}
-				if est == BiasedDown && gs == "identity" && c.bdPeriod >= 0 && t1.Tail.Period != c.bdPeriod {
-					t.Errorf("%s: biased-down identity period %d, want %d", c.name, t1.Tail.Period, c.bdPeriod)
-				}
-				first, _ := t2.explicitToken(float64(c.n1) + 1e-9)
-				for j := first; j <= len(t2.A); j++ {
-					mid := (t2.Bounds[j-1] + t2.Bounds[j]) / 2
-					a, err := t1.Estimate(mid)
-					if !extends {
-						if !errors.Is(err, ErrOutOfRange) {
-							t.Fatalf("%s %s %s: Estimate beyond table without period: %v", c.name, gs, est, err)
+		t.Run(c.name, func(t *testing.T) {
+			for _, gs := range testGs {
+				g := mustG(gs)
+				for _, est := range []Estimator{MLE, BiasedDown} {
+					t1, err := Build(c.src(), Spec{MaxFrequency: c.n1, G: g, Estimator: est})
+					if err != nil {
+						t.Fatalf("%s: %v", c.name, err)
+					}
+					n2 := c.n1 + 60
+					t2, err := Build(c.src(), Spec{MaxFrequency: n2, G: g, Estimator: est})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if t1.Tail == nil {
+						t.Fatalf("%s %s %s: no tail", c.name, gs, est)
+					}
+					extends := est == MLE || t1.Tail.Period > 0
+					if est == BiasedDown && (gs == "count" || gs == "cap:7") && t1.Tail.Period != 1 {
+						t.Errorf("%s %s: biased-down period %d, want constant estimates (period 1)", c.name, gs, t1.Tail.Period)
+					}
+					if est == BiasedDown && gs == "identity" && c.bdPeriod >= 0 && t1.Tail.Period != c.bdPeriod {
+						t.Errorf("%s: biased-down identity period %d, want %d", c.name, t1.Tail.Period, c.bdPeriod)
+					}
+					first, _ := t2.explicitToken(float64(c.n1) + 1e-9)
+					for j := first; j <= len(t2.A); j++ {
+						mid := (t2.Bounds[j-1] + t2.Bounds[j]) / 2
+						a, err := t1.Estimate(mid)
+						if !extends {
+							if !errors.Is(err, ErrOutOfRange) {
+								t.Fatalf("%s %s %s: Estimate beyond table without period: %v", c.name, gs, est, err)
+							}
+							break
 						}
-						break
+						if err != nil || !relClose(a, t2.A[j-1], 1e-9) {
+							t.Fatalf("%s %s %s: extended a_%d = %.15g (%v), explicit %.15g", c.name, gs, est, j, a, err, t2.A[j-1])
+						}
+						if tok, err := t1.Token(mid); err != nil || tok != int64(j) {
+							t.Fatalf("%s: extended token of %g = %d (%v), explicit %d", c.name, mid, tok, err, j)
+						}
 					}
-					if err != nil || !relClose(a, t2.A[j-1], 1e-9) {
-						t.Fatalf("%s %s %s: extended a_%d = %.15g (%v), explicit %.15g", c.name, gs, est, j, a, err, t2.A[j-1])
+					if !extends {
+						continue
 					}
-					if tok, err := t1.Token(mid); err != nil || tok != int64(j) {
-						t.Fatalf("%s: extended token of %g = %d (%v), explicit %d", c.name, mid, tok, err, j)
-					}
-				}
-				if !extends {
-					continue
-				}
-				for i := c.n1 + 1; i <= n2; i++ {
-					got, err := t1.Stats(i)
-					want := t2.Frequencies[i-1]
-					if err != nil || got.Frequency != i || !relClose(got.Expected, want.Expected, 1e-9) ||
-						!relClose(got.MSE, want.MSE, 1e-8) || !relClose(got.Variance, want.Variance, 1e-7) {
-						t.Fatalf("%s %s %s: extended stats(%d) = %+v (%v), explicit %+v", c.name, gs, est, i, got, err, want)
+					for i := c.n1 + 1; i <= n2; i++ {
+						got, err := t1.Stats(i)
+						want := t2.Frequencies[i-1]
+						if err != nil || got.Frequency != i || !relClose(got.Expected, want.Expected, 1e-9) ||
+							!relClose(got.MSE, want.MSE, 1e-8) || !relClose(got.Variance, want.Variance, 1e-7) {
+							t.Fatalf("%s %s %s: extended stats(%d) = %+v (%v), explicit %+v", c.name, gs, est, i, got, err, want)
+						}
 					}
 				}
 			}
-		}
+		})
 	}
 }
 
@@ -152,26 +154,28 @@ func TestStationaryTailContinuation(t *testing.T) {
 // g(k + d_r)/pi with the shift d_r read from the row pattern.
 func TestMLETailIsShiftPlusOneOverPi(t *testing.T) {
 	for _, c := range tailCases() {
-		tab, err := Build(c.src(), Spec{MaxFrequency: 300, G: mustG("identity"), Estimator: MLE})
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		if tab.Tail == nil {
-			t.Fatalf("%s: no tail", c.name)
-		}
-		tl := tab.Tail
-		m := int64(len(tl.Offsets))
-		for k := tl.From + 1; k <= 300; k++ {
-			for r := int64(0); r < m; r++ {
-				cur := tab.A[tl.UnitToken+(k-tl.From)*m+r]
-				prev := tab.A[tl.UnitToken+(k-1-tl.From)*m+r]
-				if !relClose(cur-prev, 1/tl.Pi, 1e-9) {
-					t.Fatalf("%s: unit %d sub-token %d: a - a_prev = %.15g, want 1/pi = %.15g", c.name, k, r, cur-prev, 1/tl.Pi)
-				}
-				if want := float64(k+tl.MLEShift[r]) / tl.Pi; !relClose(cur, want, 1e-12) {
-					t.Fatalf("%s: unit %d: a = %g, closed form %g", c.name, k, cur, want)
+		t.Run(c.name, func(t *testing.T) {
+			tab, err := Build(c.src(), Spec{MaxFrequency: 300, G: mustG("identity"), Estimator: MLE})
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if tab.Tail == nil {
+				t.Fatalf("%s: no tail", c.name)
+			}
+			tl := tab.Tail
+			m := int64(len(tl.Offsets))
+			for k := tl.From + 1; k <= 300; k++ {
+				for r := int64(0); r < m; r++ {
+					cur := tab.A[tl.UnitToken+(k-tl.From)*m+r]
+					prev := tab.A[tl.UnitToken+(k-1-tl.From)*m+r]
+					if !relClose(cur-prev, 1/tl.Pi, 1e-9) {
+						t.Fatalf("%s: unit %d sub-token %d: a - a_prev = %.15g, want 1/pi = %.15g", c.name, k, r, cur-prev, 1/tl.Pi)
+					}
+					if want := float64(k+tl.MLEShift[r]) / tl.Pi; !relClose(cur, want, 1e-12) {
+						t.Fatalf("%s: unit %d: a = %g, closed form %g", c.name, k, cur, want)
+					}
 				}
 			}
-		}
+		})
 	}
 }

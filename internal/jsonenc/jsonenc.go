@@ -1,6 +1,3 @@
-// Package jsonenc holds the allocation-free JSON pieces pwsd's streamed
-// answers are built from, shared by the service's NDJSON writer and the Beam
-// pipeline so that both write byte-identical elements.
 package jsonenc
 
 // AppendString appends s as a JSON string literal, escaping exactly as

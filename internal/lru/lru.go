@@ -1,6 +1,3 @@
-// Package lru is a least-recently-used cache bounded by the total cost of
-// its entries (bytes, or 1 per entry for a count bound). It is safe for
-// concurrent use.
 package lru
 
 import (

@@ -84,16 +84,18 @@ func TestBitSamplerFrequencies(t *testing.T) {
 		{"rerandomize 0", func() bool { return law.rerandomize(rng, false) }, float64(law.base[0]) / probUnit},
 		{"rerandomize 1", func() bool { return law.rerandomize(rng, true) }, float64(law.base[1]) / probUnit},
 	} {
-		var k int
-		for i := 0; i < n; i++ {
-			if c.draw() {
-				k++
+		t.Run(c.name, func(t *testing.T) {
+			var k int
+			for i := 0; i < n; i++ {
+				if c.draw() {
+					k++
+				}
 			}
-		}
-		se := math.Sqrt(c.p * (1 - c.p) / n)
-		if got := float64(k) / n; math.Abs(got-c.p) > 5*se {
-			t.Errorf("%s: frequency %v, want %v", c.name, got, c.p)
-		}
+			se := math.Sqrt(c.p * (1 - c.p) / n)
+			if got := float64(k) / n; math.Abs(got-c.p) > 5*se {
+				t.Errorf("%s: frequency %v, want %v", c.name, got, c.p)
+			}
+		})
 	}
 }
 

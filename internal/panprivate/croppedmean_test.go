@@ -34,28 +34,30 @@ func TestCroppedMeanUnbiasedWithExactMSE(t *testing.T) {
 	truth /= n
 	popVar := truthSq/n - truth*truth
 	for _, alg := range []Algorithm{AlgorithmDwork, AlgorithmOptBern} {
-		p0, p1 := paperPair(alg, eps)
-		g := p1 - p0
-		var avgPi float64
-		for _, c := range counts {
-			pi := p0 + g*float64(min(c, tt))/tt
-			avgPi += pi * (1 - pi) / n
-		}
-		exact := tt*tt*avgPi/(m*g*g) + 2*tt*tt/(eps*eps*m*m) + popVar/m*float64(n-m)/float64(n-1)
-		rng, noise := dprand.Seeded(72), seededNoise(73)
-		cfg := Config{Estimator: KindCroppedMean, Algorithm: alg, Epsilon: eps, UniverseSize: n, SampleSize: m, T: tt, ReleaseNoise: NoisePaper}
-		var errs, sq sample
-		for r := 0; r < runs; r++ {
-			_, est := runRelease(t, cfg, rng, noise, evs)
-			errs.add(est - truth)
-			sq.add((est - truth) * (est - truth))
-		}
-		t.Logf("%s: truth %.4f, bias %.4f ± %.4f, MSE %.4f ± %.4f (exact %.4f)", alg, truth, errs.mean(), errs.se(), sq.mean(), sq.se(), exact)
-		if math.Abs(errs.mean()) > 5*errs.se() {
-			t.Errorf("%s: bias %.4f beyond 5 SE (%.4f)", alg, errs.mean(), errs.se())
-		}
-		if math.Abs(sq.mean()-exact) > 5*sq.se() {
-			t.Errorf("%s: MSE %.4f differs from exact %.4f by more than 5 SE (%.4f)", alg, sq.mean(), exact, sq.se())
-		}
+		t.Run(string(alg), func(t *testing.T) {
+			p0, p1 := paperPair(alg, eps)
+			g := p1 - p0
+			var avgPi float64
+			for _, c := range counts {
+				pi := p0 + g*float64(min(c, tt))/tt
+				avgPi += pi * (1 - pi) / n
+			}
+			exact := tt*tt*avgPi/(m*g*g) + 2*tt*tt/(eps*eps*m*m) + popVar/m*float64(n-m)/float64(n-1)
+			rng, noise := dprand.Seeded(72), seededNoise(73)
+			cfg := Config{Estimator: KindCroppedMean, Algorithm: alg, Epsilon: eps, UniverseSize: n, SampleSize: m, T: tt, ReleaseNoise: NoisePaper}
+			var errs, sq sample
+			for r := 0; r < runs; r++ {
+				_, est := runRelease(t, cfg, rng, noise, evs)
+				errs.add(est - truth)
+				sq.add((est - truth) * (est - truth))
+			}
+			t.Logf("%s: truth %.4f, bias %.4f ± %.4f, MSE %.4f ± %.4f (exact %.4f)", alg, truth, errs.mean(), errs.se(), sq.mean(), sq.se(), exact)
+			if math.Abs(errs.mean()) > 5*errs.se() {
+				t.Errorf("%s: bias %.4f beyond 5 SE (%.4f)", alg, errs.mean(), errs.se())
+			}
+			if math.Abs(sq.mean()-exact) > 5*sq.se() {
+				t.Errorf("%s: MSE %.4f differs from exact %.4f by more than 5 SE (%.4f)", alg, sq.mean(), exact, sq.se())
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package panprivate
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -61,22 +62,24 @@ func TestDensityMSEMatchesTheorems(t *testing.T) {
 		{AlgorithmOptBern, 0.5},
 		{AlgorithmOptBern, 0.2},
 	} {
-		rng, noise := dprand.Seeded(12), seededNoise(13)
-		cfg := Config{Estimator: KindDensity, Algorithm: tc.alg, Epsilon: tc.eps, UniverseSize: n, SampleSize: m, ReleaseNoise: NoisePaper}
-		var sq sample
-		for r := 0; r < runs; r++ {
-			_, est := runRelease(t, cfg, rng, noise, evs)
-			sq.add((est - d) * (est - d))
-		}
-		exact := densityExactMSE(tc.alg, tc.eps, d, m, n)
-		bound := densityTheoremBound(tc.alg, tc.eps, d, m, n)
-		t.Logf("%s eps=%g: empirical MSE %.5f ± %.5f, exact %.5f, theorem bound %.5f", tc.alg, tc.eps, sq.mean(), sq.se(), exact, bound)
-		if math.Abs(sq.mean()-exact) > 5*sq.se() {
-			t.Errorf("%s eps=%g: empirical MSE %.5f differs from exact %.5f by more than 5 SE (%.5f)", tc.alg, tc.eps, sq.mean(), exact, sq.se())
-		}
-		if sq.mean() > bound+5*sq.se() {
-			t.Errorf("%s eps=%g: empirical MSE %.5f above theorem bound %.5f", tc.alg, tc.eps, sq.mean(), bound)
-		}
+		t.Run(fmt.Sprintf("%s,eps=%g", tc.alg, tc.eps), func(t *testing.T) {
+			rng, noise := dprand.Seeded(12), seededNoise(13)
+			cfg := Config{Estimator: KindDensity, Algorithm: tc.alg, Epsilon: tc.eps, UniverseSize: n, SampleSize: m, ReleaseNoise: NoisePaper}
+			var sq sample
+			for r := 0; r < runs; r++ {
+				_, est := runRelease(t, cfg, rng, noise, evs)
+				sq.add((est - d) * (est - d))
+			}
+			exact := densityExactMSE(tc.alg, tc.eps, d, m, n)
+			bound := densityTheoremBound(tc.alg, tc.eps, d, m, n)
+			t.Logf("%s eps=%g: empirical MSE %.5f ± %.5f, exact %.5f, theorem bound %.5f", tc.alg, tc.eps, sq.mean(), sq.se(), exact, bound)
+			if math.Abs(sq.mean()-exact) > 5*sq.se() {
+				t.Errorf("%s eps=%g: empirical MSE %.5f differs from exact %.5f by more than 5 SE (%.5f)", tc.alg, tc.eps, sq.mean(), exact, sq.se())
+			}
+			if sq.mean() > bound+5*sq.se() {
+				t.Errorf("%s eps=%g: empirical MSE %.5f above theorem bound %.5f", tc.alg, tc.eps, sq.mean(), bound)
+			}
+		})
 	}
 }
 
@@ -165,38 +168,40 @@ func TestDensityQualitativeResults(t *testing.T) {
 		{"zipf", 100_000, 100, [3]int{100, 200, 400}, true},
 		{"uniform", 10_000, 100, [3]int{200, 200, 200}, false},
 	} {
-		var evs []Event
-		if tc.stream == "zipf" {
-			evs = zipfStream(dprand.Seeded(31), tc.n, int(tc.n))
-		} else {
-			evs = uniformStream(dprand.Seeded(32), tc.n, int(tc.n))
-		}
-		d := density(tc.n, evs)
-		dw := mse(AlgorithmDwork, tc.n, tc.m, tc.runs[0], evs, 40)
-		ob := mse(AlgorithmOptBern, tc.n, tc.m, tc.runs[1], evs, 50)
-		pp := mse(AlgorithmPPDS, tc.n, tc.m, tc.runs[2], evs, 60)
-		dwExact := densityExactMSE(AlgorithmDwork, eps, d, tc.m, int(tc.n))
-		obExact := densityExactMSE(AlgorithmOptBern, eps, d, tc.m, int(tc.n))
-		t.Logf("%s (d=%.3f), |U|=T=%d, m=%d: MSE dwork %.4f±%.4f (exact %.4f), optbern %.4f±%.4f (exact %.4f), ppds %.4f±%.4f",
-			tc.stream, d, tc.n, tc.m, dw.mean(), dw.se(), dwExact, ob.mean(), ob.se(), obExact, pp.mean(), pp.se())
-		for _, c := range []struct {
-			name  string
-			emp   *sample
-			exact float64
-		}{{"dwork", dw, dwExact}, {"optbern", ob, obExact}} {
-			if math.Abs(c.emp.mean()-c.exact) > 5*c.emp.se() {
-				t.Errorf("%s %s: empirical MSE %.4f differs from exact %.4f by more than 5 SE", tc.stream, c.name, c.emp.mean(), c.exact)
+		t.Run(fmt.Sprintf("%s,n=%d,m=%d", tc.stream, tc.n, tc.m), func(t *testing.T) {
+			var evs []Event
+			if tc.stream == "zipf" {
+				evs = zipfStream(dprand.Seeded(31), tc.n, int(tc.n))
+			} else {
+				evs = uniformStream(dprand.Seeded(32), tc.n, int(tc.n))
 			}
-		}
-		below := func(name string, emp *sample, other float64) {
-			if emp.mean()+4*emp.se() >= other {
-				t.Errorf("%s: %s: MSE %.4f ± %.4f not 4 SE below %.4f", tc.stream, name, emp.mean(), emp.se(), other)
+			d := density(tc.n, evs)
+			dw := mse(AlgorithmDwork, tc.n, tc.m, tc.runs[0], evs, 40)
+			ob := mse(AlgorithmOptBern, tc.n, tc.m, tc.runs[1], evs, 50)
+			pp := mse(AlgorithmPPDS, tc.n, tc.m, tc.runs[2], evs, 60)
+			dwExact := densityExactMSE(AlgorithmDwork, eps, d, tc.m, int(tc.n))
+			obExact := densityExactMSE(AlgorithmOptBern, eps, d, tc.m, int(tc.n))
+			t.Logf("%s (d=%.3f), |U|=T=%d, m=%d: MSE dwork %.4f±%.4f (exact %.4f), optbern %.4f±%.4f (exact %.4f), ppds %.4f±%.4f",
+				tc.stream, d, tc.n, tc.m, dw.mean(), dw.se(), dwExact, ob.mean(), ob.se(), obExact, pp.mean(), pp.se())
+			for _, c := range []struct {
+				name  string
+				emp   *sample
+				exact float64
+			}{{"dwork", dw, dwExact}, {"optbern", ob, obExact}} {
+				if math.Abs(c.emp.mean()-c.exact) > 5*c.emp.se() {
+					t.Errorf("%s %s: empirical MSE %.4f differs from exact %.4f by more than 5 SE", tc.stream, c.name, c.emp.mean(), c.exact)
+				}
 			}
-		}
-		below("optbern beats dwork", ob, dwExact)
-		below("ppds beats dwork", pp, dwExact)
-		if tc.ppdsVsOptBern {
-			below("ppds beats optbern at m = 0.001|U|", pp, obExact)
-		}
+			below := func(name string, emp *sample, other float64) {
+				if emp.mean()+4*emp.se() >= other {
+					t.Errorf("%s: %s: MSE %.4f ± %.4f not 4 SE below %.4f", tc.stream, name, emp.mean(), emp.se(), other)
+				}
+			}
+			below("optbern beats dwork", ob, dwExact)
+			below("ppds beats dwork", pp, dwExact)
+			if tc.ppdsVsOptBern {
+				below("ppds beats optbern at m = 0.001|U|", pp, obExact)
+			}
+		})
 	}
 }

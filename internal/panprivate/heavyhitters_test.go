@@ -1,6 +1,7 @@
 package panprivate
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -14,32 +15,34 @@ import (
 // recursion recovers them exactly.
 func TestHeavyHitterRecursionIsExactForSpreadCounts(t *testing.T) {
 	for _, rho := range []float64{1, 0.5, 0.3} {
-		const l = 7
-		tt := make([]float64, l+1)
-		for i := range tt {
-			tt[i] = math.Pow(1+rho, float64(i))
-		}
-		// a[i]: fraction uniform on (t_i, t_{i+1}], i < l; the rest at 0.
-		a := []float64{0.1, 0.05, 0.15, 0.02, 0.08, 0.1, 0.03}
-		e := make([]float64, l+1)
-		for k := range e {
-			for i, ai := range a {
-				if k <= i {
-					e[k] += ai * tt[k]
-				} else {
-					e[k] += ai * (tt[i] + tt[i+1]) / 2
+		t.Run(fmt.Sprintf("rho=%g", rho), func(t *testing.T) {
+			const l = 7
+			tt := make([]float64, l+1)
+			for i := range tt {
+				tt[i] = math.Pow(1+rho, float64(i))
+			}
+			// a[i]: fraction uniform on (t_i, t_{i+1}], i < l; the rest at 0.
+			a := []float64{0.1, 0.05, 0.15, 0.02, 0.08, 0.1, 0.03}
+			e := make([]float64, l+1)
+			for k := range e {
+				for i, ai := range a {
+					if k <= i {
+						e[k] += ai * tt[k]
+					} else {
+						e[k] += ai * (tt[i] + tt[i+1]) / 2
+					}
 				}
 			}
-		}
-		v := hhIntervals(e, tt)
-		for i, ai := range a {
-			if math.Abs(v[i]-ai) > 1e-12 {
-				t.Errorf("rho=%g: v[%d] = %v, want %v", rho, i, v[i], ai)
+			v := hhIntervals(e, tt)
+			for i, ai := range a {
+				if math.Abs(v[i]-ai) > 1e-12 {
+					t.Errorf("rho=%g: v[%d] = %v, want %v", rho, i, v[i], ai)
+				}
 			}
-		}
-		if v[l] != 0 {
-			t.Errorf("rho=%g: v[l] = %v", rho, v[l])
-		}
+			if v[l] != 0 {
+				t.Errorf("rho=%g: v[l] = %v", rho, v[l])
+			}
+		})
 	}
 }
 

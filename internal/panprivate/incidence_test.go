@@ -1,6 +1,7 @@
 package panprivate
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -15,43 +16,45 @@ func TestIncidenceLPRecoversExactFractions(t *testing.T) {
 	rng := dprand.Seeded(61)
 	for _, p := range []int{2, 3, 13, 31, 61} {
 		for _, intrusions := range []int{0, 2} {
-			if p == 61 && intrusions > 0 {
-				continue // slow; p = 31 covers the convolved laws
-			}
-			l, err := newModNoise(p, 0.5)
-			if err != nil {
-				t.Fatal(err)
-			}
-			noise := l.convolvedProbs(intrusions)
-			f := make([]float64, p)
-			var s float64
-			for j := range f {
-				if rng.IntN(3) > 0 {
-					f[j] = rng.Float64()
-					s += f[j]
+			t.Run(fmt.Sprintf("p=%d,intrusions=%d", p, intrusions), func(t *testing.T) {
+				if p == 61 && intrusions > 0 {
+					return // slow; p = 31 covers the convolved laws
 				}
-			}
-			if s == 0 {
-				f[0], s = 1, 1
-			}
-			for j := range f {
-				f[j] /= s
-			}
-			q := make([]float64, p)
-			for i := range q {
+				l, err := newModNoise(p, 0.5)
+				if err != nil {
+					t.Fatal(err)
+				}
+				noise := l.convolvedProbs(intrusions)
+				f := make([]float64, p)
+				var s float64
 				for j := range f {
-					q[i] += noise[((i-j)%p+p)%p] * f[j]
+					if rng.IntN(3) > 0 {
+						f[j] = rng.Float64()
+						s += f[j]
+					}
 				}
-			}
-			got, err := solveIncidenceLP(noise, q)
-			if err != nil {
-				t.Fatalf("p=%d: %v", p, err)
-			}
-			for j := range f {
-				if math.Abs(got[j]-f[j]) > 1e-4 {
-					t.Fatalf("p=%d intrusions=%d: f[%d] = %v, want %v", p, intrusions, j, got[j], f[j])
+				if s == 0 {
+					f[0], s = 1, 1
 				}
-			}
+				for j := range f {
+					f[j] /= s
+				}
+				q := make([]float64, p)
+				for i := range q {
+					for j := range f {
+						q[i] += noise[((i-j)%p+p)%p] * f[j]
+					}
+				}
+				got, err := solveIncidenceLP(noise, q)
+				if err != nil {
+					t.Fatalf("p=%d: %v", p, err)
+				}
+				for j := range f {
+					if math.Abs(got[j]-f[j]) > 1e-4 {
+						t.Fatalf("p=%d intrusions=%d: f[%d] = %v, want %v", p, intrusions, j, got[j], f[j])
+					}
+				}
+			})
 		}
 	}
 }
@@ -99,16 +102,18 @@ func TestIncidenceSanity(t *testing.T) {
 		{"collisions, sampled, default range", Config{Estimator: KindIncidence, Epsilon: 1, UniverseSize: 2 * n, SampleSize: n, T: 4, MaxOccurrences: 8, Moduli: 2, ReleaseNoise: NoisePaper},
 			colliding, 0.075, 15, func(float64) float64 { return 0.1 }},
 	} {
-		rng, noise := dprand.Seeded(63), seededNoise(64)
-		var errs sample
-		for r := 0; r < tc.runs; r++ {
-			_, est := runRelease(t, tc.cfg, rng, noise, tc.evs)
-			errs.add(est - tc.truth)
-		}
-		t.Logf("%s: mean error %.4f ± %.4f", tc.name, errs.mean(), errs.se())
-		if math.Abs(errs.mean()) > tc.tol(errs.se()) {
-			t.Errorf("%s: mean error %.4f ± %.4f beyond %.4f", tc.name, errs.mean(), errs.se(), tc.tol(errs.se()))
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			rng, noise := dprand.Seeded(63), seededNoise(64)
+			var errs sample
+			for r := 0; r < tc.runs; r++ {
+				_, est := runRelease(t, tc.cfg, rng, noise, tc.evs)
+				errs.add(est - tc.truth)
+			}
+			t.Logf("%s: mean error %.4f ± %.4f", tc.name, errs.mean(), errs.se())
+			if math.Abs(errs.mean()) > tc.tol(errs.se()) {
+				t.Errorf("%s: mean error %.4f ± %.4f beyond %.4f", tc.name, errs.mean(), errs.se(), tc.tol(errs.se()))
+			}
+		})
 	}
 }
 

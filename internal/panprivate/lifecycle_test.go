@@ -510,7 +510,8 @@ func TestReleaseLimit(t *testing.T) {
 	}
 }
 
-// TestEventJSON checks the events' JSON forms of API.md.
+// TestEventJSON checks the events' JSON forms the API documents (README.md,
+// the events of POST /v1/streams/{id}/events).
 func TestEventJSON(t *testing.T) {
 	var body struct {
 		Events []Event `json:"events"`

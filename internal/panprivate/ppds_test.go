@@ -1,6 +1,7 @@
 package panprivate
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/pwsd/pwsd/internal/dprand"
@@ -42,12 +43,14 @@ func TestPPDSInitializationLevel(t *testing.T) {
 		n uint64
 		m int
 	}{{1 << 20, 1000}, {1000003, 5000}, {100, 99}, {7, 1}} {
-		e := mustNew(t, Config{Estimator: KindDensity, Algorithm: AlgorithmPPDS, Epsilon: 0.5, UniverseSize: tc.n, SampleSize: tc.m}, dprand.Seeded(92)).(*ppds)
-		if e.members >= uint64(tc.m) && e.level < ppdsMaxLevel(tc.n) {
-			t.Errorf("n=%d m=%d: %d members at level %d", tc.n, tc.m, e.members, e.level)
-		}
-		if e.level > 0 && e.qualifying()*2 < uint64(tc.m) {
-			t.Errorf("n=%d m=%d: level %d leaves %d qualifying users, fewer than m/2", tc.n, tc.m, e.level, e.qualifying())
-		}
+		t.Run(fmt.Sprintf("n=%d,m=%d", tc.n, tc.m), func(t *testing.T) {
+			e := mustNew(t, Config{Estimator: KindDensity, Algorithm: AlgorithmPPDS, Epsilon: 0.5, UniverseSize: tc.n, SampleSize: tc.m}, dprand.Seeded(92)).(*ppds)
+			if e.members >= uint64(tc.m) && e.level < ppdsMaxLevel(tc.n) {
+				t.Errorf("n=%d m=%d: %d members at level %d", tc.n, tc.m, e.members, e.level)
+			}
+			if e.level > 0 && e.qualifying()*2 < uint64(tc.m) {
+				t.Errorf("n=%d m=%d: level %d leaves %d qualifying users, fewer than m/2", tc.n, tc.m, e.level, e.qualifying())
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package panprivate
 
 import (
+	"fmt"
 	"math"
 	"testing"
 )
@@ -14,44 +15,46 @@ func TestOptimalSampleSizeIsMinimal(t *testing.T) {
 		for _, tc := range []struct{ eps, alpha, beta float64 }{
 			{0.5, 0.05, 0.05}, {0.1, 0.1, 0.01}, {0.25, 0.02, 0.1},
 		} {
-			m, d, err := optimalSampleSize(alg, tc.eps, tc.alpha, tc.beta)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := SampleSizeBound(alg, tc.eps, tc.alpha, tc.beta, d[0], d[1], d[2], d[3]); math.Abs(got-m) > 1e-6*m {
-				t.Errorf("%s %+v: deltas give %v, m* = %v", alg, tc, got, m)
-			}
-			// The error probabilities of Theorem 3.3 / 4.3 at m = ceil(m*).
-			mc := math.Ceil(m)
-			a := tc.alpha
-			p1 := 2 * math.Exp(-2*mc*a*a*(1-d[0])*(1-d[0]))
-			var p2 float64
-			if alg == AlgorithmDwork {
-				p2 = 2 * math.Exp(-mc*tc.eps*tc.eps*a*a*d[0]*d[0]*(1-d[1])*(1-d[1])/8)
-			} else {
-				th := math.Tanh(tc.eps / 2)
-				p2 = 2 * math.Exp(-2*mc*th*th*a*a*d[0]*d[0]*(1-d[1])*(1-d[1]))
-			}
-			p3 := math.Exp(-tc.eps * a * mc * d[0] * d[1])
-			if p1+p2+p3 > tc.beta*(1+1e-9) {
-				t.Errorf("%s %+v: p1+p2+p3 = %v > beta", alg, tc, p1+p2+p3)
-			}
-			best := math.Inf(1)
-			const steps = 24
-			for i := 1; i < steps; i++ {
-				for j := 1; j < steps; j++ {
-					for k := 1; k < steps; k++ {
-						for l := 1; k+l < steps; l++ {
-							v := SampleSizeBound(alg, tc.eps, tc.alpha, tc.beta,
-								float64(i)/steps, float64(j)/steps, float64(k)/steps, float64(l)/steps)
-							best = math.Min(best, v)
+			t.Run(fmt.Sprintf("%s,eps=%g,alpha=%g,beta=%g", alg, tc.eps, tc.alpha, tc.beta), func(t *testing.T) {
+				m, d, err := optimalSampleSize(alg, tc.eps, tc.alpha, tc.beta)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := SampleSizeBound(alg, tc.eps, tc.alpha, tc.beta, d[0], d[1], d[2], d[3]); math.Abs(got-m) > 1e-6*m {
+					t.Errorf("%s %+v: deltas give %v, m* = %v", alg, tc, got, m)
+				}
+				// The error probabilities of Theorem 3.3 / 4.3 at m = ceil(m*).
+				mc := math.Ceil(m)
+				a := tc.alpha
+				p1 := 2 * math.Exp(-2*mc*a*a*(1-d[0])*(1-d[0]))
+				var p2 float64
+				if alg == AlgorithmDwork {
+					p2 = 2 * math.Exp(-mc*tc.eps*tc.eps*a*a*d[0]*d[0]*(1-d[1])*(1-d[1])/8)
+				} else {
+					th := math.Tanh(tc.eps / 2)
+					p2 = 2 * math.Exp(-2*mc*th*th*a*a*d[0]*d[0]*(1-d[1])*(1-d[1]))
+				}
+				p3 := math.Exp(-tc.eps * a * mc * d[0] * d[1])
+				if p1+p2+p3 > tc.beta*(1+1e-9) {
+					t.Errorf("%s %+v: p1+p2+p3 = %v > beta", alg, tc, p1+p2+p3)
+				}
+				best := math.Inf(1)
+				const steps = 24
+				for i := 1; i < steps; i++ {
+					for j := 1; j < steps; j++ {
+						for k := 1; k < steps; k++ {
+							for l := 1; k+l < steps; l++ {
+								v := SampleSizeBound(alg, tc.eps, tc.alpha, tc.beta,
+									float64(i)/steps, float64(j)/steps, float64(k)/steps, float64(l)/steps)
+								best = math.Min(best, v)
+							}
 						}
 					}
 				}
-			}
-			if best < m*(1-0.005) {
-				t.Errorf("%s %+v: grid found %v below m* = %v", alg, tc, best, m)
-			}
+				if best < m*(1-0.005) {
+					t.Errorf("%s %+v: grid found %v below m* = %v", alg, tc, best, m)
+				}
+			})
 		}
 	}
 }

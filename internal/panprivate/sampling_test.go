@@ -1,6 +1,7 @@
 package panprivate
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"testing"
@@ -14,19 +15,21 @@ import (
 func TestPermutationIsBijection(t *testing.T) {
 	rng := dprand.Seeded(3)
 	for _, n := range []uint64{1, 2, 3, 5, 64, 1000, 4097, 65536} {
-		key := newKey(rng)
-		p := newPermutation(n, &key)
-		seen := make([]bool, n)
-		for u := uint64(0); u < n; u++ {
-			v := p.forward(u)
-			if v >= n || seen[v] {
-				t.Fatalf("n=%d: forward(%d)=%d out of range or repeated", n, u, v)
+		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
+			key := newKey(rng)
+			p := newPermutation(n, &key)
+			seen := make([]bool, n)
+			for u := uint64(0); u < n; u++ {
+				v := p.forward(u)
+				if v >= n || seen[v] {
+					t.Fatalf("n=%d: forward(%d)=%d out of range or repeated", n, u, v)
+				}
+				seen[v] = true
+				if w := p.inverse(v); w != u {
+					t.Fatalf("n=%d: inverse(forward(%d)) = %d", n, u, w)
+				}
 			}
-			seen[v] = true
-			if w := p.inverse(v); w != u {
-				t.Fatalf("n=%d: inverse(forward(%d)) = %d", n, u, w)
-			}
-		}
+		})
 	}
 	// Large universes: spot checks.
 	key := newKey(rng)

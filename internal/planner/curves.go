@@ -244,7 +244,7 @@ func freqsFloat(fs []int64) []float64 {
 	return out
 }
 
-// ReportingChart is the chart of PlotReporting: q_i (with sampling),
+// ReportingChart is the reporting chart: q_i (with sampling),
 // pi_i and phi_i against the frequency, on log-log axes as in the paper's
 // Figures 1 and 4.
 func ReportingChart(d *ReportingData) Chart {
@@ -260,9 +260,6 @@ func ReportingChart(d *ReportingData) Chart {
 	}
 	return c
 }
-
-// PlotReporting renders ReportingChart as SVG.
-func PlotReporting(d *ReportingData) ([]byte, error) { return ReportingChart(d).SVG() }
 
 // statsCurve maps per-frequency statistics to a curve.
 func statsCurve(label string, st []estimate.FrequencyStats, y func(estimate.FrequencyStats) float64) Curve {
@@ -289,7 +286,7 @@ func pwsLabel(est estimate.Estimator) string {
 	return "PWS (MLE)"
 }
 
-// BiasChart is the chart of PlotBias: the normalized bias Bias_i/g(i) of
+// BiasChart is the bias chart: the normalized bias Bias_i/g(i) of
 // the PWS and sampled-SbH estimates against the frequency (Figure 8, top).
 func BiasChart(d *EstimatorData) Chart {
 	c := Chart{Title: fmt.Sprintf("Normalized bias of g=%s: %s", d.G, describe(d.Privacy, d.Sampling)),
@@ -301,10 +298,7 @@ func BiasChart(d *EstimatorData) Chart {
 	return c
 }
 
-// PlotBias renders BiasChart as SVG.
-func PlotBias(d *EstimatorData) ([]byte, error) { return BiasChart(d).SVG() }
-
-// VarianceChart is the chart of PlotVariance: Var_i/g(i)^2 (normalized) or
+// VarianceChart is the variance chart: Var_i/g(i)^2 (normalized) or
 // Var_i of the PWS, sampled-SbH and non-private estimates against the
 // frequency, log-scaled (Figure 9).
 func VarianceChart(d *EstimatorData, normalized bool) Chart {
@@ -330,9 +324,4 @@ func VarianceChart(d *EstimatorData, normalized bool) Chart {
 		c.Curves = append(c.Curves, statsCurve(sbhName(d.Sampling), d.SbH, y))
 	}
 	return c
-}
-
-// PlotVariance renders VarianceChart as SVG.
-func PlotVariance(d *EstimatorData, normalized bool) ([]byte, error) {
-	return VarianceChart(d, normalized).SVG()
 }

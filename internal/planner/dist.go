@@ -1,8 +1,10 @@
 package planner
 
 import (
+	"cmp"
 	"errors"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/pwsd/pwsd/internal/checks"
@@ -41,7 +43,7 @@ func Zipf(alpha float64, n int64) ([]estimate.FrequencyCount, error) {
 		out = append(out, estimate.FrequencyCount{Frequency: v, Keys: float64(k - r + 1)})
 		r = k + 1
 	}
-	sort.Slice(out, func(a, b int) bool { return out[a].Frequency < out[b].Frequency })
+	slices.SortFunc(out, func(a, b estimate.FrequencyCount) int { return cmp.Compare(a.Frequency, b.Frequency) })
 	return out, nil
 }
 

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/pwsd/pwsd/internal/estimate"
@@ -23,10 +21,11 @@ const FigureSupport = 1_000_000
 var figureDelta = math.Pow(2, -20)
 
 // Figures regenerates the paper's Figures 1, 2, 4, 5, 8 (top and bottom) and
-// 9 from the exact expressions, writes them as SVG files into dir (which must
-// exist) and prints to w the numbers the paper quotes next to ours.
-func Figures(ctx context.Context, dir string, w io.Writer) error {
-	f := &figures{ctx: ctx, dir: dir, w: w}
+// 9 from the exact expressions: it hands each chart to save under a file name
+// ending in .svg (package plotsvg renders and writes it) and prints to w the
+// numbers the paper quotes next to ours.
+func Figures(ctx context.Context, w io.Writer, save func(name string, c Chart) error) error {
+	f := &figures{ctx: ctx, w: w, saveChart: save}
 	steps := []func() error{f.figure1, f.figure2, f.figure4, f.figure5, f.figure8Top, f.figure8Bottom, f.figure9}
 	for _, step := range steps {
 		if err := ctx.Err(); err != nil {
@@ -40,12 +39,10 @@ func Figures(ctx context.Context, dir string, w io.Writer) error {
 }
 
 type figures struct {
-	ctx context.Context
-	dir string
-	w   io.Writer
-	err error // first write error
-	// onSave, when set (tests), sees every chart saved.
-	onSave func(name string, c Chart)
+	ctx       context.Context
+	w         io.Writer
+	saveChart func(name string, c Chart) error
+	err       error // first write error
 }
 
 func (f *figures) printf(format string, args ...any) {
@@ -54,17 +51,10 @@ func (f *figures) printf(format string, args ...any) {
 	}
 }
 
-// save renders c into dir/name.
+// save hands c to the caller's save function as name.
 func (f *figures) save(name string, c Chart) error {
-	svg, err := c.SVG()
-	if err != nil {
+	if err := f.saveChart(name, c); err != nil {
 		return err
-	}
-	if err := os.WriteFile(filepath.Join(f.dir, name), svg, 0o644); err != nil {
-		return fmt.Errorf("planner: writing figure: %w", err)
-	}
-	if f.onSave != nil {
-		f.onSave(name, c)
 	}
 	f.printf("  wrote %s\n", name)
 	return f.err
@@ -128,6 +118,22 @@ func (f *figures) figure1() error {
 	return nil
 }
 
+// expectedReported returns the expected numbers of keys of dist reported by
+// PWS (pi_i, given for i <= len(pi); beyond, pi_i has reached q_i) and by
+// non-private sampling (q_i).
+func expectedReported(pi []float64, s sanitize.Sampling, dist []estimate.FrequencyCount) (pws, nonPrivate float64) {
+	for _, fc := range dist {
+		q := s.Q(fc.Frequency)
+		nonPrivate += fc.Keys * q
+		if fc.Frequency <= int64(len(pi)) {
+			pws += fc.Keys * pi[fc.Frequency-1]
+		} else {
+			pws += fc.Keys * q
+		}
+	}
+	return pws, nonPrivate
+}
+
 // fractions returns the expected fraction of keys of dist reported by PWS,
 // sampled-SbH and non-private sampling.
 func fractions(p sanitize.Privacy, s sanitize.Sampling, dist []estimate.FrequencyCount) (Comparison, error) {
@@ -140,16 +146,7 @@ func fractions(p sanitize.Privacy, s sanitize.Sampling, dist []estimate.Frequenc
 	if err != nil {
 		return Comparison{}, err
 	}
-	var pk, nk float64
-	for _, fc := range dist {
-		q := s.Q(fc.Frequency)
-		nk += fc.Keys * q
-		if fc.Frequency <= int64(len(pi)) {
-			pk += fc.Keys * pi[fc.Frequency-1]
-		} else {
-			pk += fc.Keys * q
-		}
-	}
+	pk, nk := expectedReported(pi, s, dist)
 	return Comparison{PWS: pk / keys, SbH: b.ReportedKeys(dist) / keys, NonPrivate: nk / keys}, nil
 }
 

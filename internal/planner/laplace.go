@@ -2,7 +2,7 @@ package planner
 
 import (
 	"math"
-	"sort"
+	"slices"
 
 	"gonum.org/v1/gonum/integrate/quad"
 )
@@ -195,8 +195,8 @@ func (k kernel) numeric(h func(t float64) float64, breaks []float64, i float64) 
 			pts = append(pts, t)
 		}
 	}
-	sort.Float64s(pts)
-	pts = dedupe(pts)
+	slices.Sort(pts)
+	pts = slices.Compact(pts)
 	coarse := make([]float64, len(pts)-1)
 	var total float64
 	for j := range coarse {
@@ -221,15 +221,4 @@ func (k kernel) numeric(h func(t float64) float64, breaks []float64, i float64) 
 // numericX is numeric for h given as a function of x.
 func (k kernel) numericX(h func(x float64) float64, breaks []float64, i float64) float64 {
 	return k.numeric(func(t float64) float64 { return h(i + t) }, breaks, i)
-}
-
-// dedupe removes repeated values from a sorted slice in place.
-func dedupe(xs []float64) []float64 {
-	out := xs[:0]
-	for j, x := range xs {
-		if j == 0 || x != out[len(out)-1] {
-			out = append(out, x)
-		}
-	}
-	return out
 }

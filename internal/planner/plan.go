@@ -7,7 +7,8 @@ import (
 	"math"
 	"runtime"
 	"strconv"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/estimate"
@@ -279,26 +280,24 @@ func Plan(ctx context.Context, req PlanRequest) (*PlanResult, error) {
 	}
 	res.SweepScheme = string(pl.sweepSch)
 	res.Sweep = make([]PlanPoint, len(pl.sweep))
-	errs := make([]error, len(pl.sweep))
-	sem := make(chan struct{}, min(runtime.GOMAXPROCS(0), 2)) // each PWS table build may hold O(L^2) memory
-	var wg sync.WaitGroup
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(min(runtime.GOMAXPROCS(0), 2)) // each PWS table build may hold O(L^2) memory
 	for k, tau := range pl.sweep {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		g.Go(func() error {
 			s, err := sanitize.NewSampling(pl.sweepSch, tau, pl.sampling.Power, nil)
 			if err != nil {
-				errs[k] = fmt.Errorf("planner: sweep threshold %g: %w", tau, err)
-				return
+				return fmt.Errorf("planner: sweep threshold %g: %w", tau, err)
 			}
-			res.Sweep[k], _, errs[k] = pl.evaluate(ctx, s)
-			res.Sweep[k].Threshold = tau
-		}()
+			pt, _, err := pl.evaluate(gctx, s)
+			if err != nil {
+				return err
+			}
+			pt.Threshold = tau
+			res.Sweep[k] = pt
+			return nil
+		})
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := g.Wait(); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -321,16 +320,7 @@ func (pl *plan) evaluate(ctx context.Context, s sanitize.Sampling) (PlanPoint, e
 	}
 	pi, reaches := pwsReporting(pl.privacy, s, pl.maxFreq)
 	ev.reachesAt = reaches
-	var pwsKeys, npKeys float64
-	for _, fc := range pl.dist {
-		q := s.Q(fc.Frequency)
-		npKeys += fc.Keys * q
-		if fc.Frequency <= int64(len(pi)) {
-			pwsKeys += fc.Keys * pi[fc.Frequency-1]
-		} else {
-			pwsKeys += fc.Keys * q
-		}
-	}
+	pwsKeys, npKeys := expectedReported(pi, s, pl.dist)
 	b, err := NewSbH(pl.privacy, s)
 	if err != nil {
 		return pt, ev, err
@@ -432,7 +422,7 @@ func reachesQ(pi []float64, s sanitize.Sampling) *int64 {
 	return &at
 }
 
-// PlanChart is the chart of PlotNRMSE: the NRMSE of the sum estimate
+// PlanChart is the NRMSE chart: the NRMSE of the sum estimate
 // against the sampling threshold of the sweep (Figure 8, bottom).
 func PlanChart(res *PlanResult) Chart {
 	c := Chart{Title: "NRMSE of the sum: " + res.Description, XLabel: "sampling threshold τ (" + res.SweepScheme + ")",
@@ -440,7 +430,7 @@ func PlanChart(res *PlanResult) Chart {
 	return c.withSweep(res, func(p PlanPoint) Comparison { return p.NRMSE })
 }
 
-// FractionChart is the chart of PlotReportedFraction: the expected fraction
+// FractionChart is the reported-fraction chart: the expected fraction
 // of keys reported against the sampling threshold (Figure 5).
 func FractionChart(res *PlanResult) Chart {
 	c := Chart{Title: "Keys reported: " + res.Description, XLabel: "sampling threshold τ (" + res.SweepScheme + ")",
@@ -460,21 +450,4 @@ func (c Chart) withSweep(res *PlanResult, f func(PlanPoint) Comparison) Chart {
 	}
 	c.Curves = []Curve{np, pws, sbh}
 	return c
-}
-
-// PlotNRMSE renders PlanChart as SVG; res must come from a Plan with Sweep.
-func PlotNRMSE(res *PlanResult) ([]byte, error) {
-	if len(res.Sweep) == 0 {
-		return nil, errors.New("planner: the plan has no threshold sweep")
-	}
-	return PlanChart(res).SVG()
-}
-
-// PlotReportedFraction renders FractionChart as SVG; res must come from a
-// Plan with Sweep.
-func PlotReportedFraction(res *PlanResult) ([]byte, error) {
-	if len(res.Sweep) == 0 {
-		return nil, errors.New("planner: the plan has no threshold sweep")
-	}
-	return FractionChart(res).SVG()
 }

@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"slices"
-	"sort"
 	"testing"
 
 	"github.com/pwsd/pwsd/internal/checks"
@@ -22,24 +22,26 @@ func TestZipfMatchesDefinition(t *testing.T) {
 		alpha float64
 		n     int64
 	}{{1, 10}, {0.5, 1000}, {1, 5000}, {2, 1000}, {1.3, 777}} {
-		dist, err := Zipf(c.alpha, c.n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := map[int64]float64{}
-		for r := int64(1); r <= c.n; r++ {
-			want[int64(math.Floor(math.Pow(float64(c.n)/float64(r), c.alpha)))]++
-		}
-		got := map[int64]float64{}
-		for j, fc := range dist {
-			if j > 0 && fc.Frequency <= dist[j-1].Frequency {
-				t.Fatalf("alpha=%g n=%d: frequencies not strictly increasing", c.alpha, c.n)
+		t.Run(fmt.Sprintf("alpha=%g,n=%d", c.alpha, c.n), func(t *testing.T) {
+			dist, err := Zipf(c.alpha, c.n)
+			if err != nil {
+				t.Fatal(err)
 			}
-			got[fc.Frequency] = fc.Keys
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("alpha=%g n=%d: distribution differs from floor((n/r)^alpha)", c.alpha, c.n)
-		}
+			want := map[int64]float64{}
+			for r := int64(1); r <= c.n; r++ {
+				want[int64(math.Floor(math.Pow(float64(c.n)/float64(r), c.alpha)))]++
+			}
+			got := map[int64]float64{}
+			for j, fc := range dist {
+				if j > 0 && fc.Frequency <= dist[j-1].Frequency {
+					t.Fatalf("alpha=%g n=%d: frequencies not strictly increasing", c.alpha, c.n)
+				}
+				got[fc.Frequency] = fc.Keys
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("alpha=%g n=%d: distribution differs from floor((n/r)^alpha)", c.alpha, c.n)
+			}
+		})
 	}
 	d, _ := Zipf(1, 10)
 	if !reflect.DeepEqual(d, []estimate.FrequencyCount{{Frequency: 1, Keys: 5}, {Frequency: 2, Keys: 2}, {Frequency: 3, Keys: 1}, {Frequency: 5, Keys: 1}, {Frequency: 10, Keys: 1}}) {
@@ -91,19 +93,21 @@ func TestPlanFractions(t *testing.T) {
 		{Epsilon: 0.5, Delta: 1e-6, Scheme: "priority", Threshold: 0.05, Distribution: "uniform", A: 1, B: 300, Sweep: true, SweepPoints: 4, Method: "discrete"},
 		{Epsilon: 1, Delta: 1e-4, Distribution: "zipf", Alpha: 2, N: 3000, G: "count", Estimator: "biased_down"},
 	} {
-		res := mustPlan(t, r)
-		checkFractions(t, res.Description, res.ReportedFraction)
-		for _, pt := range res.Sweep {
-			checkFractions(t, res.Description, pt.ReportedFraction)
-		}
-		if r.Sweep && len(res.Sweep) != r.SweepPoints {
-			t.Fatalf("%d sweep points, want %d", len(res.Sweep), r.SweepPoints)
-		}
-		for _, v := range []float64{res.NRMSE.PWS, res.NRMSE.SbH, res.NRMSE.NonPrivate} {
-			if !(v >= 0) || math.IsInf(v, 0) {
-				t.Fatalf("%s: NRMSE %+v", res.Description, res.NRMSE)
+		t.Run(fmt.Sprintf("%s,%s", r.Scheme, r.Distribution), func(t *testing.T) {
+			res := mustPlan(t, r)
+			checkFractions(t, res.Description, res.ReportedFraction)
+			for _, pt := range res.Sweep {
+				checkFractions(t, res.Description, pt.ReportedFraction)
 			}
-		}
+			if r.Sweep && len(res.Sweep) != r.SweepPoints {
+				t.Fatalf("%d sweep points, want %d", len(res.Sweep), r.SweepPoints)
+			}
+			for _, v := range []float64{res.NRMSE.PWS, res.NRMSE.SbH, res.NRMSE.NonPrivate} {
+				if !(v >= 0) || math.IsInf(v, 0) {
+					t.Fatalf("%s: NRMSE %+v", res.Description, res.NRMSE)
+				}
+			}
+		})
 	}
 }
 
@@ -170,7 +174,7 @@ func TestPlanSummaryFields(t *testing.T) {
 		for key := range sub {
 			keys = append(keys, key)
 		}
-		sort.Strings(keys)
+		slices.Sort(keys)
 		if !slices.Equal(keys, []string{"nonprivate", "pws", "sbh"}) {
 			t.Fatalf("%s has keys %v", k, keys)
 		}
@@ -227,9 +231,11 @@ func TestFigure5Gains(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ alpha, paper float64 }{{0.5, 2.30}, {1, 0.97}, {2, 0.37}} {
-		if g := gain(c.alpha, FigureSupport, 1); math.Abs(g-c.paper) > 0.015 {
-			t.Fatalf("alpha=%g: gain %.3f at tau=1, paper %.2f", c.alpha, g, c.paper)
-		}
+		t.Run(fmt.Sprintf("alpha=%g", c.alpha), func(t *testing.T) {
+			if g := gain(c.alpha, FigureSupport, 1); math.Abs(g-c.paper) > 0.015 {
+				t.Fatalf("alpha=%g: gain %.3f at tau=1, paper %.2f", c.alpha, g, c.paper)
+			}
+		})
 	}
 }
 

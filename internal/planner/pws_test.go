@@ -15,29 +15,31 @@ import (
 func TestPWSOverSbHRatio(t *testing.T) {
 	none := sanitize.Sampling{Scheme: sanitize.SchemeNone}
 	for _, pd := range [][2]float64{{0.1, 0.01}, {0.01, 1e-6}, {0.5, 1e-3}, {1, math.Pow(2, -20)}} {
-		eps, delta := pd[0], pd[1]
-		t.Run(fmt.Sprintf("eps=%g,delta=%g", eps, delta), func(t *testing.T) {
-			p := mustPrivacy(t, eps, delta)
-			L := sanitize.L(p)
-			n := int64(L)
-			pi := sanitize.ReportingProbabilities(p, none, int(n))
-			b := mustSbH(t, p, none)
-			upper := 2 / (1 - math.Exp(-eps))
-			for i := int64(1); i <= n; i++ {
-				r := pi[i-1] / b.Reporting(i)
-				want := 2 * -math.Expm1(-eps*float64(i)) / -math.Expm1(-eps)
-				if relErr(r, want) > 1e-9 {
-					t.Fatalf("ratio at i=%d is %.12g, closed form %.12g", i, r, want)
-				}
-				if r < 2*(1-1e-12) || r > upper*(1+1e-12) {
-					t.Fatalf("ratio at i=%d is %g, outside [2, %g]", i, r, upper)
-				}
-				if x := eps * float64(i); x <= 0.2 {
-					if d := math.Abs(r/(2*float64(i)) - 1); d > x/2 {
-						t.Fatalf("ratio at i=%d is %g, not about 2i (relative gap %g)", i, r, d)
+		t.Run(fmt.Sprintf("eps=%g,delta=%g", pd[0], pd[1]), func(t *testing.T) {
+			eps, delta := pd[0], pd[1]
+			t.Run(fmt.Sprintf("eps=%g,delta=%g", eps, delta), func(t *testing.T) {
+				p := mustPrivacy(t, eps, delta)
+				L := sanitize.L(p)
+				n := int64(L)
+				pi := sanitize.ReportingProbabilities(p, none, int(n))
+				b := mustSbH(t, p, none)
+				upper := 2 / (1 - math.Exp(-eps))
+				for i := int64(1); i <= n; i++ {
+					r := pi[i-1] / b.Reporting(i)
+					want := 2 * -math.Expm1(-eps*float64(i)) / -math.Expm1(-eps)
+					if relErr(r, want) > 1e-9 {
+						t.Fatalf("ratio at i=%d is %.12g, closed form %.12g", i, r, want)
+					}
+					if r < 2*(1-1e-12) || r > upper*(1+1e-12) {
+						t.Fatalf("ratio at i=%d is %g, outside [2, %g]", i, r, upper)
+					}
+					if x := eps * float64(i); x <= 0.2 {
+						if d := math.Abs(r/(2*float64(i)) - 1); d > x/2 {
+							t.Fatalf("ratio at i=%d is %g, not about 2i (relative gap %g)", i, r, d)
+						}
 					}
 				}
-			}
+			})
 		})
 	}
 }

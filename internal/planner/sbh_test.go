@@ -53,28 +53,30 @@ var identity = estimate.G{Kind: estimate.GIdentity}
 func TestSbHReportingEq49(t *testing.T) {
 	none := sanitize.Sampling{Scheme: sanitize.SchemeNone}
 	for _, pd := range [][2]float64{{0.1, 0.01}, {0.01, 1e-6}, {1, math.Pow(2, -20)}, {0.5, 1e-3}, {2, 1}} {
-		eps, delta := pd[0], pd[1]
-		t.Run(fmt.Sprintf("eps=%g,delta=%g", eps, delta), func(t *testing.T) {
-			b := mustSbH(t, mustPrivacy(t, eps, delta), none)
-			T := 1 + math.Log(1/delta)/eps
-			if got := b.Threshold(); relErr(got, T) > 1e-15 {
-				t.Fatalf("T = %v, want %v", got, T)
-			}
-			for i := int64(1); float64(i) <= 3*T+10; i++ {
-				x := float64(i)
-				var want float64
-				if x < T {
-					want = delta / 2 * math.Exp(eps*(x-1))
-				} else {
-					want = 1 - 0.5*math.Exp(-eps*(x-T))
-					if alt := 1 - math.Exp(-(x-1)*eps)/(2*delta); math.Abs(alt-want) > 1e-12 {
-						t.Fatalf("eq. 49 upper branch disagrees with the Laplace tail at i=%d", i)
+		t.Run(fmt.Sprintf("eps=%g,delta=%g", pd[0], pd[1]), func(t *testing.T) {
+			eps, delta := pd[0], pd[1]
+			t.Run(fmt.Sprintf("eps=%g,delta=%g", eps, delta), func(t *testing.T) {
+				b := mustSbH(t, mustPrivacy(t, eps, delta), none)
+				T := 1 + math.Log(1/delta)/eps
+				if got := b.Threshold(); relErr(got, T) > 1e-15 {
+					t.Fatalf("T = %v, want %v", got, T)
+				}
+				for i := int64(1); float64(i) <= 3*T+10; i++ {
+					x := float64(i)
+					var want float64
+					if x < T {
+						want = delta / 2 * math.Exp(eps*(x-1))
+					} else {
+						want = 1 - 0.5*math.Exp(-eps*(x-T))
+						if alt := 1 - math.Exp(-(x-1)*eps)/(2*delta); math.Abs(alt-want) > 1e-12 {
+							t.Fatalf("eq. 49 upper branch disagrees with the Laplace tail at i=%d", i)
+						}
+					}
+					if got := b.Reporting(i); relErr(got, want) > 1e-12 {
+						t.Fatalf("phi_%d = %.17g, want %.17g", i, got, want)
 					}
 				}
-				if got := b.Reporting(i); relErr(got, want) > 1e-12 {
-					t.Fatalf("phi_%d = %.17g, want %.17g", i, got, want)
-				}
-			}
+			})
 		})
 	}
 }
@@ -158,41 +160,43 @@ func TestSbHReportingSampledClosedForms(t *testing.T) {
 // without sampling and g = identity, and that E_i does not depend on q.
 func TestSbHExpectationAndMSEEq47Eq50(t *testing.T) {
 	for _, pd := range [][2]float64{{0.1, math.Pow(2, -20)}, {0.5, 1e-3}, {1, 1e-6}} {
-		eps, delta := pd[0], pd[1]
-		p := mustPrivacy(t, eps, delta)
-		b := mustSbH(t, p, sanitize.Sampling{Scheme: sanitize.SchemeNone})
-		bs := mustSbH(t, p, mustSampling(t, sanitize.SchemePPSWOR, 0.01, 1, nil))
-		T := b.Threshold()
-		for i := int64(1); float64(i) <= 4*T; i++ {
-			x := float64(i)
-			var e, mse float64
-			if x > T {
-				d := math.Exp(-eps * (x - T))
-				e = x - 0.5*d*(T-1/eps)
-				mse = 2/(eps*eps) - d*(T*T/2-x*T+(x-T)/eps+1/(eps*eps))
-			} else {
-				d := math.Exp(-eps * (T - x))
-				e = 0.5 * d * (T + 1/eps)
-				mse = x*x + d*(T*T/2-x*T-(x-T)/eps+1/(eps*eps))
+		t.Run(fmt.Sprintf("eps=%g,delta=%g", pd[0], pd[1]), func(t *testing.T) {
+			eps, delta := pd[0], pd[1]
+			p := mustPrivacy(t, eps, delta)
+			b := mustSbH(t, p, sanitize.Sampling{Scheme: sanitize.SchemeNone})
+			bs := mustSbH(t, p, mustSampling(t, sanitize.SchemePPSWOR, 0.01, 1, nil))
+			T := b.Threshold()
+			for i := int64(1); float64(i) <= 4*T; i++ {
+				x := float64(i)
+				var e, mse float64
+				if x > T {
+					d := math.Exp(-eps * (x - T))
+					e = x - 0.5*d*(T-1/eps)
+					mse = 2/(eps*eps) - d*(T*T/2-x*T+(x-T)/eps+1/(eps*eps))
+				} else {
+					d := math.Exp(-eps * (T - x))
+					e = 0.5 * d * (T + 1/eps)
+					mse = x*x + d*(T*T/2-x*T-(x-T)/eps+1/(eps*eps))
+				}
+				st, err := b.Stats(identity, i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if relErr(st.Expected, e) > 1e-12 || relErr(st.MSE, mse) > 1e-9 {
+					t.Fatalf("eps=%g i=%d: E=%.15g MSE=%.15g, want %.15g %.15g", eps, i, st.Expected, st.MSE, e, mse)
+				}
+				if math.Abs(st.Bias-(e-x)) > 1e-9*x {
+					t.Fatalf("bias %g, want %g", st.Bias, e-x)
+				}
+				ss, err := bs.Stats(identity, i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if relErr(ss.Expected, e) > 1e-12 {
+					t.Fatalf("E_i depends on q: %g vs %g", ss.Expected, e)
+				}
 			}
-			st, err := b.Stats(identity, i)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if relErr(st.Expected, e) > 1e-12 || relErr(st.MSE, mse) > 1e-9 {
-				t.Fatalf("eps=%g i=%d: E=%.15g MSE=%.15g, want %.15g %.15g", eps, i, st.Expected, st.MSE, e, mse)
-			}
-			if math.Abs(st.Bias-(e-x)) > 1e-9*x {
-				t.Fatalf("bias %g, want %g", st.Bias, e-x)
-			}
-			ss, err := bs.Stats(identity, i)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if relErr(ss.Expected, e) > 1e-12 {
-				t.Fatalf("E_i depends on q: %g vs %g", ss.Expected, e)
-			}
-		}
+		})
 	}
 }
 
@@ -249,14 +253,16 @@ func TestSbHHugeFrequencyNoCancellation(t *testing.T) {
 		i   int64
 		tol float64
 	}{{1e6, 1e-9}, {1e9, 1e-6}, {1e12, 1e-3}} {
-		i := c.i
-		st, err := b.Stats(identity, i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if relErr(st.Variance, 200) > c.tol || math.Abs(st.Bias) > 1e-3 || st.Reported != 1 {
-			t.Fatalf("i=%d: %+v", i, st)
-		}
+		t.Run(fmt.Sprintf("i=%d", c.i), func(t *testing.T) {
+			i := c.i
+			st, err := b.Stats(identity, i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if relErr(st.Variance, 200) > c.tol || math.Abs(st.Bias) > 1e-3 || st.Reported != 1 {
+				t.Fatalf("i=%d: %+v", i, st)
+			}
+		})
 	}
 }
 

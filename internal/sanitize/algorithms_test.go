@@ -4,21 +4,25 @@ import (
 	"fmt"
 	"math"
 	"testing"
+
+	"github.com/pwsd/pwsd/internal/sanitize/sanitizetest"
 )
 
 // L(eps, delta) from equation (4) is an integer exactly when delta is
 // (e^eps - 1)/((e^eps + 1) e^{eps L} - 2); and L is >= 0 and decreasing in delta.
 func TestLIntegralDelta(t *testing.T) {
 	for _, eps := range []float64{0.05, 0.1, 0.5, 1, 2, 5} {
-		for _, l := range []int{0, 1, 3, 10, 40} {
-			d := integralDelta(eps, l)
-			if d <= 0 || d > 1 {
-				continue
+		t.Run(fmt.Sprintf("eps=%g", eps), func(t *testing.T) {
+			for _, l := range []int{0, 1, 3, 10, 40} {
+				d := sanitizetest.IntegralDelta(eps, l)
+				if d <= 0 || d > 1 {
+					continue
+				}
+				if got := L(mustPrivacy(t, eps, d)); math.Abs(got-float64(l)) > 1e-9*math.Max(1, float64(l)) {
+					t.Errorf("L(%g, %g) = %.15g, want %d", eps, d, got, l)
+				}
 			}
-			if got := L(mustPrivacy(t, eps, d)); math.Abs(got-float64(l)) > 1e-9*math.Max(1, float64(l)) {
-				t.Errorf("L(%g, %g) = %.15g, want %d", eps, d, got, l)
-			}
-		}
+		})
 	}
 	if got := L(mustPrivacy(t, 1, 1)); got != 0 {
 		t.Errorf("L(1, 1) = %g, want 0", got)
@@ -32,9 +36,9 @@ func TestLIntegralDelta(t *testing.T) {
 }
 
 // Lemma 4.2: for q = 1 and integral L, pi_i has a closed form (to 1e-12).
-// Note: equation (5) as printed (and ALGORITHMS.md) has an off-by-one in the
-// second branch for L as defined in (4): the recursion of Algorithm 3 (the
-// definition) gives
+// Note: equation (5) as printed has an off-by-one in the second branch for
+// L as defined in (4) (docs/algorithms.md, "The closed form, corrected
+// (Lemma 4.2)"): the recursion of Algorithm 3 (the definition) gives
 //
 //	pi_i = delta (e^{eps i} - 1)/(e^eps - 1)            for i <= L+1
 //	pi_i = 1 - delta (e^{eps (2L+1-i)} - 1)/(e^eps - 1)  for L+1 <= i <= 2L+1
@@ -49,31 +53,33 @@ func TestReportingProbabilitiesLemma42(t *testing.T) {
 		eps float64
 		l   int
 	}{{0.1, 5}, {0.1, 40}, {0.5, 10}, {1, 3}, {1, 12}, {2, 4}, {3, 1}} {
-		d := integralDelta(tc.eps, tc.l)
-		p := mustPrivacy(t, tc.eps, d)
-		n := 2*tc.l + 10
-		pi := ReportingProbabilities(p, Sampling{Scheme: SchemeNone}, n)
-		e := math.Exp(tc.eps)
-		L := float64(tc.l)
-		up := func(k float64) float64 { return d * (math.Exp(tc.eps*k) - 1) / (e - 1) }
-		for i := 1; i <= n; i++ {
-			fi := float64(i)
-			var want, printed float64
-			switch {
-			case fi <= L+1:
-				want, printed = up(fi), up(fi)
-			case fi <= 2*L+1:
-				want, printed = 1-up(2*L+1-fi), 1-up(2*L+2-fi)
-			default:
-				want, printed = 1, math.Min(1, 1-up(2*L+2-fi))
+		t.Run(fmt.Sprintf("eps=%g,L=%d", tc.eps, tc.l), func(t *testing.T) {
+			d := sanitizetest.IntegralDelta(tc.eps, tc.l)
+			p := mustPrivacy(t, tc.eps, d)
+			n := 2*tc.l + 10
+			pi := ReportingProbabilities(p, Sampling{Scheme: SchemeNone}, n)
+			e := math.Exp(tc.eps)
+			L := float64(tc.l)
+			up := func(k float64) float64 { return d * (math.Exp(tc.eps*k) - 1) / (e - 1) }
+			for i := 1; i <= n; i++ {
+				fi := float64(i)
+				var want, printed float64
+				switch {
+				case fi <= L+1:
+					want, printed = up(fi), up(fi)
+				case fi <= 2*L+1:
+					want, printed = 1-up(2*L+1-fi), 1-up(2*L+2-fi)
+				default:
+					want, printed = 1, math.Min(1, 1-up(2*L+2-fi))
+				}
+				if math.Abs(pi[i-1]-want) > 1e-12 {
+					t.Errorf("eps=%g L=%d: pi_%d = %.17g, closed form %.17g", tc.eps, tc.l, i, pi[i-1], want)
+				}
+				if i >= tc.l+2 && i <= 2*tc.l+1 && math.Abs(pi[i-1]-printed) < 1e-6 {
+					t.Errorf("eps=%g L=%d: pi_%d also matches the printed form; the off-by-one note is wrong", tc.eps, tc.l, i)
+				}
 			}
-			if math.Abs(pi[i-1]-want) > 1e-12 {
-				t.Errorf("eps=%g L=%d: pi_%d = %.17g, closed form %.17g", tc.eps, tc.l, i, pi[i-1], want)
-			}
-			if i >= tc.l+2 && i <= 2*tc.l+1 && math.Abs(pi[i-1]-printed) < 1e-6 {
-				t.Errorf("eps=%g L=%d: pi_%d also matches the printed form; the off-by-one note is wrong", tc.eps, tc.l, i)
-			}
-		}
+		})
 	}
 }
 
@@ -87,31 +93,26 @@ func TestFrequencyRowsLemma52(t *testing.T) {
 			eps float64
 			l   int
 		}{{0.1, 5}, {0.1, 30}, {0.5, 10}, {1, 3}, {2, 4}, {3, 1}} {
-			d := integralDelta(tc.eps, tc.l)
-			p := mustPrivacy(t, tc.eps, d)
-			tb := mustTable(t, p, Sampling{Scheme: SchemeNone}, m)
-			n := int64(4*tc.l + 12)
-			for _, r := range rowsOf(t, tb, n) {
-				i := r.Frequency
-				for _, pc := range r.Pieces {
-					if pc.Lo != math.Floor(pc.Lo) || pc.Hi != pc.Lo+1 {
-						t.Fatalf("%s eps=%g L=%d row %d: piece (%v, %v] is not an integer token", m, tc.eps, tc.l, i, pc.Lo, pc.Hi)
+			t.Run(fmt.Sprintf("%s,eps=%g,L=%d", m, tc.eps, tc.l), func(t *testing.T) {
+				d := sanitizetest.IntegralDelta(tc.eps, tc.l)
+				p := mustPrivacy(t, tc.eps, d)
+				tb := mustTable(t, p, Sampling{Scheme: SchemeNone}, m)
+				n := int64(4*tc.l + 12)
+				for _, r := range rowsOf(t, tb, n) {
+					i := r.Frequency
+					for _, pc := range r.Pieces {
+						if pc.Lo != math.Floor(pc.Lo) || pc.Hi != pc.Lo+1 {
+							t.Fatalf("%s eps=%g L=%d row %d: piece (%v, %v] is not an integer token", m, tc.eps, tc.l, i, pc.Lo, pc.Hi)
+						}
+					}
+					for j := int64(1); j <= i; j++ {
+						want := sanitizetest.Lemma52(tc.eps, d, int64(tc.l), i, j)
+						if got := tokenMass(r, j); math.Abs(got-want) > 1e-12 {
+							t.Errorf("%s eps=%g L=%d: pi_{%d,%d} = %.17g, Lemma 5.2 %.17g", m, tc.eps, tc.l, i, j, got, want)
+						}
 					}
 				}
-				for j := int64(1); j <= i; j++ {
-					k := i - j
-					var want float64
-					switch {
-					case k <= int64(tc.l):
-						want = d * math.Exp(float64(k)*tc.eps)
-					case k <= 2*int64(tc.l):
-						want = d * math.Exp(float64(2*int64(tc.l)-k)*tc.eps)
-					}
-					if got := tokenMass(r, j); math.Abs(got-want) > 1e-12 {
-						t.Errorf("%s eps=%g L=%d: pi_{%d,%d} = %.17g, Lemma 5.2 %.17g", m, tc.eps, tc.l, i, j, got, want)
-					}
-				}
-			}
+			})
 		}
 	}
 }
@@ -128,19 +129,21 @@ func TestAlgorithm4MatchesDenseReference(t *testing.T) {
 	for _, pr := range [][2]float64{{0.1, 1e-6}, {0.5, 1e-3}, {1, 1e-9}, {2, 0.05}, {0.05, 0.2}} {
 		p := mustPrivacy(t, pr[0], pr[1])
 		for _, s := range samplings {
-			n := 160
-			dense := denseAlgorithm4(pr[0], pr[1], s.Q, n)
-			tb := mustTable(t, p, s, MethodDiscrete)
-			for _, r := range rowsOf(t, tb, int64(n)) {
-				i := r.Frequency
-				worst := math.Abs(r.Pi - (1 - dense[i][0]))
-				for j := int64(1); j <= i; j++ {
-					worst = math.Max(worst, math.Abs(tokenMass(r, j)-dense[i][j]))
+			t.Run(fmt.Sprintf("eps=%g,delta=%g,%s", pr[0], pr[1], s.Scheme), func(t *testing.T) {
+				n := 160
+				dense := sanitizetest.DenseAlgorithm4(pr[0], pr[1], s.Q, n)
+				tb := mustTable(t, p, s, MethodDiscrete)
+				for _, r := range rowsOf(t, tb, int64(n)) {
+					i := r.Frequency
+					worst := math.Abs(r.Pi - (1 - dense[i][0]))
+					for j := int64(1); j <= i; j++ {
+						worst = math.Max(worst, math.Abs(tokenMass(r, j)-dense[i][j]))
+					}
+					if worst > 1e-12 {
+						t.Fatalf("eps=%g delta=%g %s: row %d differs from the dense reference by %g", pr[0], pr[1], s.Scheme, i, worst)
+					}
 				}
-				if worst > 1e-12 {
-					t.Fatalf("eps=%g delta=%g %s: row %d differs from the dense reference by %g", pr[0], pr[1], s.Scheme, i, worst)
-				}
-			}
+			})
 		}
 	}
 }
@@ -152,26 +155,28 @@ func TestAlgorithm5EqualsAlgorithm4IntegralL(t *testing.T) {
 		eps float64
 		l   int
 	}{{0.1, 8}, {0.5, 6}, {1, 5}, {2, 2}} {
-		p := mustPrivacy(t, tc.eps, integralDelta(tc.eps, tc.l))
-		n := int64(6*tc.l + 20)
-		r4 := rowsOf(t, mustTable(t, p, Sampling{Scheme: SchemeNone}, MethodDiscrete), n)
-		r5 := rowsOf(t, mustTable(t, p, Sampling{Scheme: SchemeNone}, MethodMaxSeparation), n)
-		for k := range r4 {
-			a, b := r4[k], r5[k]
-			if math.Abs(a.Pi-b.Pi) > 1e-12 {
-				t.Fatalf("eps=%g L=%d row %d: pi %v vs %v", tc.eps, tc.l, a.Frequency, a.Pi, b.Pi)
-			}
-			for _, pc := range b.Pieces {
-				if pc.Lo != math.Floor(pc.Lo) || pc.Hi != pc.Lo+1 {
-					t.Fatalf("eps=%g L=%d row %d: Algorithm 5 piece (%v, %v] is not an integer token", tc.eps, tc.l, a.Frequency, pc.Lo, pc.Hi)
+		t.Run(fmt.Sprintf("eps=%g,L=%d", tc.eps, tc.l), func(t *testing.T) {
+			p := mustPrivacy(t, tc.eps, sanitizetest.IntegralDelta(tc.eps, tc.l))
+			n := int64(6*tc.l + 20)
+			r4 := rowsOf(t, mustTable(t, p, Sampling{Scheme: SchemeNone}, MethodDiscrete), n)
+			r5 := rowsOf(t, mustTable(t, p, Sampling{Scheme: SchemeNone}, MethodMaxSeparation), n)
+			for k := range r4 {
+				a, b := r4[k], r5[k]
+				if math.Abs(a.Pi-b.Pi) > 1e-12 {
+					t.Fatalf("eps=%g L=%d row %d: pi %v vs %v", tc.eps, tc.l, a.Frequency, a.Pi, b.Pi)
+				}
+				for _, pc := range b.Pieces {
+					if pc.Lo != math.Floor(pc.Lo) || pc.Hi != pc.Lo+1 {
+						t.Fatalf("eps=%g L=%d row %d: Algorithm 5 piece (%v, %v] is not an integer token", tc.eps, tc.l, a.Frequency, pc.Lo, pc.Hi)
+					}
+				}
+				for j := int64(1); j <= a.Frequency; j++ {
+					if d := math.Abs(tokenMass(a, j) - tokenMass(b, j)); d > 1e-12 {
+						t.Fatalf("eps=%g L=%d row %d token %d: differs by %g", tc.eps, tc.l, a.Frequency, j, d)
+					}
 				}
 			}
-			for j := int64(1); j <= a.Frequency; j++ {
-				if d := math.Abs(tokenMass(a, j) - tokenMass(b, j)); d > 1e-12 {
-					t.Fatalf("eps=%g L=%d row %d token %d: differs by %g", tc.eps, tc.l, a.Frequency, j, d)
-				}
-			}
-		}
+		})
 	}
 }
 
@@ -184,19 +189,21 @@ func TestAlgorithm5RefinesAlgorithm4(t *testing.T) {
 	for _, pr := range [][2]float64{{0.1, 1e-6}, {0.7, 1e-4}, {2, 1e-9}} {
 		p := mustPrivacy(t, pr[0], pr[1])
 		for _, s := range []Sampling{{Scheme: SchemeNone}, mustSampling(t, SchemePPSWOR, 0.01, 1, nil), mustSampling(t, SchemePriority, 0.01, 0.7, nil)} {
-			n := int64(300)
-			r4 := rowsOf(t, mustTable(t, p, s, MethodDiscrete), n)
-			r5 := rowsOf(t, mustTable(t, p, s, MethodMaxSeparation), n)
-			worst := 0.0
-			for k := range r4 {
-				for j := int64(1); j <= r4[k].Frequency; j++ {
-					worst = math.Max(worst, math.Abs(tokenMass(r4[k], j)-tokenMass(r5[k], j)))
+			t.Run(fmt.Sprintf("eps=%g,delta=%g,%s", pr[0], pr[1], s.Scheme), func(t *testing.T) {
+				n := int64(300)
+				r4 := rowsOf(t, mustTable(t, p, s, MethodDiscrete), n)
+				r5 := rowsOf(t, mustTable(t, p, s, MethodMaxSeparation), n)
+				worst := 0.0
+				for k := range r4 {
+					for j := int64(1); j <= r4[k].Frequency; j++ {
+						worst = math.Max(worst, math.Abs(tokenMass(r4[k], j)-tokenMass(r5[k], j)))
+					}
 				}
-			}
-			if worst > 1e-6 {
-				t.Errorf("eps=%g delta=%g %s: Algorithm 5 aggregated to tokens differs from Algorithm 4 by %g", pr[0], pr[1], s.Scheme, worst)
-			}
-			t.Logf("eps=%g delta=%g %s: max token difference %.3g", pr[0], pr[1], s.Scheme, worst)
+				if worst > 1e-6 {
+					t.Errorf("eps=%g delta=%g %s: Algorithm 5 aggregated to tokens differs from Algorithm 4 by %g", pr[0], pr[1], s.Scheme, worst)
+				}
+				t.Logf("eps=%g delta=%g %s: max token difference %.3g", pr[0], pr[1], s.Scheme, worst)
+			})
 		}
 	}
 }
@@ -212,21 +219,23 @@ func TestAlgorithm5OrdersPairsAtLeastAsWellAsAlgorithm4(t *testing.T) {
 	for _, pr := range [][2]float64{{0.3, 1e-3}, {1, 1e-4}, {0.1, 0.02}} {
 		p := mustPrivacy(t, pr[0], pr[1])
 		for _, s := range []Sampling{{Scheme: SchemeNone}, mustSampling(t, SchemePPSWOR, 0.03, 1, nil), mustSampling(t, SchemeCustom, 0, 0, []float64{0.01, 0.2, 0.2, 0.25, 0.6, 0.6, 0.7, 1})} {
-			r4 := rowsOf(t, mustTable(t, p, s, MethodDiscrete), n)
-			r5 := rowsOf(t, mustTable(t, p, s, MethodMaxSeparation), n)
-			gain, pairs := 0.0, 0
-			for i := 1; i < n; i++ {
-				for h := 0; h < i; h++ {
-					c4, c5 := concordance(r4[i], r4[h]), concordance(r5[i], r5[h])
-					if c5 < c4-1e-12 {
-						t.Errorf("eps=%g delta=%g %s: pair (%d, %d) ordered with probability %.15f by Algorithm 5 < %.15f by Algorithm 4",
-							pr[0], pr[1], s.Scheme, i+1, h+1, c5, c4)
+			t.Run(fmt.Sprintf("eps=%g,delta=%g,%s", pr[0], pr[1], s.Scheme), func(t *testing.T) {
+				r4 := rowsOf(t, mustTable(t, p, s, MethodDiscrete), n)
+				r5 := rowsOf(t, mustTable(t, p, s, MethodMaxSeparation), n)
+				gain, pairs := 0.0, 0
+				for i := 1; i < n; i++ {
+					for h := 0; h < i; h++ {
+						c4, c5 := concordance(r4[i], r4[h]), concordance(r5[i], r5[h])
+						if c5 < c4-1e-12 {
+							t.Errorf("eps=%g delta=%g %s: pair (%d, %d) ordered with probability %.15f by Algorithm 5 < %.15f by Algorithm 4",
+								pr[0], pr[1], s.Scheme, i+1, h+1, c5, c4)
+						}
+						gain = math.Max(gain, c5-c4)
+						pairs++
 					}
-					gain = math.Max(gain, c5-c4)
-					pairs++
 				}
-			}
-			t.Logf("eps=%g delta=%g %s: %d pairs, largest gain of Algorithm 5 %.4g", pr[0], pr[1], s.Scheme, pairs, gain)
+				t.Logf("eps=%g delta=%g %s: %d pairs, largest gain of Algorithm 5 %.4g", pr[0], pr[1], s.Scheme, pairs, gain)
+			})
 		}
 	}
 }
@@ -248,10 +257,4 @@ func TestConcordanceHelper(t *testing.T) {
 	if concordance(a, b) < 0.99 {
 		t.Fatalf("frequency 30 vs 4 should be ordered almost surely, got %g", concordance(a, b))
 	}
-}
-
-func ExampleL() {
-	p, _ := NewPrivacy(0.1, 1e-6)
-	fmt.Printf("%.2f\n", L(p))
-	// Output: 108.19
 }

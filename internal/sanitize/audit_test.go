@@ -90,22 +90,24 @@ func TestDPAuditGrid(t *testing.T) {
 	worst, worstAt := math.Inf(-1), ""
 	tables := 0
 	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
-		for _, eps := range epss {
-			for _, delta := range deltas {
-				p := mustPrivacy(t, eps, delta)
-				n := int64(math.Min(nMax, math.Max(40, 3*L(p)+40)))
-				for _, s := range gridSamplings(t) {
-					tb := mustTable(t, p, s, m)
-					if w := auditTable(t, tb, n); w > worst {
-						worst, worstAt = w, fmt.Sprintf("%s eps=%g delta=%g %s", m, eps, delta, s.Scheme)
-					}
-					tables++
-					if t.Failed() {
-						return
+		t.Run(string(m), func(t *testing.T) {
+			for _, eps := range epss {
+				for _, delta := range deltas {
+					p := mustPrivacy(t, eps, delta)
+					n := int64(math.Min(nMax, math.Max(40, 3*L(p)+40)))
+					for _, s := range gridSamplings(t) {
+						tb := mustTable(t, p, s, m)
+						if w := auditTable(t, tb, n); w > worst {
+							worst, worstAt = w, fmt.Sprintf("%s eps=%g delta=%g %s", m, eps, delta, s.Scheme)
+						}
+						tables++
+						if t.Failed() {
+							return
+						}
 					}
 				}
 			}
-		}
+		})
 	}
 	t.Logf("DP audit: %d tables; largest excess max(up, down)/delta - 1 = %.3g (at %s); tolerance %g", tables, worst, worstAt, auditTolerance)
 }

@@ -91,19 +91,21 @@ func TestDrawMatchesTable(t *testing.T) {
 	p := mustPrivacy(t, 0.5, 1e-4)
 	rng := newRand(7)
 	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
-		for _, s := range []Sampling{mustSampling(t, SchemePPSWOR, 0.02, 1, nil), {Scheme: SchemeNone}} {
-			tb := mustTable(t, p, s, m)
-			for _, i := range []int64{3, 17, 40, 5000} {
-				r, err := tb.Row(i)
-				if err != nil {
-					t.Fatal(err)
-				}
-				stat, df := chiSquare(t, r, s.Q(i), m, n, func() (Outcome, error) { return tb.Draw(i, rng) })
-				if limit := float64(df) + 6*math.Sqrt(2*float64(df)) + 6; stat > limit {
-					t.Errorf("%s %s row %d: chi-square %.1f with %d df (limit %.1f)", m, s.Scheme, i, stat, df, limit)
+		t.Run(string(m), func(t *testing.T) {
+			for _, s := range []Sampling{mustSampling(t, SchemePPSWOR, 0.02, 1, nil), {Scheme: SchemeNone}} {
+				tb := mustTable(t, p, s, m)
+				for _, i := range []int64{3, 17, 40, 5000} {
+					r, err := tb.Row(i)
+					if err != nil {
+						t.Fatal(err)
+					}
+					stat, df := chiSquare(t, r, s.Q(i), m, n, func() (Outcome, error) { return tb.Draw(i, rng) })
+					if limit := float64(df) + 6*math.Sqrt(2*float64(df)) + 6; stat > limit {
+						t.Errorf("%s %s row %d: chi-square %.1f with %d df (limit %.1f)", m, s.Scheme, i, stat, df, limit)
+					}
 				}
 			}
-		}
+		})
 	}
 }
 
@@ -125,20 +127,22 @@ func TestDrawChiSquareDetectsWrongTable(t *testing.T) {
 func TestDeltaOneReportsEverything(t *testing.T) {
 	p := mustPrivacy(t, 0.1, 1)
 	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
-		tb := mustTable(t, p, Sampling{Scheme: SchemeNone}, m)
-		rng := newRand(1)
-		for i := int64(1); i <= 3000; i++ {
-			o, err := tb.Draw(i%97+1+i/100*1000, rng)
-			if err != nil || !o.Reported {
-				t.Fatalf("%s: key not reported (%v)", m, err)
+		t.Run(string(m), func(t *testing.T) {
+			tb := mustTable(t, p, Sampling{Scheme: SchemeNone}, m)
+			rng := newRand(1)
+			for i := int64(1); i <= 3000; i++ {
+				o, err := tb.Draw(i%97+1+i/100*1000, rng)
+				if err != nil || !o.Reported {
+					t.Fatalf("%s: key not reported (%v)", m, err)
+				}
 			}
-		}
-		pi := ReportingProbabilities(p, Sampling{Scheme: SchemeNone}, 50)
-		for i, v := range pi {
-			if v != 1 {
-				t.Fatalf("pi_%d = %v with delta = 1", i+1, v)
+			pi := ReportingProbabilities(p, Sampling{Scheme: SchemeNone}, 50)
+			for i, v := range pi {
+				if v != 1 {
+					t.Fatalf("pi_%d = %v with delta = 1", i+1, v)
+				}
 			}
-		}
+		})
 	}
 }
 
@@ -147,32 +151,34 @@ func TestDeltaOneReportsEverything(t *testing.T) {
 func TestDrawAllMatchesDraw(t *testing.T) {
 	p := mustPrivacy(t, 0.2, 1e-6)
 	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
-		s := mustSampling(t, SchemePPSWOR, 0.02, 1, nil)
-		freqs := make([]int64, 5000)
-		zr := newRand(11)
-		for k := range freqs {
-			freqs[k] = int64(math.Floor(math.Pow(1-zr.Float64(), -1.3))) // Zipf-like, heavy tail
-		}
-		got, err := mustTable(t, p, s, m).DrawAll(freqs, newRand(5), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		order := make([]int, len(freqs))
-		for k := range order {
-			order[k] = k
-		}
-		sortStable(order, func(a, b int) bool { return freqs[a] < freqs[b] })
-		tb := mustTable(t, p, s, m)
-		rng := newRand(5)
-		for _, k := range order {
-			want, _ := tb.Draw(freqs[k], rng)
-			if got[k] != want {
-				t.Fatalf("%s: outcome %d (frequency %d): DrawAll %+v, Draw %+v", m, k, freqs[k], got[k], want)
+		t.Run(string(m), func(t *testing.T) {
+			s := mustSampling(t, SchemePPSWOR, 0.02, 1, nil)
+			freqs := make([]int64, 5000)
+			zr := newRand(11)
+			for k := range freqs {
+				freqs[k] = int64(math.Floor(math.Pow(1-zr.Float64(), -1.3))) // Zipf-like, heavy tail
 			}
-		}
-		if _, err := tb.DrawAll([]int64{3, 0}, rng, nil); err == nil {
-			t.Error("DrawAll accepted frequency 0")
-		}
+			got, err := mustTable(t, p, s, m).DrawAll(freqs, newRand(5), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			order := make([]int, len(freqs))
+			for k := range order {
+				order[k] = k
+			}
+			sortStable(order, func(a, b int) bool { return freqs[a] < freqs[b] })
+			tb := mustTable(t, p, s, m)
+			rng := newRand(5)
+			for _, k := range order {
+				want, _ := tb.Draw(freqs[k], rng)
+				if got[k] != want {
+					t.Fatalf("%s: outcome %d (frequency %d): DrawAll %+v, Draw %+v", m, k, freqs[k], got[k], want)
+				}
+			}
+			if _, err := tb.DrawAll([]int64{3, 0}, rng, nil); err == nil {
+				t.Error("DrawAll accepted frequency 0")
+			}
+		})
 	}
 }
 

@@ -1,6 +1,7 @@
 package sanitize
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -36,48 +37,50 @@ func googleKeepProbability(n int64, eps, delta float64) float64 {
 // (empirically, within 6 standard errors).
 func TestAlgorithm3MatchesGooglePartitionSelection(t *testing.T) {
 	for _, pr := range [][2]float64{{0.1, 1e-6}, {0.5, 1e-3}, {1, 1e-5}, {2, 1e-9}, {0.05, 0.01}} {
-		eps, delta := pr[0], pr[1]
-		p := mustPrivacy(t, eps, delta)
-		sel, err := dpagg.NewPreAggSelectPartition(&dpagg.PreAggSelectPartitionOptions{Epsilon: eps, Delta: delta, MaxPartitionsContributed: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		hard, err := sel.GetHardThreshold()
-		if err != nil {
-			t.Fatal(err)
-		}
-		pi := ReportingProbabilities(p, Sampling{Scheme: SchemeNone}, hard+5)
-		firstOne := 0
-		for i, v := range pi {
-			if want := googleKeepProbability(int64(i+1), eps, delta); math.Abs(v-want) > 1e-9 {
-				t.Errorf("eps=%g delta=%g: pi_%d = %.15g, Google %.15g", eps, delta, i+1, v, want)
+		t.Run(fmt.Sprintf("eps=%g,delta=%g", pr[0], pr[1]), func(t *testing.T) {
+			eps, delta := pr[0], pr[1]
+			p := mustPrivacy(t, eps, delta)
+			sel, err := dpagg.NewPreAggSelectPartition(&dpagg.PreAggSelectPartitionOptions{Epsilon: eps, Delta: delta, MaxPartitionsContributed: 1})
+			if err != nil {
+				t.Fatal(err)
 			}
-			if v == 1 && firstOne == 0 {
-				firstOne = i + 1
+			hard, err := sel.GetHardThreshold()
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if firstOne < hard-1 || firstOne > hard+1 {
-			t.Errorf("eps=%g delta=%g: pi reaches 1 at %d, Google's hard threshold is %d", eps, delta, firstOne, hard)
-		}
-		// Empirical keep rate at the frequency where pi is closest to 1/2.
-		mid := 1
-		for i, v := range pi {
-			if math.Abs(v-0.5) < math.Abs(pi[mid-1]-0.5) {
-				mid = i + 1
+			pi := ReportingProbabilities(p, Sampling{Scheme: SchemeNone}, hard+5)
+			firstOne := 0
+			for i, v := range pi {
+				if want := googleKeepProbability(int64(i+1), eps, delta); math.Abs(v-want) > 1e-9 {
+					t.Errorf("eps=%g delta=%g: pi_%d = %.15g, Google %.15g", eps, delta, i+1, v, want)
+				}
+				if v == 1 && firstOne == 0 {
+					firstOne = i + 1
+				}
 			}
-		}
-		const trials = 20000
-		kept := 0
-		for range trials {
-			s, _ := dpagg.NewPreAggSelectPartition(&dpagg.PreAggSelectPartitionOptions{Epsilon: eps, Delta: delta, MaxPartitionsContributed: 1})
-			s.IncrementBy(int64(mid))
-			if ok, _ := s.ShouldKeepPartition(); ok {
-				kept++
+			if firstOne < hard-1 || firstOne > hard+1 {
+				t.Errorf("eps=%g delta=%g: pi reaches 1 at %d, Google's hard threshold is %d", eps, delta, firstOne, hard)
 			}
-		}
-		rate, want := float64(kept)/trials, pi[mid-1]
-		if se := math.Sqrt(want * (1 - want) / trials); math.Abs(rate-want) > 6*se {
-			t.Errorf("eps=%g delta=%g: ShouldKeepPartition kept %.4f of partitions with %d users, pi = %.4f", eps, delta, rate, mid, want)
-		}
+			// Empirical keep rate at the frequency where pi is closest to 1/2.
+			mid := 1
+			for i, v := range pi {
+				if math.Abs(v-0.5) < math.Abs(pi[mid-1]-0.5) {
+					mid = i + 1
+				}
+			}
+			const trials = 20000
+			kept := 0
+			for range trials {
+				s, _ := dpagg.NewPreAggSelectPartition(&dpagg.PreAggSelectPartitionOptions{Epsilon: eps, Delta: delta, MaxPartitionsContributed: 1})
+				s.IncrementBy(int64(mid))
+				if ok, _ := s.ShouldKeepPartition(); ok {
+					kept++
+				}
+			}
+			rate, want := float64(kept)/trials, pi[mid-1]
+			if se := math.Sqrt(want * (1 - want) / trials); math.Abs(rate-want) > 6*se {
+				t.Errorf("eps=%g delta=%g: ShouldKeepPartition kept %.4f of partitions with %d users, pi = %.4f", eps, delta, rate, mid, want)
+			}
+		})
 	}
 }

@@ -1,58 +1,9 @@
 package sanitize
 
 import (
-	"math"
-	"sort"
+	"slices"
 	"testing"
 )
-
-// denseAlgorithm4 is a literal port of the paper's Algorithm 4 (dense, O(n^2)):
-// rows[i][j] = pi_{i,j} for 0 <= j <= i <= n, with row[0] "not reported".
-// It is the reference the sparse implementation is checked against.
-func denseAlgorithm4(eps, delta float64, q func(int64) float64, n int) [][]float64 {
-	ee, ei := math.Exp(eps), math.Exp(-eps)
-	rows := make([][]float64, n+1)
-	rows[0] = []float64{1}
-	piPrev := 0.0
-	for i := 1; i <= n; i++ {
-		prev := rows[i-1]
-		row := make([]float64, i+1)
-		pi := math.Min(q(int64(i)), math.Min(ee*piPrev+delta, 1+ei*(piPrev+delta-1)))
-		row[0] = 1 - pi
-		diff := math.Max(0, ei*prev[0]-row[0])
-		P, C := 0.0, 0.0
-		for j := 1; j <= i-1; j++ {
-			P += prev[j]
-			if v := ei*(P-delta) - C + diff; v > 0 {
-				row[j] = v
-				C += v
-			}
-		}
-		R := pi - C
-		P, C = 0, 0
-		for j := i; j >= 1; j-- {
-			if R <= 0 {
-				break
-			}
-			if j <= i-1 {
-				P += prev[j]
-			}
-			U := ee*P + delta - C
-			add := math.Min(R, U-row[j])
-			row[j] += add
-			R -= add
-			C += row[j]
-		}
-		rows[i] = row
-		piPrev = pi
-	}
-	return rows
-}
-
-// integralDelta returns the delta that makes L(eps, delta) = L exactly.
-func integralDelta(eps float64, L int) float64 {
-	return math.Expm1(eps) / ((math.Exp(eps)+1)*math.Exp(eps*float64(L)) - 2)
-}
 
 func mustPrivacy(t testing.TB, eps, delta float64) Privacy {
 	t.Helper()
@@ -108,7 +59,7 @@ func concordance(a, b Row) float64 {
 			pts = append(pts, pc.Lo, pc.Hi)
 		}
 	}
-	sort.Float64s(pts)
+	slices.Sort(pts)
 	pts = compactFloats(pts)
 	// masses on elementary intervals
 	ma := make([]float64, len(pts))

@@ -2,6 +2,7 @@ package sanitize
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"sync"
 	"testing"
@@ -52,29 +53,31 @@ func TestStationaryShortcutMatchesExplicitRows(t *testing.T) {
 	}
 	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
 		for _, tc := range cases {
-			p := mustPrivacy(t, tc.eps, tc.delta)
-			tb := mustTable(t, p, tc.s, m)
-			s, ok := tb.StationaryFrom()
-			if !ok {
-				t.Fatalf("%s eps=%g delta=%g %s: no stationarity detected", m, tc.eps, tc.delta, tc.s.Scheme)
-			}
-			qc, _ := qConstFrom(tc.s)
-			if s+maxPeriod < qc {
-				t.Errorf("%s eps=%g %s: stationary from %d but q constant only from %d", m, tc.eps, tc.s.Scheme, s, qc)
-			}
-			n := s + 3*int64(len(tb.stationary().rows[0].m)) + 50
-			ex := explicitRows(mustTable(t, p, tc.s, m), n)
-			for i := int64(1); i <= n; i++ {
-				r, err := tb.Row(i)
-				if err != nil {
-					t.Fatal(err)
+			t.Run(fmt.Sprintf("%s,eps=%g,delta=%g,%s", m, tc.eps, tc.delta, tc.s.Scheme), func(t *testing.T) {
+				p := mustPrivacy(t, tc.eps, tc.delta)
+				tb := mustTable(t, p, tc.s, m)
+				s, ok := tb.StationaryFrom()
+				if !ok {
+					t.Fatalf("%s eps=%g delta=%g %s: no stationarity detected", m, tc.eps, tc.delta, tc.s.Scheme)
 				}
-				if !equalRows(r, ex[i-1]) {
-					t.Fatalf("%s eps=%g delta=%g %s: row %d (stationary from %d) differs from the explicit row", m, tc.eps, tc.delta, tc.s.Scheme, i, s)
+				qc, _ := qConstFrom(tc.s)
+				if s+maxPeriod < qc {
+					t.Errorf("%s eps=%g %s: stationary from %d but q constant only from %d", m, tc.eps, tc.s.Scheme, s, qc)
 				}
-			}
-			t.Logf("%s eps=%g delta=%g %s: stationary from %d (q constant from %d), period %d, %d pieces",
-				m, tc.eps, tc.delta, tc.s.Scheme, s, qc, len(tb.stationary().rows), len(ex[n-1].Pieces))
+				n := s + 3*int64(len(tb.stationary().rows[0].m)) + 50
+				ex := explicitRows(mustTable(t, p, tc.s, m), n)
+				for i := int64(1); i <= n; i++ {
+					r, err := tb.Row(i)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !equalRows(r, ex[i-1]) {
+						t.Fatalf("%s eps=%g delta=%g %s: row %d (stationary from %d) differs from the explicit row", m, tc.eps, tc.delta, tc.s.Scheme, i, s)
+					}
+				}
+				t.Logf("%s eps=%g delta=%g %s: stationary from %d (q constant from %d), period %d, %d pieces",
+					m, tc.eps, tc.delta, tc.s.Scheme, s, qc, len(tb.stationary().rows), len(ex[n-1].Pieces))
+			})
 		}
 	}
 }
@@ -83,24 +86,26 @@ func TestStationaryShortcutMatchesExplicitRows(t *testing.T) {
 // shifted, it sums to 1, and it passes the audit against its predecessor.
 func TestHugeFrequency(t *testing.T) {
 	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
-		p := mustPrivacy(t, 0.1, 1e-6)
-		tb := mustTable(t, p, mustSampling(t, SchemePPSWOR, 0.1, 1, nil), m)
-		for _, i := range []int64{1_000_000_000, 123_456_789, MaxFrequency} {
-			r, err := tb.Row(i)
-			if err != nil {
-				t.Fatal(err)
+		t.Run(string(m), func(t *testing.T) {
+			p := mustPrivacy(t, 0.1, 1e-6)
+			tb := mustTable(t, p, mustSampling(t, SchemePPSWOR, 0.1, 1, nil), m)
+			for _, i := range []int64{1_000_000_000, 123_456_789, MaxFrequency} {
+				r, err := tb.Row(i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				prev, _ := tb.Row(i - 1)
+				if up, down := AuditRows(prev, r, p); excessRatio(up, down, p.Delta) > auditTolerance {
+					t.Errorf("%s rows %d/%d fail the audit: %g %g", m, i-1, i, up, down)
+				}
+				if r.Frequency != i || r.Pi != 1 || r.Pieces[len(r.Pieces)-1].Hi != float64(i) {
+					t.Errorf("%s row %d: frequency %d, pi %v, top %v", m, i, r.Frequency, r.Pi, r.Pieces[len(r.Pieces)-1].Hi)
+				}
+				if w := float64(i) - r.Pieces[0].Lo; w > 4*L(p)+4 {
+					t.Errorf("%s row %d: window width %g not O(L)", m, i, w)
+				}
 			}
-			prev, _ := tb.Row(i - 1)
-			if up, down := AuditRows(prev, r, p); excessRatio(up, down, p.Delta) > auditTolerance {
-				t.Errorf("%s rows %d/%d fail the audit: %g %g", m, i-1, i, up, down)
-			}
-			if r.Frequency != i || r.Pi != 1 || r.Pieces[len(r.Pieces)-1].Hi != float64(i) {
-				t.Errorf("%s row %d: frequency %d, pi %v, top %v", m, i, r.Frequency, r.Pi, r.Pieces[len(r.Pieces)-1].Hi)
-			}
-			if w := float64(i) - r.Pieces[0].Lo; w > 4*L(p)+4 {
-				t.Errorf("%s row %d: window width %g not O(L)", m, i, w)
-			}
-		}
+		})
 	}
 }
 
@@ -108,12 +113,14 @@ func TestHugeFrequency(t *testing.T) {
 func TestTableRejectsBadInput(t *testing.T) {
 	tb := mustTable(t, mustPrivacy(t, 1, 1e-6), Sampling{Scheme: SchemeNone}, MethodDiscrete)
 	for _, i := range []int64{0, -1, MaxFrequency + 1} {
-		if _, err := tb.Row(i); !errors.Is(err, ErrFrequency) {
-			t.Errorf("Row(%d): %v", i, err)
-		}
-		if _, err := tb.Draw(i, nil); !errors.Is(err, ErrFrequency) {
-			t.Errorf("Draw(%d): %v", i, err)
-		}
+		t.Run(fmt.Sprintf("i=%d", i), func(t *testing.T) {
+			if _, err := tb.Row(i); !errors.Is(err, ErrFrequency) {
+				t.Errorf("Row(%d): %v", i, err)
+			}
+			if _, err := tb.Draw(i, nil); !errors.Is(err, ErrFrequency) {
+				t.Errorf("Draw(%d): %v", i, err)
+			}
+		})
 	}
 	if err := tb.Rows(5, 4, func(Row) bool { return true }); err == nil {
 		t.Error("Rows(5, 4) accepted")
@@ -140,33 +147,35 @@ func TestRowsMatchesRow(t *testing.T) {
 	p := mustPrivacy(t, 0.5, 1e-4)
 	s := mustSampling(t, SchemePPSWOR, 1e-4, 1, nil) // q < 1 up to ~3.9e5: no shortcut
 	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
-		tb := mustTable(t, p, s, m)
-		n := int64(initialSpacing * (maxCheckpoints + 40)) // forces thinning
-		if testing.Short() {
-			n = 3000
-		}
-		count := int64(0)
-		if err := tb.Rows(1, n, func(Row) bool { count++; return true }); err != nil || count != n {
-			t.Fatalf("Rows(1, %d): %d rows, %v", n, count, err)
-		}
-		if len(tb.cps) > maxCheckpoints+1 {
-			t.Errorf("%d checkpoints kept", len(tb.cps))
-		}
-		for _, from := range []int64{1, 700, n - 5} {
-			var got []Row
-			tb.Rows(from, from+3, func(r Row) bool { got = append(got, r.Clone()); return true })
-			for k, r := range got {
-				want, _ := tb.Row(from + int64(k))
-				if !equalRows(r, want) {
-					t.Fatalf("%s Rows from %d: row %d differs from Row", m, from, r.Frequency)
+		t.Run(string(m), func(t *testing.T) {
+			tb := mustTable(t, p, s, m)
+			n := int64(initialSpacing * (maxCheckpoints + 40)) // forces thinning
+			if testing.Short() {
+				n = 3000
+			}
+			count := int64(0)
+			if err := tb.Rows(1, n, func(Row) bool { count++; return true }); err != nil || count != n {
+				t.Fatalf("Rows(1, %d): %d rows, %v", n, count, err)
+			}
+			if len(tb.cps) > maxCheckpoints+1 {
+				t.Errorf("%d checkpoints kept", len(tb.cps))
+			}
+			for _, from := range []int64{1, 700, n - 5} {
+				var got []Row
+				tb.Rows(from, from+3, func(r Row) bool { got = append(got, r.Clone()); return true })
+				for k, r := range got {
+					want, _ := tb.Row(from + int64(k))
+					if !equalRows(r, want) {
+						t.Fatalf("%s Rows from %d: row %d differs from Row", m, from, r.Frequency)
+					}
 				}
 			}
-		}
-		stopped := 0
-		tb.Rows(10, 20, func(Row) bool { stopped++; return stopped < 3 })
-		if stopped != 3 {
-			t.Errorf("Rows did not stop: %d calls", stopped)
-		}
+			stopped := 0
+			tb.Rows(10, 20, func(Row) bool { stopped++; return stopped < 3 })
+			if stopped != 3 {
+				t.Errorf("Rows did not stop: %d calls", stopped)
+			}
+		})
 	}
 }
 
@@ -204,30 +213,32 @@ func TestConcurrentUse(t *testing.T) {
 func TestBreakPoints(t *testing.T) {
 	p := mustPrivacy(t, 0.4, 1e-5)
 	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
-		tb := mustTable(t, p, mustSampling(t, SchemePPSWOR, 0.02, 1, nil), m)
-		n := int64(400)
-		pts, err := tb.BreakPoints(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		set := map[float64]bool{}
-		for k, x := range pts {
-			if k > 0 && !(x > pts[k-1]) {
-				t.Fatalf("%s: break points not increasing at %d", m, k)
+		t.Run(string(m), func(t *testing.T) {
+			tb := mustTable(t, p, mustSampling(t, SchemePPSWOR, 0.02, 1, nil), m)
+			n := int64(400)
+			pts, err := tb.BreakPoints(n)
+			if err != nil {
+				t.Fatal(err)
 			}
-			set[x] = true
-		}
-		if pts[0] != 0 || pts[len(pts)-1] != float64(n) || len(pts) > 3*int(n)+1 {
-			t.Errorf("%s: %d points from %v to %v", m, len(pts), pts[0], pts[len(pts)-1])
-		}
-		for _, r := range rowsOf(t, tb, n) {
-			for _, pc := range r.Pieces {
-				if !set[pc.Lo] || !set[pc.Hi] {
-					t.Fatalf("%s: row %d piece (%v, %v] not on the global partition", m, r.Frequency, pc.Lo, pc.Hi)
+			set := map[float64]bool{}
+			for k, x := range pts {
+				if k > 0 && !(x > pts[k-1]) {
+					t.Fatalf("%s: break points not increasing at %d", m, k)
+				}
+				set[x] = true
+			}
+			if pts[0] != 0 || pts[len(pts)-1] != float64(n) || len(pts) > 3*int(n)+1 {
+				t.Errorf("%s: %d points from %v to %v", m, len(pts), pts[0], pts[len(pts)-1])
+			}
+			for _, r := range rowsOf(t, tb, n) {
+				for _, pc := range r.Pieces {
+					if !set[pc.Lo] || !set[pc.Hi] {
+						t.Fatalf("%s: row %d piece (%v, %v] not on the global partition", m, r.Frequency, pc.Lo, pc.Hi)
+					}
 				}
 			}
-		}
-		t.Logf("%s: %d global tokens for rows 1..%d", m, len(pts)-1, n)
+			t.Logf("%s: %d global tokens for rows 1..%d", m, len(pts)-1, n)
+		})
 	}
 }
 
@@ -241,15 +252,17 @@ func TestQConstFrom(t *testing.T) {
 		mustSampling(t, SchemePriority, 0.013, 1.3, nil),
 		mustSampling(t, SchemeCustom, 0, 0, []float64{0.1, 0.5, 0.5, 0.5}),
 	} {
-		i0, v := qConstFrom(s)
-		for j := i0; j < i0+2000; j++ {
-			if s.Q(j) != v {
-				t.Fatalf("%s: q_%d = %v, want constant %v from %d", s.Scheme, j, s.Q(j), v, i0)
+		t.Run(fmt.Sprintf("%s,tau=%g,power=%g", s.Scheme, s.Threshold, s.Power), func(t *testing.T) {
+			i0, v := qConstFrom(s)
+			for j := i0; j < i0+2000; j++ {
+				if s.Q(j) != v {
+					t.Fatalf("%s: q_%d = %v, want constant %v from %d", s.Scheme, j, s.Q(j), v, i0)
+				}
 			}
-		}
-		if i0 > 1 && s.Scheme != SchemePPSWOR && s.Q(i0-1) == v {
-			t.Errorf("%s: q already constant at %d", s.Scheme, i0-1)
-		}
+			if i0 > 1 && s.Scheme != SchemePPSWOR && s.Q(i0-1) == v {
+				t.Errorf("%s: q already constant at %d", s.Scheme, i0-1)
+			}
+		})
 	}
 	if i0, _ := qConstFrom(mustSampling(t, SchemePPSWOR, 1e-300, 0.01, nil)); i0 != never {
 		t.Errorf("astronomic constant point should be reported as never, got %d", i0)

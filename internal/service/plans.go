@@ -5,6 +5,7 @@ import (
 
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/planner"
+	"github.com/pwsd/pwsd/internal/planner/plotsvg"
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
 
@@ -37,7 +38,7 @@ func (s *Service) PlotReporting(ctx context.Context, p sanitize.Privacy, smp san
 	if err != nil {
 		return nil, err
 	}
-	return planner.PlotReporting(d)
+	return plotsvg.Reporting(d)
 }
 
 // PlotKind selects an estimator plot.
@@ -64,9 +65,9 @@ func (s *Service) PlotEstimator(ctx context.Context, kind PlotKind, p sanitize.P
 		return nil, err
 	}
 	if kind == PlotBias {
-		return planner.PlotBias(d)
+		return plotsvg.Bias(d)
 	}
-	return planner.PlotVariance(d, normalized)
+	return plotsvg.Variance(d, normalized)
 }
 
 // Plan compares PWS, sampled-SbH and non-private sampling on a synthetic
@@ -86,5 +87,5 @@ func (s *Service) PlotNRMSE(ctx context.Context, req planner.PlanRequest) ([]byt
 	if err != nil {
 		return nil, err
 	}
-	return planner.PlotNRMSE(res)
+	return plotsvg.NRMSE(res)
 }

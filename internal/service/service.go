@@ -1,7 +1,3 @@
-// Package service is pwsd's application layer: it validates requests as
-// domain parameters, runs the sanitizers, estimators and pan-private
-// mechanisms, caches data-independent tables and persists only what may be
-// kept. It knows nothing about HTTP; package api translates for it.
 package service
 
 import (

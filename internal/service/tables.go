@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 
 	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/estimate"
@@ -259,23 +258,10 @@ func estimatorSize(t *sanitize.Table, maxValue float64) int64 {
 }
 
 // estimatorSizeContext is estimatorSize that stops with ctx's error when
-// ctx is cancelled while it looks for the stationary point. It looks only
-// when that can shrink the size (a stationary point s gives 4s + 64 >= 68).
+// ctx is cancelled while it looks for the stationary point
+// (estimate.TableSize, shared with the Beam pipeline).
 func estimatorSizeContext(ctx context.Context, t *sanitize.Table, maxValue float64) (int64, error) {
-	need := int64(math.Ceil(maxValue)) + 1
-	if need > 68 {
-		from, ok, err := t.StationaryFromContext(ctx)
-		if err != nil {
-			return 0, err
-		}
-		if ok && need > 4*from+64 {
-			need = 4*from + 64
-		}
-	}
-	if need < 64 {
-		need = 64
-	}
-	return int64(1) << bits.Len64(uint64(need-1)), nil
+	return estimate.TableSize(ctx, t, maxValue)
 }
 
 // gErr names g when err is a non-finite estimate and g itself overflows

@@ -1,9 +1,3 @@
-// Package store persists what pwsd may keep: data-independent tables,
-// sanitized samples, pan-private stream and counter state, and privacy
-// budgets with their ledger. It never receives raw samples or raw events.
-//
-// Two implementations satisfy Store: Memory (the embedded default) and
-// Postgres. Both pass the same behavioural suite (package storetest).
 package store
 
 import (

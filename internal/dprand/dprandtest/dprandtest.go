@@ -1,6 +1,3 @@
-// Package dprandtest provides deterministic noise sources for tests and
-// reproducible simulations. Nothing here may protect real data: production
-// code uses dprand.SecureLaplace.
 package dprandtest
 
 import (

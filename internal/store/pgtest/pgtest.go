@@ -1,8 +1,3 @@
-// Package pgtest gives tests a real PostgreSQL server: the one named by
-// PWSD_TEST_DATABASE_URL, or else a throwaway cluster started with
-// scripts/pg.sh for the duration of the test binary. Tests are skipped only
-// when neither is possible, and never when PWSD_REQUIRE_POSTGRES is set
-// (as it is in CI).
 package pgtest
 
 import (

@@ -1,6 +1,3 @@
-// Package storetest is the behavioural suite every store.Store
-// implementation passes: the in-memory store and the PostgreSQL store run
-// it from their tests (store_test.go), and a new implementation should too.
 package storetest
 
 import (

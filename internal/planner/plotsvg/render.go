@@ -1,11 +1,12 @@
-package planner
+package plotsvg
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"image/color"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -13,29 +14,9 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/pwsd/pwsd/internal/planner"
 )
-
-// Chart is a line chart ready to be rendered: the planner's plot functions
-// build one from already computed data, and SVG renders it with
-// gonum.org/v1/plot (vgsvg backend, default fonts, no external assets).
-type Chart struct {
-	Title, XLabel, YLabel string
-	LogX, LogY            bool
-	// YMin and YMax fix the vertical range when YMax > YMin; otherwise the
-	// range follows the data.
-	YMin, YMax float64
-	// LegendBottom and LegendRight move the legend from the upper left
-	// corner.
-	LegendBottom, LegendRight bool
-	Curves                    []Curve
-}
-
-// Curve is one labelled line of a chart. X and Y have equal lengths; points
-// that are not finite, or not positive on a log axis, are left out.
-type Curve struct {
-	Label string
-	X, Y  []float64
-}
 
 // Chart size and density.
 const (
@@ -59,14 +40,15 @@ var palette = []color.RGBA{
 	{0, 0, 0, 255},       // black
 }
 
-// SVG renders the chart.
-func (c Chart) SVG() (out []byte, err error) {
+// Render draws the chart as a self-contained SVG document (gonum.org/v1/plot,
+// vgsvg backend, default fonts, no external assets).
+func Render(c planner.Chart) (out []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil { // gonum/plot panics on degenerate input
-			out, err = nil, fmt.Errorf("planner: rendering chart %q: %v", c.Title, r)
+			out, err = nil, fmt.Errorf("plotsvg: rendering chart %q: %v", c.Title, r)
 		}
 	}()
-	p, err := c.plot()
+	p, err := build(c)
 	if err != nil {
 		return nil, err
 	}
@@ -74,13 +56,13 @@ func (c Chart) SVG() (out []byte, err error) {
 	p.Draw(draw.New(canvas))
 	var buf bytes.Buffer
 	if _, err := canvas.WriteTo(&buf); err != nil {
-		return nil, fmt.Errorf("planner: writing svg: %w", err)
+		return nil, fmt.Errorf("plotsvg: writing svg: %w", err)
 	}
 	return buf.Bytes(), nil
 }
 
-// plot builds the gonum plot of the chart.
-func (c Chart) plot() (*plot.Plot, error) {
+// build builds the gonum plot of the chart.
+func build(c planner.Chart) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = c.Title
 	p.X.Label.Text = c.XLabel
@@ -91,7 +73,7 @@ func (c Chart) plot() (*plot.Plot, error) {
 
 	var xs, ys []float64
 	for k, cv := range c.Curves {
-		pts := c.points(cv)
+		pts := points(c, cv)
 		if len(pts) == 0 {
 			continue
 		}
@@ -102,7 +84,7 @@ func (c Chart) plot() (*plot.Plot, error) {
 		col := palette[k%len(palette)]
 		line, err := plotter.NewLine(pts)
 		if err != nil {
-			return nil, fmt.Errorf("planner: chart curve %q: %w", cv.Label, err)
+			return nil, fmt.Errorf("plotsvg: chart curve %q: %w", cv.Label, err)
 		}
 		line.Color = col
 		line.Width = vg.Points(1.5)
@@ -113,7 +95,7 @@ func (c Chart) plot() (*plot.Plot, error) {
 		if len(pts) <= markerPoints {
 			sc, err := plotter.NewScatter(pts)
 			if err != nil {
-				return nil, fmt.Errorf("planner: chart curve %q: %w", cv.Label, err)
+				return nil, fmt.Errorf("plotsvg: chart curve %q: %w", cv.Label, err)
 			}
 			sc.Color = col
 			sc.Shape = draw.CircleGlyph{}
@@ -129,8 +111,8 @@ func (c Chart) plot() (*plot.Plot, error) {
 	return p, nil
 }
 
-// points returns the drawable points of a curve, thinned.
-func (c Chart) points(cv Curve) plotter.XYs {
+// points returns the drawable points of a curve of c, thinned.
+func points(c planner.Chart, cv planner.Curve) plotter.XYs {
 	n := min(len(cv.X), len(cv.Y))
 	pts := make(plotter.XYs, 0, n)
 	for j := 0; j < n; j++ {
@@ -152,7 +134,7 @@ func thin(pts plotter.XYs, limit int, logX bool) plotter.XYs {
 	if len(pts) <= limit {
 		return pts
 	}
-	sorted := sort.SliceIsSorted(pts, func(a, b int) bool { return pts[a].X < pts[b].X })
+	sorted := slices.IsSortedFunc(pts, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
 	out := make(plotter.XYs, 0, limit)
 	if !sorted || !logX {
 		for k := 0; k < limit; k++ {
@@ -164,7 +146,7 @@ func thin(pts plotter.XYs, limit int, logX bool) plotter.XYs {
 	last := -1
 	for k := 0; k < limit; k++ {
 		x := math.Exp(lo + (hi-lo)*float64(k)/float64(limit-1))
-		j := sort.Search(len(pts), func(j int) bool { return pts[j].X >= x })
+		j, _ := slices.BinarySearchFunc(pts, x, func(p plotter.XY, x float64) int { return cmp.Compare(p.X, x) })
 		j = min(j, len(pts)-1)
 		if j > last {
 			out = append(out, pts[j])

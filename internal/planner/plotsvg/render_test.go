@@ -1,4 +1,4 @@
-package planner
+package plotsvg
 
 import (
 	"bytes"
@@ -15,8 +15,18 @@ import (
 	"gonum.org/v1/plot/plotter"
 
 	"github.com/pwsd/pwsd/internal/estimate"
+	"github.com/pwsd/pwsd/internal/planner"
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
+
+func mustPrivacy(t *testing.T, eps, delta float64) sanitize.Privacy {
+	t.Helper()
+	p, err := sanitize.NewPrivacy(eps, delta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
 
 // checkSVG parses b as XML and checks it is a self-contained SVG document
 // with drawn paths and (when text is set) that text appears in it.
@@ -68,44 +78,50 @@ func checkSVG(t *testing.T, b []byte, text ...string) {
 // checks each is a well-formed, self-contained SVG with paths and legend.
 func TestPlotsAreValidSVG(t *testing.T) {
 	p := mustPrivacy(t, 0.5, 1e-4)
-	s := mustSampling(t, sanitize.SchemePPSWOR, 0.05, 1, nil)
-	rep, err := Reporting(p, s, 200, true)
+	s, err := sanitize.NewSampling(sanitize.SchemePPSWOR, 0.05, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	svg, err := PlotReporting(rep)
+	rep, err := planner.Reporting(p, s, 200, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg, err := Reporting(rep)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkSVG(t, svg, "PWS", "sampled-SbH", "non-private")
 
-	est, err := Estimators(p, s, sanitize.MethodMaxSeparation, identity, estimate.MLE, 150, true)
+	est, err := planner.Estimators(p, s, sanitize.MethodMaxSeparation, estimate.G{Kind: estimate.GIdentity}, estimate.MLE, 150, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	svg, err = PlotBias(est)
+	svg, err = Bias(est)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkSVG(t, svg, "PWS (MLE)", "sampled-SbH")
 	for _, norm := range []bool{true, false} {
-		if svg, err = PlotVariance(est, norm); err != nil {
+		if svg, err = Variance(est, norm); err != nil {
 			t.Fatal(err)
 		}
 		checkSVG(t, svg, "non-private")
 	}
 
-	res := mustPlan(t, PlanRequest{Epsilon: 0.5, Delta: 1e-4, Scheme: "priority", Threshold: 0.01, Distribution: "uniform", A: 1, B: 50,
+	res, err := planner.Plan(context.Background(), planner.PlanRequest{Epsilon: 0.5, Delta: 1e-4, Scheme: "priority", Threshold: 0.01, Distribution: "uniform", A: 1, B: 50,
 		Sweep: true, SweepPoints: 4})
-	if svg, err = PlotNRMSE(res); err != nil {
+	if err != nil {
+		t.Fatal(err)
+	}
+	if svg, err = NRMSE(res); err != nil {
 		t.Fatal(err)
 	}
 	checkSVG(t, svg, "NRMSE")
-	if svg, err = PlotReportedFraction(res); err != nil {
+	if svg, err = ReportedFraction(res); err != nil {
 		t.Fatal(err)
 	}
 	checkSVG(t, svg)
-	if _, err := PlotNRMSE(&PlanResult{}); err == nil {
+	if _, err := NRMSE(&planner.PlanResult{}); err == nil {
 		t.Fatal("a plan without sweep was plotted")
 	}
 }
@@ -113,17 +129,19 @@ func TestPlotsAreValidSVG(t *testing.T) {
 // TestChartDegenerateData checks that empty data, non-positive values on
 // log axes, NaN and constant curves still render (no gonum panic).
 func TestChartDegenerateData(t *testing.T) {
-	for _, c := range []Chart{
+	for _, c := range []planner.Chart{
 		{Title: "empty", LogX: true, LogY: true},
-		{Title: "nonpositive", LogY: true, Curves: []Curve{{Label: "zero", X: []float64{1, 2}, Y: []float64{0, -1}}}},
-		{Title: "nan", Curves: []Curve{{Label: "nan", X: []float64{1, 2, 3}, Y: []float64{math.NaN(), 1, math.Inf(1)}}}},
-		{Title: "constant", LogX: true, LogY: true, Curves: []Curve{{Label: "c", X: []float64{5, 5}, Y: []float64{2, 2}}}},
+		{Title: "nonpositive", LogY: true, Curves: []planner.Curve{{Label: "zero", X: []float64{1, 2}, Y: []float64{0, -1}}}},
+		{Title: "nan", Curves: []planner.Curve{{Label: "nan", X: []float64{1, 2, 3}, Y: []float64{math.NaN(), 1, math.Inf(1)}}}},
+		{Title: "constant", LogX: true, LogY: true, Curves: []planner.Curve{{Label: "c", X: []float64{5, 5}, Y: []float64{2, 2}}}},
 	} {
-		svg, err := c.SVG()
-		if err != nil {
-			t.Fatalf("%s: %v", c.Title, err)
-		}
-		checkSVG(t, svg, c.Title)
+		t.Run(c.Title, func(t *testing.T) {
+			svg, err := Render(c)
+			if err != nil {
+				t.Fatalf("%s: %v", c.Title, err)
+			}
+			checkSVG(t, svg, c.Title)
+		})
 	}
 }
 
@@ -146,59 +164,27 @@ func TestThinKeepsEndsAndBound(t *testing.T) {
 	}
 }
 
-// TestCurveFrequencies checks the frequencies curves are evaluated at: all
-// of 1..n for small n, increasing and ending at n otherwise, and that the
-// data match the underlying tables.
-func TestCurveFrequencies(t *testing.T) {
-	if f := plotFrequencies(7); len(f) != 7 || f[0] != 1 || f[6] != 7 {
-		t.Fatalf("plotFrequencies(7) = %v", f)
-	}
-	f := plotFrequencies(1 << 20)
-	if len(f) > curvePoints+1 || f[0] != 1 || f[len(f)-1] != 1<<20 {
-		t.Fatalf("plotFrequencies: %d points ending at %d", len(f), f[len(f)-1])
-	}
-	for j := 1; j < len(f); j++ {
-		if f[j] <= f[j-1] {
-			t.Fatal("plotFrequencies not increasing")
-		}
-	}
-	p := mustPrivacy(t, 1, 1e-3)
-	s := mustSampling(t, sanitize.SchemePriority, 0.01, 1, nil)
-	d, err := Reporting(p, s, 5000, true)
+// TestSaveToWritesFigure checks that the file writer used by WriteFigures
+// renders a figure chart into dir/name as a self-contained SVG carrying the
+// chart's title.
+func TestSaveToWritesFigure(t *testing.T) {
+	p := mustPrivacy(t, 0.1, 0.01)
+	d, err := planner.Reporting(p, sanitize.Sampling{Scheme: sanitize.SchemeNone}, 100, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pi := sanitize.ReportingProbabilities(p, s, 5000)
-	b := mustSbH(t, p, s)
-	for k, i := range d.Frequencies {
-		if d.PWS[k] != pi[i-1] || d.Q[k] != s.Q(i) || d.SbH[k] != b.Reporting(i) {
-			t.Fatalf("reporting data at %d do not match the tables", i)
-		}
-	}
-	if _, err := Reporting(p, s, 0, false); err == nil {
-		t.Fatal("max_frequency 0 accepted")
-	}
-}
-
-// TestFigure1Output runs the Figure 1 step and checks its files and the
-// numbers it prints.
-func TestFigure1Output(t *testing.T) {
+	c := planner.ReportingChart(d)
+	c.Title = "Figure 1a: reporting probability"
 	dir := t.TempDir()
-	var out bytes.Buffer
-	f := &figures{ctx: context.Background(), dir: dir, w: &out}
-	if err := f.figure1(); err != nil {
+	if err := SaveTo(dir)("fig1a.svg", c); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"fig1a.svg", "fig1b.svg"} {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkSVG(t, b, "Figure 1")
+	b, err := os.ReadFile(filepath.Join(dir, "fig1a.svg"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, want := range []string{"eps=0.1 delta=0.01: L=17.83", "ours [2.000, 17.177]", "i=1: 2.000 (2i=2)", "PWS reaches 1 at i=37"} {
-		if !strings.Contains(out.String(), want) {
-			t.Fatalf("output lacks %q:\n%s", want, out.String())
-		}
+	checkSVG(t, b, "Figure 1")
+	if err := SaveTo(filepath.Join(dir, "missing"))("x.svg", c); err == nil {
+		t.Fatal("writing into a missing directory succeeded")
 	}
 }

@@ -1,0 +1,57 @@
+package estimate_test
+
+import (
+	"fmt"
+
+	"github.com/pwsd/pwsd/internal/estimate"
+	"github.com/pwsd/pwsd/internal/sanitize"
+)
+
+// A sum over a tiny sanitized sample: each released token is mapped to its
+// per-token estimate, and the sum comes with a standard error, a 95%
+// interval and a reliability statement. Tokens are not frequencies: a key
+// of frequency i is released about L(eps, delta) = 6.14 below i here, and the
+// MLE moves it back; the sum is the sum of the per-token estimates.
+func ExampleSumWithError() {
+	p, _ := sanitize.NewPrivacy(1, 1e-3)
+	tb, _ := sanitize.NewTable(p, sanitize.Sampling{Scheme: sanitize.SchemeNone}, sanitize.MethodDiscrete)
+	identity, err := estimate.Build(tb, estimate.Spec{MaxFrequency: 300, G: estimate.G{Kind: estimate.GIdentity}, Estimator: estimate.MLE})
+	if err != nil {
+		panic(err)
+	}
+	count, _ := estimate.Build(tb, estimate.Spec{MaxFrequency: 300, G: estimate.G{Kind: estimate.GCount}, Estimator: estimate.MLE})
+
+	// Three keys were released with these sanitized tokens.
+	var keys []estimate.ReportedKey
+	for _, v := range []float64{40, 95, 180} {
+		a, _ := identity.Estimate(v)
+		f, _ := estimate.MLEFrequency(identity, count, v)
+		fmt.Printf("token %g: estimate %.2f\n", v, a)
+		keys = append(keys, estimate.ReportedKey{Value: v, Frequency: f})
+	}
+	sum, _ := estimate.SumWithError(identity, keys, 0.95)
+	fmt.Printf("sum %.2f ± %.2f (95%%: [%.2f, %.2f]), reliable: %v\n",
+		sum.Estimate, sum.StandardError, sum.Interval.Lower, sum.Interval.Upper, sum.Reliability.Reliable)
+	// Output:
+	// token 40: estimate 46.00
+	// token 95: estimate 101.00
+	// token 180: estimate 186.00
+	// sum 333.00 ± 2.41 (95%: [328.28, 337.72]), reliable: true
+}
+
+// Stats gives the exact error of one key's estimate at a true frequency:
+// what a planner needs before any data is seen. A light key is almost never
+// reported, so its estimate is biased towards 0; a heavy one is estimated
+// nearly without bias.
+func ExampleTable_Stats() {
+	p, _ := sanitize.NewPrivacy(1, 1e-3)
+	tb, _ := sanitize.NewTable(p, sanitize.Sampling{Scheme: sanitize.SchemeNone}, sanitize.MethodDiscrete)
+	identity, _ := estimate.Build(tb, estimate.Spec{MaxFrequency: 300, G: estimate.G{Kind: estimate.GIdentity}, Estimator: estimate.MLE})
+	for _, i := range []int64{3, 100} {
+		st, _ := identity.Stats(i)
+		fmt.Printf("i=%d: reported with probability %.4f, expected estimate %.2f, bias %.2f, variance %.2f\n", i, st.Reported, st.Expected, st.Bias, st.Variance)
+	}
+	// Output:
+	// i=3: reported with probability 0.0111, expected estimate 0.12, bias -2.88, variance 1.20
+	// i=100: reported with probability 1.0000, expected estimate 99.80, bias -0.20, variance 1.93
+}

@@ -1,0 +1,33 @@
+package plotsvg
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/pwsd/pwsd/internal/planner"
+)
+
+// WriteFigures regenerates the paper's figures (planner.Figures), writes
+// each as an SVG file into dir (which must exist) and prints to w the
+// numbers the paper quotes next to ours.
+func WriteFigures(ctx context.Context, dir string, w io.Writer) error {
+	return planner.Figures(ctx, w, SaveTo(dir))
+}
+
+// SaveTo returns a function that renders a chart and writes it as the file
+// name in dir; planner.Figures calls it once per figure.
+func SaveTo(dir string) func(name string, c planner.Chart) error {
+	return func(name string, c planner.Chart) error {
+		svg, err := Render(c)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), svg, 0o644); err != nil {
+			return fmt.Errorf("plotsvg: writing figure: %w", err)
+		}
+		return nil
+	}
+}
