@@ -53,6 +53,8 @@ type builder struct {
 	prev       []sanitize.Piece // previous row, for trackShift
 	prevPi     float64
 	prevSet    bool
+	prevM      []float64 // trackShiftDense: previous row's dense masses on cells prevLo+1..
+	prevLo     int64
 
 	err error
 }

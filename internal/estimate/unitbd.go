@@ -181,12 +181,18 @@ func (u *unitBD) advance(upTo int64) error {
 				}
 			}
 		} else {
+			// a = min of (g - sa) / S over the rows with mass on the
+			// token. The quotient is formed only when it can win: with
+			// S > 0, FMA(-a, S, d) < 0 exactly when d/S < a, and a
+			// quotient d/S >= a rounds to a value >= a, so skipping the
+			// others changes nothing.
 			a = math.Inf(1)
 			for _, r := range act {
 				if k := j - 1 - r.lo; k >= 0 {
 					if m := r.m[k]; m > 0 {
-						if v := (r.g - r.sa) / r.s[k]; v < a {
-							a = v
+						d, s := r.g-r.sa, r.s[k]
+						if math.FMA(-a, s, d) < 0 {
+							a = min(a, d/s)
 						}
 					}
 				}
@@ -271,13 +277,26 @@ func (u *unitBD) addDense(i int64, pi, lof float64, m []float64) error {
 		}
 	}
 	r.s[w] = tail
-	for k := w - 1; k >= 0; k-- {
-		v := m[k]
-		if !(v > 0) {
-			v = 0
+	if u.est == MLE { // the MLE reads no suffix sums
+		for k, v := range m[:w] {
+			if !(v > 0) {
+				v = 0
+			}
+			r.m[k] = v
 		}
-		r.m[k] = v
-		r.s[k] = r.s[k+1] + v
+	} else {
+		// The running sum stays in a register (no store-to-load round
+		// trip through r.s): the same additions in the same order.
+		acc := tail
+		for k := w - 1; k >= 0; k-- {
+			v := m[k]
+			if !(v > 0) {
+				v = 0
+			}
+			r.m[k] = v
+			acc += v
+			r.s[k] = acc
+		}
 	}
 	r.freq, r.lo, r.g, r.pi, r.sa = i, lo, u.g.at(i), pi, 0
 	r.gOverPi = 0
@@ -325,7 +344,41 @@ func buildUnit(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
 		return !u.done
 	}
 	last := min(spec.MaxFrequency+maxLookahead, sanitize.MaxFrequency)
-	if e := src.Rows(1, last, fn); e != nil {
+	if us, ok := src.(unitSource); ok && float64(last) < denseShiftLimit {
+		// Dense rows: no pieces are built or parsed. The checks and the
+		// shift tracking are the ones above on the row's positive cells.
+		dense := func(i int64, pi, lof float64, m []float64) bool {
+			if err = b.cancelled(i, len(m)); err != nil {
+				return false
+			}
+			if !(pi >= 0 && pi <= 1+1e-9) {
+				err = errors.New("estimate: row reporting probability must lie in [0, 1]")
+				return false
+			}
+			sum := 0.0
+			for _, v := range m {
+				if v > 0 {
+					sum += v
+				}
+			}
+			if math.Abs(sum-pi) > 1e-9 {
+				err = errors.New("estimate: row pieces do not sum to the reporting probability")
+				return false
+			}
+			if float64(int64(lof)) != lof {
+				err = errNotUnit
+				return false
+			}
+			b.trackShiftDense(i, pi, int64(lof), m)
+			if err = u.addDense(i, pi, lof, m); err != nil {
+				return false
+			}
+			return !u.done
+		}
+		if e := us.UnitRows(1, last, dense); e != nil {
+			return nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
+		}
+	} else if e := src.Rows(1, last, fn); e != nil {
 		return nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
 	}
 	if err != nil {
