@@ -194,7 +194,7 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 			}
 			return !(mle.done && ubd.done)
 		}
-		if e := us.UnitRows(1, last, dense); e != nil {
+		if e := pipeUnitRows(us, 1, last, dense); e != nil {
 			return nil, nil, nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
 		}
 	} else if e := src.Rows(1, last, fn); e != nil {

@@ -59,6 +59,7 @@ type unitBD struct {
 	lastLo    int64 // largest row support start read
 	pos       int64 // tokens 1..pos are final
 	last      float64
+	pending   bool      // biased-down: rows' sa still lack last times their mass on token pos
 	bounds    []float64 // keepBelow, keepBelow+1, ..., pos (once pos > keepBelow)
 	a         []float64
 	done      bool
@@ -182,17 +183,30 @@ func (u *unitBD) advance(upTo int64) error {
 			}
 		} else {
 			// a = min of (g - sa) / S over the rows with mass on the
-			// token. The quotient is formed only when it can win: with
-			// S > 0, FMA(-a, S, d) < 0 exactly when d/S < a, and a
-			// quotient d/S >= a rounds to a value >= a, so skipping the
-			// others changes nothing.
+			// token, in one pass that first adds the previous token's
+			// a_{j-1} m_{i,j-1} to each row's sa (deferred from the
+			// previous token: the same additions in the same order; a row
+			// retired meanwhile no longer needs its sa). The quotient is
+			// formed only when it can win: with S > 0, FMA(-a, S, d) < 0
+			// exactly when d/S < a, and a quotient d/S >= a rounds to a
+			// value >= a, so skipping the others changes nothing.
 			a = math.Inf(1)
+			pend, hasPend := u.last, u.pending
 			for _, r := range act {
-				if k := j - 1 - r.lo; k >= 0 {
-					if m := r.m[k]; m > 0 {
-						d, s := r.g-r.sa, r.s[k]
-						if math.FMA(-a, s, d) < 0 {
-							a = min(a, d/s)
+				k := j - 1 - r.lo
+				if k < 0 {
+					continue
+				}
+				if hasPend && k >= 1 {
+					if m := r.m[k-1]; m > 0 {
+						r.sa += pend * m
+					}
+				}
+				if m := r.m[k]; m > 0 {
+					d, s := r.g-r.sa, r.s[k]
+					if math.FMA(-a, s, d) < 0 {
+						if v := d / s; v < a {
+							a = v
 						}
 					}
 				}
@@ -200,13 +214,7 @@ func (u *unitBD) advance(upTo int64) error {
 			if math.IsInf(a, 1) {
 				a = u.last
 			}
-			for _, r := range act {
-				if k := j - 1 - r.lo; k >= 0 {
-					if m := r.m[k]; m > 0 {
-						r.sa += a * m
-					}
-				}
-			}
+			u.pending = true
 		}
 		u.last = a
 		if j > u.keepBelow {
@@ -375,7 +383,7 @@ func buildUnit(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
 			}
 			return !u.done
 		}
-		if e := us.UnitRows(1, last, dense); e != nil {
+		if e := pipeUnitRows(us, 1, last, dense); e != nil {
 			return nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
 		}
 	} else if e := src.Rows(1, last, fn); e != nil {
