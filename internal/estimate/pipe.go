@@ -80,6 +80,18 @@ func pipeUnitRows(us unitSource, from, to int64, fn func(i int64, pi, lo float64
 			full <- b
 		}
 	}()
+	drained := false
+	defer func() {
+		if !drained { // fn panicked: let the producer finish and exit
+			stop.Store(true)
+			go func() {
+				for b := range full {
+					free <- b
+				}
+				<-errc
+			}()
+		}
+	}()
 	stopped := false
 	for b := range full {
 		start := 0
@@ -92,5 +104,6 @@ func pipeUnitRows(us unitSource, from, to int64, fn func(i int64, pi, lo float64
 		}
 		free <- b
 	}
+	drained = true
 	return <-errc
 }
