@@ -42,7 +42,13 @@ type builder struct {
 	finalPos float64 // estimates are final for tokens up to here
 
 	mass, rem []float64 // per-token scratch, one entry per active row
-	cellStart int       // unbiased: first token of the open unit cell
+	// saPending: (fused biased-down) the active rows' sa still lack
+	// lastA * lastM for the last finalised token.
+	saPending bool
+	// stepwise selects processToken over processTokenFused for MLE and
+	// biased-down (the reference the tests compare the fused loop with).
+	stepwise  bool
+	cellStart int // unbiased: first token of the open unit cell
 
 	statFrom   int64
 	statOK     bool
@@ -99,6 +105,14 @@ func (b *builder) cancelled(freq int64, pieces int) error {
 	return nil
 }
 
+// context returns the builder's context (Background when it has none).
+func (b *builder) context() context.Context {
+	if b.ctx == nil {
+		return context.Background()
+	}
+	return b.ctx
+}
+
 func (b *builder) run(src RowSource) error {
 	fn := func(row sanitize.Row) bool {
 		if b.err = b.cancelled(row.Frequency, len(row.Pieces)); b.err != nil {
@@ -122,7 +136,7 @@ func (b *builder) run(src RowSource) error {
 			return errors.New("estimate: row supports do not move past the max frequency")
 		}
 		to := from + chunk
-		if err := src.Rows(from, to, fn); err != nil {
+		if err := pipeRows(b.context(), src, from, to, fn); err != nil {
 			return fmt.Errorf("estimate: reading sanitizer rows: %w", err)
 		}
 		if b.err != nil {
@@ -306,7 +320,11 @@ func (b *builder) advance() error {
 		if t > nTol || (!b.exhausted && t > b.lastLo+tol(t)) {
 			break
 		}
-		if err := b.processToken(t); err != nil {
+		process := b.processTokenFused
+		if b.stepwise || b.spec.Estimator == Unbiased {
+			process = b.processToken
+		}
+		if err := process(t); err != nil {
 			return err
 		}
 		b.ph++

@@ -27,7 +27,8 @@ type RowOutcome struct {
 // Build(src, Spec{MaxFrequency: n, G: g, ...}).Tokens and .Estimate give
 // for any n >= to, without building those tables:
 //
-//   - the rows are read once, from row 1, by one call to src.Rows;
+//   - the rows are read once, from row 1, by one call to src.Rows (on a
+//     second goroutine, so that the sanitizer and the estimators overlap);
 //   - the biased-down estimates (eq. 41, a recursion over every token below)
 //     come from a lean streaming pass that keeps no per-frequency statistics
 //     and stores only the tokens from the band below on;
@@ -194,10 +195,10 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 			}
 			return !(mle.done && ubd.done)
 		}
-		if e := pipeUnitRows(us, 1, last, dense); e != nil {
+		if e := pipeUnitRows(ctx, us, 1, last, dense); e != nil {
 			return nil, nil, nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
 		}
-	} else if e := src.Rows(1, last, fn); e != nil {
+	} else if e := pipeRows(ctx, src, 1, last, fn); e != nil {
 		return nil, nil, nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
 	}
 	if err != nil {

@@ -383,7 +383,7 @@ func buildUnit(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
 			}
 			return !u.done
 		}
-		if e := pipeUnitRows(us, 1, last, dense); e != nil {
+		if e := pipeUnitRows(ctx, us, 1, last, dense); e != nil {
 			return nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
 		}
 	} else if e := src.Rows(1, last, fn); e != nil {

@@ -22,6 +22,7 @@ type rowState struct {
 	sa      float64   // sum_{h<j} a_h pi_{i,h} over finalised tokens
 	cell    float64   // unbiased: mass in the open unit cell
 	sabs    float64   // unbiased: sum_{h<j} |a_h| pi_{i,h}, the cancellation in E_i
+	lastM   float64   // fused biased-down: mass on the last token, not yet in sa
 }
 
 // advance returns the row's probability of token (pos, t] and its mass above
