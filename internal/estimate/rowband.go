@@ -168,14 +168,21 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 		// Dense rows: the unit builder needs no pieces; only the band
 		// rows are converted for the MLE builder and the answer.
 		var buf []sanitize.Piece
-		dense := func(i int64, pi, lo float64, m []float64) bool {
-			if err = ubd.cancelled(i, len(m)); err != nil {
+		dense := func(it *unitItem) bool {
+			i, pi, lo, m := it.i, it.pi, it.lo, it.raw
+			if err = ubd.cancelled(i, it.cells); err != nil {
 				return false
 			}
 			if !ubd.done {
-				if err = ubd.addDense(i, pi, lo, m); err != nil {
+				if it.err != nil {
+					err = it.err
 					return false
 				}
+				if err = ubd.link(it.r); err != nil {
+					return false
+				}
+			} else if it.r != nil {
+				ubd.pool = append(ubd.pool, it.r)
 			}
 			if i < bandStart {
 				return true
@@ -195,7 +202,7 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 			}
 			return !(mle.done && ubd.done)
 		}
-		if e := pipeUnitRows(ctx, us, 1, last, dense); e != nil {
+		if e := ubd.pipeDense(ctx, us, 1, last, bandStart, nil, dense); e != nil {
 			return nil, nil, nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
 		}
 	} else if e := pipeRows(ctx, src, 1, last, fn); e != nil {

@@ -258,15 +258,6 @@ func (u *unitBD) addDense(i int64, pi, lof float64, m []float64) error {
 	if i != u.next {
 		return errors.New("estimate: row source delivered rows out of order")
 	}
-	u.next++
-	lo := int64(lof)
-	for len(m) > 0 && !(m[0] > 0) { // pieces start at the first positive mass
-		m, lo = m[1:], lo+1
-	}
-	if float64(int64(lof)) != lof || len(m) == 0 || lo+int64(len(m)) != i || !(m[len(m)-1] > 0) || lo < u.pos {
-		return errNotUnit
-	}
-	w := int(max(min(i, u.n+1)-lo, 0))
 	var r *unitRow
 	if k := len(u.pool); k > 0 {
 		r = u.pool[k-1]
@@ -274,6 +265,26 @@ func (u *unitBD) addDense(i int64, pi, lof float64, m []float64) error {
 	} else {
 		r = &unitRow{}
 	}
+	if err := u.prepDense(r, i, pi, lof, m); err != nil {
+		u.next++
+		u.pool = append(u.pool, r)
+		return err
+	}
+	return u.link(r)
+}
+
+// prepDense fills r with dense row i (see addDense). It reads only u's
+// fixed parameters (n, est, g), so it may run on another goroutine than
+// the one that links the rows.
+func (u *unitBD) prepDense(r *unitRow, i int64, pi, lof float64, m []float64) error {
+	lo := int64(lof)
+	for len(m) > 0 && !(m[0] > 0) { // pieces start at the first positive mass
+		m, lo = m[1:], lo+1
+	}
+	if float64(int64(lof)) != lof || len(m) == 0 || lo+int64(len(m)) != i || !(m[len(m)-1] > 0) {
+		return errNotUnit
+	}
+	w := int(max(min(i, u.n+1)-lo, 0))
 	if cap(r.m) < w || cap(r.s) < w+1 {
 		r.m, r.s = make([]float64, w, w+w/4+8), make([]float64, w+1, w+w/4+9)
 	}
@@ -311,8 +322,22 @@ func (u *unitBD) addDense(i int64, pi, lof float64, m []float64) error {
 	if pi > 0 {
 		r.gOverPi = r.g / pi
 	}
+	return nil
+}
+
+// link takes the prepared next row and finalises every token it makes
+// final.
+func (u *unitBD) link(r *unitRow) error {
+	if r.freq != u.next {
+		return errors.New("estimate: row source delivered rows out of order")
+	}
+	u.next++
+	if r.lo < u.pos {
+		u.pool = append(u.pool, r)
+		return errNotUnit
+	}
 	u.rows = append(u.rows, r)
-	u.lastLo = max(u.lastLo, lo)
+	u.lastLo = max(u.lastLo, r.lo)
 	return u.advance(u.lastLo)
 }
 
@@ -355,13 +380,9 @@ func buildUnit(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
 	if us, ok := src.(unitSource); ok && float64(last) < denseShiftLimit {
 		// Dense rows: no pieces are built or parsed. The checks and the
 		// shift tracking are the ones above on the row's positive cells.
-		dense := func(i int64, pi, lof float64, m []float64) bool {
-			if err = b.cancelled(i, len(m)); err != nil {
-				return false
-			}
+		pre := func(i int64, pi, lof float64, m []float64) error {
 			if !(pi >= 0 && pi <= 1+1e-9) {
-				err = errors.New("estimate: row reporting probability must lie in [0, 1]")
-				return false
+				return errors.New("estimate: row reporting probability must lie in [0, 1]")
 			}
 			sum := 0.0
 			for _, v := range m {
@@ -370,20 +391,28 @@ func buildUnit(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
 				}
 			}
 			if math.Abs(sum-pi) > 1e-9 {
-				err = errors.New("estimate: row pieces do not sum to the reporting probability")
-				return false
+				return errors.New("estimate: row pieces do not sum to the reporting probability")
 			}
 			if float64(int64(lof)) != lof {
-				err = errNotUnit
+				return errNotUnit
+			}
+			b.trackShiftDense(i, pi, int64(lof), m) // on the row goroutine only
+			return nil
+		}
+		dense := func(it *unitItem) bool {
+			if err = b.cancelled(it.i, it.cells); err != nil {
 				return false
 			}
-			b.trackShiftDense(i, pi, int64(lof), m)
-			if err = u.addDense(i, pi, lof, m); err != nil {
+			if it.err != nil {
+				err = it.err
+				return false
+			}
+			if err = u.link(it.r); err != nil {
 				return false
 			}
 			return !u.done
 		}
-		if e := pipeUnitRows(ctx, us, 1, last, dense); e != nil {
+		if e := u.pipeDense(ctx, us, 1, last, math.MaxInt64, pre, dense); e != nil {
 			return nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
 		}
 	} else if e := src.Rows(1, last, fn); e != nil {
