@@ -42,6 +42,7 @@ type builder struct {
 	finalPos float64 // estimates are final for tokens up to here
 
 	mass, rem []float64 // per-token scratch, one entry per active row
+	densBuf   []float64 // addRow's scratch for the pieces' densities
 	// saPending: (fused biased-down) the active rows' sa still lack
 	// lastA * lastM for the last finalised token.
 	saPending bool
@@ -114,11 +115,11 @@ func (b *builder) context() context.Context {
 }
 
 func (b *builder) run(src RowSource) error {
-	fn := func(row sanitize.Row) bool {
+	fn := func(row sanitize.Row, dens []float64, cerr error) bool {
 		if b.err = b.cancelled(row.Frequency, len(row.Pieces)); b.err != nil {
 			return false
 		}
-		if b.err = b.addRow(row); b.err != nil {
+		if b.err = b.addChecked(row, dens, cerr); b.err != nil {
 			return false
 		}
 		if b.err = b.advance(); b.err != nil {
@@ -174,10 +175,18 @@ func (b *builder) run(src RowSource) error {
 }
 
 func (b *builder) addRow(row sanitize.Row) error {
-	if row.Frequency != b.nextFreq {
-		return errors.New("estimate: row source delivered rows out of order")
+	err := checkRow(row)
+	if err == nil {
+		b.densBuf = appendDens(b.densBuf[:0], row.Pieces)
 	}
-	b.nextFreq++
+	return b.addChecked(row, b.densBuf, err)
+}
+
+// checkRow returns the error of a row that is not a sanitizer row (bad
+// reporting probability, pieces out of order or outside (0, frequency],
+// not summing to Pi). It depends on the row only, so it may run on the
+// goroutine that computes the rows (pipeRows).
+func checkRow(row sanitize.Row) error {
 	if !(row.Pi >= 0 && row.Pi <= 1+1e-9) {
 		return errors.New("estimate: row reporting probability must lie in [0, 1]")
 	}
@@ -197,10 +206,30 @@ func (b *builder) addRow(row sanitize.Row) error {
 	if math.Abs(sum-row.Pi) > 1e-9 {
 		return errors.New("estimate: row pieces do not sum to the reporting probability")
 	}
+	return nil
+}
+
+// appendDens appends the densities P / (Hi - Lo) of pieces to dst.
+func appendDens(dst []float64, pieces []sanitize.Piece) []float64 {
+	for _, p := range pieces {
+		dst = append(dst, p.P/(p.Hi-p.Lo))
+	}
+	return dst
+}
+
+// addChecked adds the next row, checked by checkRow (with error cerr) and
+// with its pieces' densities dens (appendDens).
+func (b *builder) addChecked(row sanitize.Row, dens []float64, cerr error) error {
+	if row.Frequency != b.nextFreq {
+		return errors.New("estimate: row source delivered rows out of order")
+	}
+	b.nextFreq++
+	if cerr != nil {
+		return cerr
+	}
 	if !b.lean { // lean builders have no tail
 		b.trackShift(row)
 	}
-
 	r := b.newRow()
 	r.freq = row.Frequency
 	r.pi = row.Pi
@@ -221,8 +250,8 @@ func (b *builder) addRow(row sanitize.Row) error {
 		keep--
 		tail += row.Pieces[keep].P
 	}
-	for _, p := range row.Pieces[:keep] {
-		dens := p.P / (p.Hi - p.Lo)
+	for k, p := range row.Pieces[:keep] {
+		dens := dens[k]
 		switch {
 		case p.Hi == p.Lo: // an empty piece with a rounding crumb of mass
 			dropped += p.P
@@ -253,8 +282,10 @@ func (b *builder) addRow(row sanitize.Row) error {
 	keep = len(r.pieces)
 	r.suffix = append(r.suffix, make([]float64, keep+1)...)
 	r.suffix[keep] = tail
+	acc := tail // in a register: the same additions in the same order
 	for k := keep - 1; k >= 0; k-- {
-		r.suffix[k] = r.suffix[k+1] + r.pieces[k].P
+		acc += r.pieces[k].P
+		r.suffix[k] = acc
 	}
 	b.buf = append(b.buf, r)
 	b.mergeEndpoints(r.pieces)

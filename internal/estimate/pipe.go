@@ -23,30 +23,39 @@ const pipeBatchCells = 1 << 16
 const pipeBatches = 4
 
 // pieceBatch holds rows as pieces: row k is rows[k] with its pieces
-// pieces[end[k-1]:end[k]].
+// pieces[end[k-1]:end[k]], their densities dens[end[k-1]:end[k]] and the
+// row's check error errs[k].
 type pieceBatch struct {
 	rows   []sanitize.Row
+	errs   []error
 	end    []int
 	pieces []sanitize.Piece
+	dens   []float64
 }
 
 func (b *pieceBatch) reset() {
 	clear(b.rows)
-	b.rows, b.end, b.pieces = b.rows[:0], b.end[:0], b.pieces[:0]
+	clear(b.errs)
+	b.rows, b.errs, b.end, b.pieces, b.dens = b.rows[:0], b.errs[:0], b.end[:0], b.pieces[:0], b.dens[:0]
 }
 
-// pipeRows is src.Rows(from, to, fn) with the rows computed on another
-// goroutine, so that computing the sanitizer rows and consuming them (the
-// estimator passes) overlap on two cores: fn gets the same rows in the
-// same order in the caller's goroutine, so the results are those of the
-// direct call. Rows past the one where fn returns false may be computed (a
-// few batches) but are not delivered. The row goroutine stops at the next
-// row once ctx is cancelled, and pipeRows then returns ctx's error. With
-// one available core it is the direct call. The Row passed to fn is only
-// valid during the call.
-func pipeRows(ctx context.Context, src RowSource, from, to int64, fn func(sanitize.Row) bool) error {
+// pipeRows is src.Rows(from, to, ...) with the rows computed, checked
+// (checkRow) and their pieces' densities formed (appendDens) on another
+// goroutine, so that the sanitizer rows and the estimator passes overlap on
+// two cores: fn gets the same rows in the same order in the caller's
+// goroutine with the densities and the check's error, so the results are
+// those of the direct calls. Rows past the one where fn returns false may
+// be computed (a few batches) but are not delivered. The row goroutine
+// stops at the next row once ctx is cancelled, and pipeRows then returns
+// ctx's error. With one available core it runs in the caller's goroutine.
+// The Row and densities passed to fn are only valid during the call.
+func pipeRows(ctx context.Context, src RowSource, from, to int64, fn func(row sanitize.Row, dens []float64, cerr error) bool) error {
 	if runtime.GOMAXPROCS(0) < 2 {
-		return src.Rows(from, to, fn)
+		var dens []float64
+		return src.Rows(from, to, func(r sanitize.Row) bool {
+			dens = appendDens(dens[:0], r.Pieces)
+			return fn(r, dens, checkRow(r))
+		})
 	}
 	free := make(chan *pieceBatch, pipeBatches)
 	full := make(chan *pieceBatch, pipeBatches)
@@ -74,7 +83,9 @@ func pipeRows(ctx context.Context, src RowSource, from, to int64, fn func(saniti
 				cancelled.Store(true)
 				return false
 			}
+			b.errs = append(b.errs, checkRow(r))
 			b.pieces = append(b.pieces, r.Pieces...)
+			b.dens = appendDens(b.dens, r.Pieces)
 			b.end = append(b.end, len(b.pieces))
 			r.Pieces = nil
 			b.rows = append(b.rows, r)
@@ -107,7 +118,7 @@ func pipeRows(ctx context.Context, src RowSource, from, to int64, fn func(saniti
 		for k := 0; k < len(b.rows) && !stopped; k++ {
 			r := b.rows[k]
 			r.Pieces = b.pieces[start:b.end[k]:b.end[k]]
-			if !fn(r) {
+			if !fn(r, b.dens[start:b.end[k]:b.end[k]], b.errs[k]) {
 				stopped = true
 				stop.Store(true)
 			}
@@ -134,6 +145,12 @@ type unitItem struct {
 	r      *unitRow  // the row prepared by prepDense, nil when err is set
 	err    error     // the row's pre or prepDense error
 	raw    []float64 // the dense masses as given, for i >= rawFrom; valid during fn
+	// Shift tracking done by pre on the row goroutine (buildUnit): the
+	// tracker's shiftSince after this row, and its pattern when this row
+	// set it (nil otherwise).
+	shiftSince int64
+	pattern    []sanitize.Piece
+	patternPi  float64
 }
 
 // unitBatch carries prepared rows to the builder and, on the way back,
@@ -145,22 +162,25 @@ type unitBatch struct {
 }
 
 // pipeDense reads the dense rows from..to of us, runs pre (the checks that
-// need only the row; nil for none) and u.prepDense on each, and calls fn
+// need only the rows, in row order; nil for none) and u.prepDense on each,
+// and calls fn
 // with the rows in order in the caller's goroutine until fn returns false.
 // fn links it.r (u.link) or gives it back (u.pool). With two or more
 // cores, reading and preparing run on a second goroutine, so that the
 // sanitizer rows and their preparation overlap the estimator's token
 // loop; the results are the same (prepDense depends on u's fixed
-// parameters only, pre on the rows only). A pre error stops the rows
+// parameters only, pre on the rows only; pre may run on rows past the one
+// where fn stops, so it must not change state fn's caller reads, only
+// record in the item what the caller applies). A pre error stops the rows
 // after that row. Cancelling ctx stops the rows at the next one and
 // pipeDense then returns ctx's error.
 func (u *unitBD) pipeDense(ctx context.Context, us unitSource, from, to, rawFrom int64,
-	pre func(i int64, pi, lo float64, m []float64) error, fn func(it *unitItem) bool) error {
+	pre func(it *unitItem, m []float64) error, fn func(it *unitItem) bool) error {
 	// prepare fills it; it reports false when pre failed.
 	prepare := func(it *unitItem, spare *[]*unitRow, i int64, pi, lo float64, m []float64) bool {
 		*it = unitItem{i: i, pi: pi, lo: lo, cells: len(m)}
 		if pre != nil {
-			it.err = pre(i, pi, lo, m)
+			it.err = pre(it, m)
 		}
 		if it.err != nil {
 			return false

@@ -132,6 +132,15 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 	}
 	var rows []sanitize.Row
 	var err error
+	feedChecked := func(b *builder, row sanitize.Row, dens []float64, cerr error) error {
+		if b.done {
+			return nil
+		}
+		if err := b.addChecked(row, dens, cerr); err != nil {
+			return err
+		}
+		return b.advance()
+	}
 	feed := func(b *builder, row sanitize.Row) error {
 		if b.done {
 			return nil
@@ -141,11 +150,11 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 		}
 		return b.advance()
 	}
-	fn := func(row sanitize.Row) bool {
+	fn := func(row sanitize.Row, dens []float64, cerr error) bool {
 		if err = bd.cancelled(row.Frequency, len(row.Pieces)); err != nil {
 			return false
 		}
-		if err = feed(bd, row); err != nil {
+		if err = feedChecked(bd, row, dens, cerr); err != nil {
 			return false
 		}
 		if ubd != nil && !ubd.done {
@@ -154,7 +163,7 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 			}
 		}
 		if row.Frequency >= bandStart {
-			if err = feed(mle, row); err != nil {
+			if err = feedChecked(mle, row, dens, cerr); err != nil {
 				return false
 			}
 		}

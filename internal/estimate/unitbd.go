@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
@@ -380,8 +381,13 @@ func buildUnit(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
 	if us, ok := src.(unitSource); ok && float64(last) < denseShiftLimit {
 		// Dense rows: no pieces are built or parsed. The checks and the
 		// shift tracking are the ones above on the row's positive cells.
-		pre := func(i int64, pi, lof float64, m []float64) error {
-			if !(pi >= 0 && pi <= 1+1e-9) {
+		// The row goroutine checks the rows and tracks shifted copies
+		// with its own tracker (it may read rows past the last one the
+		// build takes); each row carries the tracker's state after it,
+		// which the build adopts row by row.
+		tr := &builder{}
+		pre := func(it *unitItem, m []float64) error {
+			if !(it.pi >= 0 && it.pi <= 1+1e-9) {
 				return errors.New("estimate: row reporting probability must lie in [0, 1]")
 			}
 			sum := 0.0
@@ -390,13 +396,18 @@ func buildUnit(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
 					sum += v
 				}
 			}
-			if math.Abs(sum-pi) > 1e-9 {
+			if math.Abs(sum-it.pi) > 1e-9 {
 				return errors.New("estimate: row pieces do not sum to the reporting probability")
 			}
-			if float64(int64(lof)) != lof {
+			if float64(int64(it.lo)) != it.lo {
 				return errNotUnit
 			}
-			b.trackShiftDense(i, pi, int64(lof), m) // on the row goroutine only
+			before := tr.shiftSince
+			tr.trackShiftDense(it.i, it.pi, int64(it.lo), m)
+			it.shiftSince = tr.shiftSince
+			if tr.shiftSince != 0 && before == 0 {
+				it.pattern, it.patternPi = slices.Clone(tr.pattern), tr.patternPi
+			}
 			return nil
 		}
 		dense := func(it *unitItem) bool {
@@ -406,6 +417,10 @@ func buildUnit(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
 			if it.err != nil {
 				err = it.err
 				return false
+			}
+			b.shiftSince = it.shiftSince
+			if it.pattern != nil {
+				b.pattern, b.patternPi = it.pattern, it.patternPi
 			}
 			if err = u.link(it.r); err != nil {
 				return false
