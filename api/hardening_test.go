@@ -43,7 +43,7 @@ func wantField(t *testing.T, r response, status int, field string) {
 func TestSmallEpsilonRefusedUpFront(t *testing.T) {
 	ts := newServer(t, nil)
 	for _, tc := range []struct{ name, method, path, body, field string }{
-		{"frequencies eps 1e-3", "GET", "/v1/tables/frequencies?epsilon=1e-3&delta=1e-6&scheme=none&method=discrete&frequency=1", "", "epsilon"},
+		{"frequencies eps 1e-4", "GET", "/v1/tables/frequencies?epsilon=1e-4&delta=1e-6&scheme=none&method=discrete&frequency=1", "", "epsilon"},
 		{"frequencies eps 1e-6 delta 1e-300", "GET", "/v1/tables/frequencies?epsilon=1e-6&delta=1e-300&frequency=1", "", "epsilon"},
 		{"estimators", "GET", "/v1/tables/estimators?epsilon=1e-3&delta=1e-6&max_frequency=10", "", "epsilon"},
 		{"sample", "POST", "/v1/samples", `{"privacy":{"epsilon":1e-3,"delta":1e-6},"sampling":{"scheme":"none"},"elements":[{"key":"a","frequency":1000000}]}`, "privacy.epsilon"},

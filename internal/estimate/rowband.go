@@ -27,7 +27,8 @@ type RowOutcome struct {
 // Build(src, Spec{MaxFrequency: n, G: g, ...}).Tokens and .Estimate give
 // for any n >= to, without building those tables:
 //
-//   - the rows are read once, from row 1, by one call to src.Rows;
+//   - the rows are read once, from row 1, by one call to src.Rows (on a
+//     second goroutine, so that the sanitizer and the estimators overlap);
 //   - the biased-down estimates (eq. 41, a recursion over every token below)
 //     come from a lean streaming pass that keeps no per-frequency statistics
 //     and stores only the tokens from the band below on;
@@ -131,6 +132,15 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 	}
 	var rows []sanitize.Row
 	var err error
+	feedChecked := func(b *builder, row sanitize.Row, dens []float64, cerr error) error {
+		if b.done {
+			return nil
+		}
+		if err := b.addChecked(row, dens, cerr); err != nil {
+			return err
+		}
+		return b.advance()
+	}
 	feed := func(b *builder, row sanitize.Row) error {
 		if b.done {
 			return nil
@@ -140,11 +150,11 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 		}
 		return b.advance()
 	}
-	fn := func(row sanitize.Row) bool {
+	fn := func(row sanitize.Row, dens []float64, cerr error) bool {
 		if err = bd.cancelled(row.Frequency, len(row.Pieces)); err != nil {
 			return false
 		}
-		if err = feed(bd, row); err != nil {
+		if err = feedChecked(bd, row, dens, cerr); err != nil {
 			return false
 		}
 		if ubd != nil && !ubd.done {
@@ -153,7 +163,7 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 			}
 		}
 		if row.Frequency >= bandStart {
-			if err = feed(mle, row); err != nil {
+			if err = feedChecked(mle, row, dens, cerr); err != nil {
 				return false
 			}
 		}
@@ -167,14 +177,21 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 		// Dense rows: the unit builder needs no pieces; only the band
 		// rows are converted for the MLE builder and the answer.
 		var buf []sanitize.Piece
-		dense := func(i int64, pi, lo float64, m []float64) bool {
-			if err = ubd.cancelled(i, len(m)); err != nil {
+		dense := func(it *unitItem) bool {
+			i, pi, lo, m := it.i, it.pi, it.lo, it.raw
+			if err = ubd.cancelled(i, it.cells); err != nil {
 				return false
 			}
 			if !ubd.done {
-				if err = ubd.addDense(i, pi, lo, m); err != nil {
+				if it.err != nil {
+					err = it.err
 					return false
 				}
+				if err = ubd.link(it.r); err != nil {
+					return false
+				}
+			} else if it.r != nil {
+				ubd.pool = append(ubd.pool, it.r)
 			}
 			if i < bandStart {
 				return true
@@ -194,10 +211,10 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 			}
 			return !(mle.done && ubd.done)
 		}
-		if e := us.UnitRows(1, last, dense); e != nil {
+		if e := ubd.pipeDense(ctx, us, 1, last, bandStart, nil, dense); e != nil {
 			return nil, nil, nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
 		}
-	} else if e := src.Rows(1, last, fn); e != nil {
+	} else if e := pipeRows(ctx, src, 1, last, fn); e != nil {
 		return nil, nil, nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
 	}
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
@@ -59,6 +60,7 @@ type unitBD struct {
 	lastLo    int64 // largest row support start read
 	pos       int64 // tokens 1..pos are final
 	last      float64
+	pending   bool      // biased-down: rows' sa still lack last times their mass on token pos
 	bounds    []float64 // keepBelow, keepBelow+1, ..., pos (once pos > keepBelow)
 	a         []float64
 	done      bool
@@ -181,11 +183,30 @@ func (u *unitBD) advance(upTo int64) error {
 				}
 			}
 		} else {
+			// a = min of (g - sa) / S over the rows with mass on the
+			// token, in one pass that first adds the previous token's
+			// a_{j-1} m_{i,j-1} to each row's sa (deferred from the
+			// previous token: the same additions in the same order; a row
+			// retired meanwhile no longer needs its sa). The quotient is
+			// formed only when it can win: with S > 0, FMA(-a, S, d) < 0
+			// exactly when d/S < a, and a quotient d/S >= a rounds to a
+			// value >= a, so skipping the others changes nothing.
 			a = math.Inf(1)
+			pend, hasPend := u.last, u.pending
 			for _, r := range act {
-				if k := j - 1 - r.lo; k >= 0 {
-					if m := r.m[k]; m > 0 {
-						if v := (r.g - r.sa) / r.s[k]; v < a {
+				k := j - 1 - r.lo
+				if k < 0 {
+					continue
+				}
+				if hasPend && k >= 1 {
+					if m := r.m[k-1]; m > 0 {
+						r.sa += pend * m
+					}
+				}
+				if m := r.m[k]; m > 0 {
+					d, s := r.g-r.sa, r.s[k]
+					if math.FMA(-a, s, d) < 0 {
+						if v := d / s; v < a {
 							a = v
 						}
 					}
@@ -194,13 +215,7 @@ func (u *unitBD) advance(upTo int64) error {
 			if math.IsInf(a, 1) {
 				a = u.last
 			}
-			for _, r := range act {
-				if k := j - 1 - r.lo; k >= 0 {
-					if m := r.m[k]; m > 0 {
-						r.sa += a * m
-					}
-				}
-			}
+			u.pending = true
 		}
 		u.last = a
 		if j > u.keepBelow {
@@ -244,15 +259,6 @@ func (u *unitBD) addDense(i int64, pi, lof float64, m []float64) error {
 	if i != u.next {
 		return errors.New("estimate: row source delivered rows out of order")
 	}
-	u.next++
-	lo := int64(lof)
-	for len(m) > 0 && !(m[0] > 0) { // pieces start at the first positive mass
-		m, lo = m[1:], lo+1
-	}
-	if float64(int64(lof)) != lof || len(m) == 0 || lo+int64(len(m)) != i || !(m[len(m)-1] > 0) || lo < u.pos {
-		return errNotUnit
-	}
-	w := int(max(min(i, u.n+1)-lo, 0))
 	var r *unitRow
 	if k := len(u.pool); k > 0 {
 		r = u.pool[k-1]
@@ -260,6 +266,26 @@ func (u *unitBD) addDense(i int64, pi, lof float64, m []float64) error {
 	} else {
 		r = &unitRow{}
 	}
+	if err := u.prepDense(r, i, pi, lof, m); err != nil {
+		u.next++
+		u.pool = append(u.pool, r)
+		return err
+	}
+	return u.link(r)
+}
+
+// prepDense fills r with dense row i (see addDense). It reads only u's
+// fixed parameters (n, est, g), so it may run on another goroutine than
+// the one that links the rows.
+func (u *unitBD) prepDense(r *unitRow, i int64, pi, lof float64, m []float64) error {
+	lo := int64(lof)
+	for len(m) > 0 && !(m[0] > 0) { // pieces start at the first positive mass
+		m, lo = m[1:], lo+1
+	}
+	if float64(int64(lof)) != lof || len(m) == 0 || lo+int64(len(m)) != i || !(m[len(m)-1] > 0) {
+		return errNotUnit
+	}
+	w := int(max(min(i, u.n+1)-lo, 0))
 	if cap(r.m) < w || cap(r.s) < w+1 {
 		r.m, r.s = make([]float64, w, w+w/4+8), make([]float64, w+1, w+w/4+9)
 	}
@@ -271,21 +297,48 @@ func (u *unitBD) addDense(i int64, pi, lof float64, m []float64) error {
 		}
 	}
 	r.s[w] = tail
-	for k := w - 1; k >= 0; k-- {
-		v := m[k]
-		if !(v > 0) {
-			v = 0
+	if u.est == MLE { // the MLE reads no suffix sums
+		for k, v := range m[:w] {
+			if !(v > 0) {
+				v = 0
+			}
+			r.m[k] = v
 		}
-		r.m[k] = v
-		r.s[k] = r.s[k+1] + v
+	} else {
+		// The running sum stays in a register (no store-to-load round
+		// trip through r.s): the same additions in the same order.
+		acc := tail
+		for k := w - 1; k >= 0; k-- {
+			v := m[k]
+			if !(v > 0) {
+				v = 0
+			}
+			r.m[k] = v
+			acc += v
+			r.s[k] = acc
+		}
 	}
 	r.freq, r.lo, r.g, r.pi, r.sa = i, lo, u.g.at(i), pi, 0
 	r.gOverPi = 0
 	if pi > 0 {
 		r.gOverPi = r.g / pi
 	}
+	return nil
+}
+
+// link takes the prepared next row and finalises every token it makes
+// final.
+func (u *unitBD) link(r *unitRow) error {
+	if r.freq != u.next {
+		return errors.New("estimate: row source delivered rows out of order")
+	}
+	u.next++
+	if r.lo < u.pos {
+		u.pool = append(u.pool, r)
+		return errNotUnit
+	}
 	u.rows = append(u.rows, r)
-	u.lastLo = max(u.lastLo, lo)
+	u.lastLo = max(u.lastLo, r.lo)
 	return u.advance(u.lastLo)
 }
 
@@ -325,7 +378,59 @@ func buildUnit(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
 		return !u.done
 	}
 	last := min(spec.MaxFrequency+maxLookahead, sanitize.MaxFrequency)
-	if e := src.Rows(1, last, fn); e != nil {
+	if us, ok := src.(unitSource); ok && float64(last) < denseShiftLimit {
+		// Dense rows: no pieces are built or parsed. The checks and the
+		// shift tracking are the ones above on the row's positive cells.
+		// The row goroutine checks the rows and tracks shifted copies
+		// with its own tracker (it may read rows past the last one the
+		// build takes); each row carries the tracker's state after it,
+		// which the build adopts row by row.
+		tr := &builder{}
+		pre := func(it *unitItem, m []float64) error {
+			if !(it.pi >= 0 && it.pi <= 1+1e-9) {
+				return errors.New("estimate: row reporting probability must lie in [0, 1]")
+			}
+			sum := 0.0
+			for _, v := range m {
+				if v > 0 {
+					sum += v
+				}
+			}
+			if math.Abs(sum-it.pi) > 1e-9 {
+				return errors.New("estimate: row pieces do not sum to the reporting probability")
+			}
+			if float64(int64(it.lo)) != it.lo {
+				return errNotUnit
+			}
+			before := tr.shiftSince
+			tr.trackShiftDense(it.i, it.pi, int64(it.lo), m)
+			it.shiftSince = tr.shiftSince
+			if tr.shiftSince != 0 && before == 0 {
+				it.pattern, it.patternPi = slices.Clone(tr.pattern), tr.patternPi
+			}
+			return nil
+		}
+		dense := func(it *unitItem) bool {
+			if err = b.cancelled(it.i, it.cells); err != nil {
+				return false
+			}
+			if it.err != nil {
+				err = it.err
+				return false
+			}
+			b.shiftSince = it.shiftSince
+			if it.pattern != nil {
+				b.pattern, b.patternPi = it.pattern, it.patternPi
+			}
+			if err = u.link(it.r); err != nil {
+				return false
+			}
+			return !u.done
+		}
+		if e := u.pipeDense(ctx, us, 1, last, math.MaxInt64, pre, dense); e != nil {
+			return nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
+		}
+	} else if e := src.Rows(1, last, fn); e != nil {
 		return nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
 	}
 	if err != nil {

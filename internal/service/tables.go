@@ -52,7 +52,8 @@ type FrequencyRow struct {
 
 // FrequencyRows returns rows from..to of the frequency sanitizer, cached.
 func (s *Service) FrequencyRows(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, m sanitize.Method, from, to int64) ([]FrequencyRow, error) {
-	if err := s.checkWork(p, smp, to-from+1, to, 2, "epsilon", "frequency"); err != nil {
+	work := func(rows, top int64) (float64, float64) { return FrequencyRowsWork(p, smp, rows, top) }
+	if err := s.checkWorkOf(work, to-from+1, to, "epsilon", "frequency"); err != nil {
 		return nil, err
 	}
 	key := s.tableKey("rows", p, smp, m, rangePart(from, to))

@@ -1,0 +1,372 @@
+package estimate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/pwsd/pwsd/internal/sanitize"
+)
+
+type builder struct {
+	spec Spec
+	n    int64
+	nf   float64
+	t    *Table
+	ctx  context.Context // nil: never cancelled
+
+	// lean builders keep no per-frequency statistics (and no per-row token
+	// masses), and store tokens only from the moment row keepFrom has been
+	// read (0: all): t.A[0] is then token dropped+1 and t.Bounds[0] its
+	// lower end. lastA is the estimate of the last finalised token.
+	lean     bool
+	keepFrom int64
+	dropped  int
+	lastA    float64
+
+	buf  []*rowState
+	head int
+	pool []*rowState
+
+	nextFreq  int64
+	lastLo    float64
+	exhausted bool
+	done      bool
+
+	pending []float64 // break points not yet finalised: pending[ph:], ascending
+	ph      int
+
+	pos      float64
+	finalPos float64 // estimates are final for tokens up to here
+
+	mass, rem []float64 // per-token scratch, one entry per active row
+	densBuf   []float64 // addRow's scratch for the pieces' densities
+	// saPending: (fused biased-down) the active rows' sa still lack
+	// lastA * lastM for the last finalised token.
+	saPending bool
+	// stepwise selects processToken over processTokenFused for MLE and
+	// biased-down (the reference the tests compare the fused loop with).
+	stepwise  bool
+	cellStart int // unbiased: first token of the open unit cell
+
+	statFrom   int64
+	statOK     bool
+	shiftSince int64            // rows shiftSince.. (read so far) are shifted copies; 0 = none
+	pattern    []sanitize.Piece // row shiftSince relative to shiftSince
+	patternPi  float64
+	patternSet bool
+	prev       []sanitize.Piece // previous row, for trackShift
+	prevPi     float64
+	prevSet    bool
+	prevM      []float64 // trackShiftDense: previous row's dense masses on cells prevLo+1..
+	prevLo     int64
+
+	err error
+}
+
+func newBuilder(spec Spec) *builder {
+	n := spec.MaxFrequency
+	capTokens := n + 1
+	if capTokens > 1<<20 {
+		capTokens = 1 << 20 // grow beyond by append; Algorithm 5 has up to 3n tokens
+	}
+	t := &Table{
+		G:            spec.G,
+		Estimator:    spec.Estimator,
+		MaxFrequency: n,
+		Bounds:       make([]float64, 1, capTokens+1),
+		A:            make([]float64, 0, capTokens),
+		Frequencies:  make([]FrequencyStats, n),
+	}
+	return &builder{spec: spec, n: n, nf: float64(n), t: t, nextFreq: 1}
+}
+
+// ctxEvery is how many rows a builder reads between two checks of its
+// context (a few milliseconds of work at most).
+const ctxEvery = 1024
+
+// ctxWide is the row width from which every row, and every ctxTokens-th
+// token, checks the context (wide rows make each row and token costly).
+const (
+	ctxWide   = 256
+	ctxTokens = 256
+)
+
+// cancelled reports the builder's context error, checked every ctxEvery rows
+// and on every row of at least ctxWide pieces.
+func (b *builder) cancelled(freq int64, pieces int) error {
+	if b.ctx == nil || (freq%ctxEvery != 0 && pieces < ctxWide) {
+		return nil
+	}
+	if err := b.ctx.Err(); err != nil {
+		return fmt.Errorf("estimate: %w", err)
+	}
+	return nil
+}
+
+// context returns the builder's context (Background when it has none).
+func (b *builder) context() context.Context {
+	if b.ctx == nil {
+		return context.Background()
+	}
+	return b.ctx
+}
+
+func (b *builder) run(src RowSource) error {
+	fn := func(row sanitize.Row, dens []float64, cerr error) bool {
+		if b.err = b.cancelled(row.Frequency, len(row.Pieces)); b.err != nil {
+			return false
+		}
+		if b.err = b.addChecked(row, dens, cerr); b.err != nil {
+			return false
+		}
+		if b.err = b.advance(); b.err != nil {
+			return false
+		}
+		return !b.done
+	}
+	chunk := b.n
+	if chunk < 4096 {
+		chunk = 4096
+	}
+	from := int64(1)
+	for !b.done {
+		if from > b.n+maxLookahead {
+			return errors.New("estimate: row supports do not move past the max frequency")
+		}
+		to := from + chunk
+		if err := pipeRows(b.context(), src, from, to, fn); err != nil {
+			return fmt.Errorf("estimate: reading sanitizer rows: %w", err)
+		}
+		if b.err != nil {
+			return b.err
+		}
+		if b.done {
+			break
+		}
+		if b.nextFreq <= to { // the source has no more rows
+			b.exhausted = true
+			if err := b.advance(); err != nil {
+				return err
+			}
+			break
+		}
+		from = to + 1
+	}
+	if !b.done || b.nextFreq <= b.n {
+		return errors.New("estimate: the sanitizer table ended before the max frequency")
+	}
+	// Every row up to n has its top at or below n, hence is finished.
+	for b.head < len(b.buf) && b.buf[b.head].freq <= b.n {
+		r := b.buf[b.head]
+		if r.top > b.finalPos+tol(b.finalPos) {
+			return errors.New("estimate: internal error: a row ends beyond the last final token")
+		}
+		b.retireHead()
+	}
+	for _, a := range b.t.A {
+		if math.IsNaN(a) || math.IsInf(a, 0) {
+			return ErrNotFinite
+		}
+	}
+	return nil
+}
+
+func (b *builder) addRow(row sanitize.Row) error {
+	err := checkRow(row)
+	if err == nil {
+		b.densBuf = appendDens(b.densBuf[:0], row.Pieces)
+	}
+	return b.addChecked(row, b.densBuf, err)
+}
+
+// checkRow returns the error of a row that is not a sanitizer row (bad
+// reporting probability, pieces out of order or outside (0, frequency],
+// not summing to Pi). It depends on the row only, so it may run on the
+// goroutine that computes the rows (pipeRows).
+func checkRow(row sanitize.Row) error {
+	if !(row.Pi >= 0 && row.Pi <= 1+1e-9) {
+		return errors.New("estimate: row reporting probability must lie in [0, 1]")
+	}
+	fi := float64(row.Frequency)
+	sum := 0.0
+	prevHi := 0.0
+	for _, p := range row.Pieces {
+		if !(p.Lo >= prevHi-tol(prevHi)) || !(p.Hi >= p.Lo) || p.Hi > fi+tol(fi) || !(p.P > 0) || math.IsInf(p.P, 0) {
+			return errors.New("estimate: row pieces must be sorted, disjoint, inside (0, frequency] and carry positive probability")
+		}
+		if p.Hi == p.Lo && p.P > droppedTol {
+			return errors.New("estimate: a row has an empty piece with probability")
+		}
+		prevHi = p.Hi
+		sum += p.P
+	}
+	if math.Abs(sum-row.Pi) > 1e-9 {
+		return errors.New("estimate: row pieces do not sum to the reporting probability")
+	}
+	return nil
+}
+
+// appendDens appends the densities P / (Hi - Lo) of pieces to dst.
+func appendDens(dst []float64, pieces []sanitize.Piece) []float64 {
+	for _, p := range pieces {
+		dst = append(dst, p.P/(p.Hi-p.Lo))
+	}
+	return dst
+}
+
+// addChecked adds the next row, checked by checkRow (with error cerr) and
+// with its pieces' densities dens (appendDens).
+func (b *builder) addChecked(row sanitize.Row, dens []float64, cerr error) error {
+	if row.Frequency != b.nextFreq {
+		return errors.New("estimate: row source delivered rows out of order")
+	}
+	b.nextFreq++
+	if cerr != nil {
+		return cerr
+	}
+	if !b.lean { // lean builders have no tail
+		b.trackShift(row)
+	}
+	r := b.newRow()
+	r.freq = row.Frequency
+	r.pi = row.Pi
+	r.g = b.spec.G.at(row.Frequency)
+	if row.Pi > 0 {
+		r.gOverPi = r.g / row.Pi
+	}
+	// Tokens up to pos are final. Supports never move down (exactly), but
+	// rounding can leave crumbs (say 1e-20) below an earlier row's support:
+	// drop mass below pos when it is negligible, fail otherwise.
+	lim := b.pos + tol(b.pos)
+	dropped := 0.0
+	// Pieces above n+1 never meet a token (tokens end at n): keep only
+	// their total mass, summed from the top exactly as the suffix sums
+	// below would, so that a row far above n costs O(n - lo), not O(L).
+	tail, keep := 0.0, len(row.Pieces)
+	for keep > 0 && row.Pieces[keep-1].Lo > b.nf+1 {
+		keep--
+		tail += row.Pieces[keep].P
+	}
+	for k, p := range row.Pieces[:keep] {
+		dens := dens[k]
+		switch {
+		case p.Hi == p.Lo: // an empty piece with a rounding crumb of mass
+			dropped += p.P
+			continue
+		case p.Hi <= lim:
+			dropped += p.P
+			continue
+		case p.Lo < b.pos-tol(b.pos):
+			dropped += dens * (b.pos - p.Lo)
+			p = sanitize.Piece{Lo: b.pos, Hi: p.Hi, P: dens * (p.Hi - b.pos)}
+		}
+		r.pieces = append(r.pieces, p)
+		r.dens = append(r.dens, dens)
+	}
+	if dropped > droppedTol {
+		return errors.New("estimate: a row puts mass below the support of an earlier row")
+	}
+	r.lo = b.lastLo
+	switch {
+	case len(r.pieces) > 0:
+		r.lo = r.pieces[0].Lo
+		b.lastLo = math.Max(b.lastLo, r.lo)
+		r.top = r.pieces[len(r.pieces)-1].Hi
+	case keep < len(row.Pieces): // every piece lies above n+1
+		r.lo = row.Pieces[keep].Lo
+		b.lastLo = math.Max(b.lastLo, r.lo)
+	}
+	keep = len(r.pieces)
+	r.suffix = append(r.suffix, make([]float64, keep+1)...)
+	r.suffix[keep] = tail
+	acc := tail // in a register: the same additions in the same order
+	for k := keep - 1; k >= 0; k-- {
+		acc += r.pieces[k].P
+		r.suffix[k] = acc
+	}
+	b.buf = append(b.buf, r)
+	b.mergeEndpoints(r.pieces)
+	return nil
+}
+
+// droppedTol is the most probability a row may put below the already
+// finalised tokens or on empty pieces (rounding crumbs only).
+const droppedTol = 1e-12
+
+func (b *builder) newRow() *rowState {
+	var r *rowState
+	if k := len(b.pool); k > 0 {
+		r = b.pool[k-1]
+		b.pool = b.pool[:k-1]
+		*r = rowState{pieces: r.pieces[:0], dens: r.dens[:0], suffix: r.suffix[:0], masses: r.masses[:0]}
+	} else {
+		r = &rowState{}
+	}
+	r.first = -1
+	return r
+}
+
+// mergeEndpoints adds the row's piece end points above the current position
+// to the sorted pending break points, merging coincident ones. Consecutive
+// rows share almost all their break points (Algorithm 5 adds at most three
+// per row), so this is a scan with rare insertions.
+func (b *builder) mergeEndpoints(pieces []sanitize.Piece) {
+	if b.ph > 1024 && 2*b.ph > len(b.pending) {
+		b.pending = b.pending[:copy(b.pending, b.pending[b.ph:])]
+		b.ph = 0
+	}
+	lim := b.pos + tol(b.pos)
+	i := b.ph
+	add := func(x float64) {
+		if x <= lim {
+			return
+		}
+		tx := tol(x)
+		for i < len(b.pending) && b.pending[i] < x-tx {
+			i++
+		}
+		if i < len(b.pending) && b.pending[i] <= x+tx {
+			return // already a break point
+		}
+		if i > b.ph && x-b.pending[i-1] <= tx {
+			return
+		}
+		b.pending = slices.Insert(b.pending, i, x)
+		i++
+	}
+	for _, p := range pieces {
+		add(p.Lo)
+		add(p.Hi)
+	}
+}
+
+// advance finalises every token whose producing rows have all been read.
+func (b *builder) advance() error {
+	nTol := b.nf + tol(b.nf)
+	for b.ph < len(b.pending) {
+		t := b.pending[b.ph]
+		if t > nTol || (!b.exhausted && t > b.lastLo+tol(t)) {
+			break
+		}
+		process := b.processTokenFused
+		if b.stepwise || b.spec.Estimator == Unbiased {
+			process = b.processToken
+		}
+		if err := process(t); err != nil {
+			return err
+		}
+		b.ph++
+		if b.ctx != nil && b.ph%ctxTokens == 0 && len(b.buf)-b.head >= ctxWide {
+			if err := b.ctx.Err(); err != nil {
+				return fmt.Errorf("estimate: %w", err)
+			}
+		}
+	}
+	if (b.exhausted || b.lastLo >= b.nf-tol(b.nf)) && (b.ph == len(b.pending) || b.pending[b.ph] > nTol) {
+		b.done = true
+	}
+	return nil
+}

@@ -1,0 +1,310 @@
+package estimate
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+
+	"github.com/pwsd/pwsd/internal/sanitize"
+)
+
+// pipeBatchRows is how many rows travel together from the sanitizer
+// goroutine to the estimator (pipeRows, unitBD.pipeDense).
+const pipeBatchRows = 256
+
+// pipeBatchCells bounds the cells (dense masses or pieces) of one batch, so
+// that wide rows (small epsilon) travel in small batches: memory in flight
+// and rows computed past the consumer's last are bounded.
+const pipeBatchCells = 1 << 16
+
+// pipeBatches is how many batches are in flight (being filled, queued,
+// being consumed).
+const pipeBatches = 4
+
+// pieceBatch holds rows as pieces: row k is rows[k] with its pieces
+// pieces[end[k-1]:end[k]], their densities dens[end[k-1]:end[k]] and the
+// row's check error errs[k].
+type pieceBatch struct {
+	rows   []sanitize.Row
+	errs   []error
+	end    []int
+	pieces []sanitize.Piece
+	dens   []float64
+}
+
+func (b *pieceBatch) reset() {
+	clear(b.rows)
+	clear(b.errs)
+	b.rows, b.errs, b.end, b.pieces, b.dens = b.rows[:0], b.errs[:0], b.end[:0], b.pieces[:0], b.dens[:0]
+}
+
+// pipeRows is src.Rows(from, to, ...) with the rows computed, checked
+// (checkRow) and their pieces' densities formed (appendDens) on another
+// goroutine, so that the sanitizer rows and the estimator passes overlap on
+// two cores: fn gets the same rows in the same order in the caller's
+// goroutine with the densities and the check's error, so the results are
+// those of the direct calls. Rows past the one where fn returns false may
+// be computed (a few batches) but are not delivered. The row goroutine
+// stops at the next row once ctx is cancelled, and pipeRows then returns
+// ctx's error. With one available core it runs in the caller's goroutine.
+// The Row and densities passed to fn are only valid during the call.
+func pipeRows(ctx context.Context, src RowSource, from, to int64, fn func(row sanitize.Row, dens []float64, cerr error) bool) error {
+	if runtime.GOMAXPROCS(0) < 2 {
+		var dens []float64
+		return src.Rows(from, to, func(r sanitize.Row) bool {
+			dens = appendDens(dens[:0], r.Pieces)
+			return fn(r, dens, checkRow(r))
+		})
+	}
+	free := make(chan *pieceBatch, pipeBatches)
+	full := make(chan *pieceBatch, pipeBatches)
+	for range pipeBatches {
+		free <- &pieceBatch{}
+	}
+	var stop, cancelled atomic.Bool
+	errc := make(chan error, 1)
+	go func() {
+		var err error
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("estimate: computing sanitizer rows: panic: %v", p)
+			}
+			close(full)
+			errc <- err
+		}()
+		b := <-free
+		b.reset()
+		err = src.Rows(from, to, func(r sanitize.Row) bool {
+			if stop.Load() {
+				return false
+			}
+			if ctx.Err() != nil {
+				cancelled.Store(true)
+				return false
+			}
+			b.errs = append(b.errs, checkRow(r))
+			b.pieces = append(b.pieces, r.Pieces...)
+			b.dens = appendDens(b.dens, r.Pieces)
+			b.end = append(b.end, len(b.pieces))
+			r.Pieces = nil
+			b.rows = append(b.rows, r)
+			if len(b.rows) == pipeBatchRows || len(b.pieces) >= pipeBatchCells {
+				full <- b
+				b = <-free
+				b.reset()
+			}
+			return true
+		})
+		if len(b.rows) > 0 {
+			full <- b
+		}
+	}()
+	drained := false
+	defer func() {
+		if !drained { // fn panicked: let the producer finish and exit
+			stop.Store(true)
+			go func() {
+				for b := range full {
+					free <- b
+				}
+				<-errc
+			}()
+		}
+	}()
+	stopped := false
+	for b := range full {
+		start := 0
+		for k := 0; k < len(b.rows) && !stopped; k++ {
+			r := b.rows[k]
+			r.Pieces = b.pieces[start:b.end[k]:b.end[k]]
+			if !fn(r, b.dens[start:b.end[k]:b.end[k]], b.errs[k]) {
+				stopped = true
+				stop.Store(true)
+			}
+			start = b.end[k]
+		}
+		free <- b
+	}
+	drained = true
+	if err := <-errc; err != nil {
+		return err
+	}
+	if cancelled.Load() && !stopped {
+		// The rows stopped for the context, not because the source ended.
+		return fmt.Errorf("estimate: %w", ctx.Err())
+	}
+	return nil
+}
+
+// unitItem is one dense row prepared for a unit-cell builder by pipeDense.
+type unitItem struct {
+	i      int64
+	pi, lo float64
+	cells  int       // len of the dense row as given
+	r      *unitRow  // the row prepared by prepDense, nil when err is set
+	err    error     // the row's pre or prepDense error
+	raw    []float64 // the dense masses as given, for i >= rawFrom; valid during fn
+	// Shift tracking done by pre on the row goroutine (buildUnit): the
+	// tracker's shiftSince after this row, and its pattern when this row
+	// set it (nil otherwise).
+	shiftSince int64
+	pattern    []sanitize.Piece
+	patternPi  float64
+}
+
+// unitBatch carries prepared rows to the builder and, on the way back,
+// rows the builder has retired.
+type unitBatch struct {
+	items    []unitItem
+	raw      []float64
+	recycled []*unitRow
+}
+
+// pipeDense reads the dense rows from..to of us, runs pre (the checks that
+// need only the rows, in row order; nil for none) and u.prepDense on each,
+// and calls fn
+// with the rows in order in the caller's goroutine until fn returns false.
+// fn links it.r (u.link) or gives it back (u.pool). With two or more
+// cores, reading and preparing run on a second goroutine, so that the
+// sanitizer rows and their preparation overlap the estimator's token
+// loop; the results are the same (prepDense depends on u's fixed
+// parameters only, pre on the rows only; pre may run on rows past the one
+// where fn stops, so it must not change state fn's caller reads, only
+// record in the item what the caller applies). A pre error stops the rows
+// after that row. Cancelling ctx stops the rows at the next one and
+// pipeDense then returns ctx's error.
+func (u *unitBD) pipeDense(ctx context.Context, us unitSource, from, to, rawFrom int64,
+	pre func(it *unitItem, m []float64) error, fn func(it *unitItem) bool) error {
+	// prepare fills it; it reports false when pre failed.
+	prepare := func(it *unitItem, spare *[]*unitRow, i int64, pi, lo float64, m []float64) bool {
+		*it = unitItem{i: i, pi: pi, lo: lo, cells: len(m)}
+		if pre != nil {
+			it.err = pre(it, m)
+		}
+		if it.err != nil {
+			return false
+		}
+		var r *unitRow
+		if k := len(*spare); k > 0 {
+			r = (*spare)[k-1]
+			*spare = (*spare)[:k-1]
+		} else {
+			r = &unitRow{}
+		}
+		if err := u.prepDense(r, i, pi, lo, m); err != nil {
+			it.err = err
+			*spare = append(*spare, r)
+			return true
+		}
+		it.r = r
+		return true
+	}
+	if runtime.GOMAXPROCS(0) < 2 {
+		var it unitItem
+		return us.UnitRows(from, to, func(i int64, pi, lo float64, m []float64) bool {
+			prepare(&it, &u.pool, i, pi, lo, m)
+			if i >= rawFrom {
+				it.raw = m
+			}
+			return fn(&it)
+		})
+	}
+	free := make(chan *unitBatch, pipeBatches)
+	full := make(chan *unitBatch, pipeBatches)
+	for range pipeBatches {
+		free <- &unitBatch{}
+	}
+	var stop, cancelled atomic.Bool
+	errc := make(chan error, 1)
+	go func() {
+		var err error
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("estimate: computing sanitizer rows: panic: %v", p)
+			}
+			close(full)
+			errc <- err
+		}()
+		var spare []*unitRow
+		take := func() *unitBatch {
+			b := <-free
+			spare = append(spare, b.recycled...)
+			clear(b.recycled)
+			b.items, b.raw, b.recycled = b.items[:0], b.raw[:0], b.recycled[:0]
+			return b
+		}
+		b := take()
+		cells := 0
+		err = us.UnitRows(from, to, func(i int64, pi, lo float64, m []float64) bool {
+			if stop.Load() {
+				return false
+			}
+			if ctx.Err() != nil {
+				cancelled.Store(true)
+				return false
+			}
+			b.items = append(b.items, unitItem{})
+			it := &b.items[len(b.items)-1]
+			more := prepare(it, &spare, i, pi, lo, m)
+			if i >= rawFrom {
+				b.raw = append(b.raw, m...)
+			}
+			cells += len(m)
+			if len(b.items) == pipeBatchRows || cells >= pipeBatchCells || !more {
+				full <- b
+				b, cells = take(), 0
+			}
+			return more
+		})
+		if len(b.items) > 0 {
+			full <- b
+		}
+	}()
+	drained := false
+	defer func() {
+		if !drained { // fn panicked: let the producer finish and exit
+			stop.Store(true)
+			go func() {
+				for b := range full {
+					free <- b
+				}
+				<-errc
+			}()
+		}
+	}()
+	stopped := false
+	for b := range full {
+		off := 0
+		for k := range b.items {
+			it := &b.items[k]
+			if it.i >= rawFrom {
+				it.raw = b.raw[off : off+it.cells]
+				off += it.cells
+			}
+			if stopped {
+				if it.r != nil {
+					u.pool = append(u.pool, it.r)
+				}
+				continue
+			}
+			if !fn(it) {
+				stopped = true
+				stop.Store(true)
+			}
+		}
+		clear(b.items)
+		b.recycled = append(b.recycled, u.pool...)
+		clear(u.pool)
+		u.pool = u.pool[:0]
+		free <- b
+	}
+	drained = true
+	if err := <-errc; err != nil {
+		return err
+	}
+	if cancelled.Load() && !stopped {
+		return fmt.Errorf("estimate: %w", ctx.Err())
+	}
+	return nil
+}

@@ -1,0 +1,112 @@
+package estimate
+
+import (
+	"errors"
+	"math"
+	"slices"
+
+	"github.com/pwsd/pwsd/internal/sanitize"
+)
+
+// trackShift maintains shiftSince, the first frequency from which every row
+// read so far is the previous one shifted by 1 (to rounding: 1e-12 relative
+// on probabilities, 1e-9 on positions), with a copy of that row relative to
+// its frequency.
+func (b *builder) trackShift(row sanitize.Row) {
+	isShift := b.prevSet && len(row.Pieces) == len(b.prev) && math.Abs(row.Pi-b.prevPi) <= 1e-12 && len(row.Pieces) > 0
+	for k := 0; isShift && k < len(row.Pieces); k++ {
+		p, q := row.Pieces[k], b.prev[k]
+		isShift = math.Abs(p.P-q.P) <= 1e-12*q.P && math.Abs(p.Lo-q.Lo-1) <= 1e-9*max(1, p.Lo) && math.Abs(p.Hi-q.Hi-1) <= 1e-9*max(1, p.Hi)
+	}
+	switch {
+	case !isShift:
+		b.shiftSince = 0
+	case b.shiftSince == 0:
+		f := row.Frequency - 1
+		b.shiftSince = f
+		b.pattern = b.pattern[:0]
+		for _, p := range b.prev {
+			b.pattern = append(b.pattern, sanitize.Piece{Lo: p.Lo - float64(f), Hi: p.Hi - float64(f), P: p.P})
+		}
+		b.patternPi = b.prevPi
+	}
+	b.prev = append(b.prev[:0], row.Pieces...)
+	b.prevPi = row.Pi
+	b.prevSet = true
+}
+
+// trackShiftDense is trackShift for a row on unit cells given in dense
+// form (masses m on cells lo+1 .. lo+len(m), zeros allowed): the row's
+// pieces are its positive cells, and it reaches the same verdicts as
+// trackShift on those pieces as long as positions stay below
+// denseShiftLimit, where trackShift's position tolerance (1e-9 relative)
+// is below one unit, so that integer positions must shift exactly by 1.
+func (b *builder) trackShiftDense(i int64, pi float64, lo int64, m []float64) {
+	isShift := b.prevSet && math.Abs(pi-b.prevPi) <= 1e-12
+	if isShift && lo == b.prevLo+1 && slices.Equal(m, b.prevM) && slices.ContainsFunc(m, func(v float64) bool { return v > 0 }) {
+		// Bit-identical masses one cell up (the stationary rows): the
+		// cell-by-cell walk below would accept them.
+	} else if isShift {
+		// Walk the positive cells of both rows in step: cell lo+1+k of
+		// this row must match cell prevLo+1+k' = lo+k of the previous one.
+		k, kp, n := 0, 0, 0
+		for isShift {
+			for k < len(m) && !(m[k] > 0) {
+				k++
+			}
+			for kp < len(b.prevM) && !(b.prevM[kp] > 0) {
+				kp++
+			}
+			if k == len(m) || kp == len(b.prevM) {
+				isShift = k == len(m) && kp == len(b.prevM) && n > 0
+				break
+			}
+			p, q := m[k], b.prevM[kp]
+			isShift = lo+int64(k) == b.prevLo+int64(kp)+1 && math.Abs(p-q) <= 1e-12*q
+			k, kp, n = k+1, kp+1, n+1
+		}
+	}
+	switch {
+	case !isShift:
+		b.shiftSince = 0
+	case b.shiftSince == 0:
+		f := i - 1
+		b.shiftSince = f
+		b.pattern = b.pattern[:0]
+		for k, v := range b.prevM {
+			if v > 0 {
+				c := float64(b.prevLo + int64(k))
+				b.pattern = append(b.pattern, sanitize.Piece{Lo: c - float64(f), Hi: c + 1 - float64(f), P: v})
+			}
+		}
+		b.patternPi = b.prevPi
+	}
+	b.prevM = append(b.prevM[:0], m...)
+	b.prevLo = lo
+	b.prevPi = pi
+	b.prevSet = true
+}
+
+// denseShiftLimit bounds the frequencies trackShiftDense handles (see
+// there): 1e-9 * 1e8 = 0.1 < 1.
+const denseShiftLimit = 1e8
+
+// stationarity asks a Stationary source where its rows become shifted
+// copies, but only when the rows read end in such a run that starts at or
+// below n (asking can be expensive for sources that would have to compute
+// far ahead). A claim contradicted by the rows read is an error.
+func (b *builder) stationarity(src RowSource) error {
+	st, ok := src.(Stationary)
+	if !ok || b.shiftSince == 0 || b.shiftSince > b.n {
+		return nil
+	}
+	s, ok := st.StationaryFrom()
+	if !ok || s < 1 || s > b.n {
+		return nil
+	}
+	if s < b.shiftSince {
+		return errors.New("estimate: the source claims stationary rows but a row is not a shifted copy")
+	}
+	b.statFrom, b.statOK, b.patternSet = s, true, true
+	return nil
+}
