@@ -1,6 +1,64 @@
 package api
 
-import "unsafe"
+import (
+	"strconv"
+	"unsafe"
+
+	"github.com/pwsd/pwsd/internal/service"
+)
+
+// ndjsonElements returns the source of the elements of an NDJSON sample
+// body whose header line lr has read. A line of the common shape (see
+// parseElementFast) with a valid element is taken without allocating: the
+// key aliases the line buffer (see service.ElementSource). Any other line,
+// and every invalid element, goes through encoding/json and elementFields,
+// which report errors precisely with the line and element index.
+func (h *handler) ndjsonElements(lr *lineReader) service.ElementSource {
+	i := 0
+	return func() (string, int64, error) {
+		line, err := lr.next()
+		if err != nil {
+			return "", 0, err
+		}
+		i++
+		if k, f, ok := parseElementFast(line); ok {
+			// The fast path's keys are printable ASCII, so valid UTF-8.
+			if v, ok := digitsValue(f); ok && v >= 1 && v <= h.limits.MaxFrequency && k != "" && len(k) <= h.limits.MaxKeyBytes {
+				return k, v, nil
+			}
+			k, f, err := h.elementFields(i-1, k, aliasString(f))
+			if err != nil {
+				return "", 0, atLine(err, lr.n)
+			}
+			return k, f, nil
+		}
+		var e SampleElement
+		if err := decodeLine(line, &e, lr.n, "elements["+strconv.Itoa(i-1)+"]"); err != nil {
+			return "", 0, err
+		}
+		k, f, err := h.element(i-1, e)
+		if err != nil {
+			return "", 0, atLine(err, lr.n)
+		}
+		return k, f, nil
+	}
+}
+
+// digitsValue returns the value of a run of at most 18 decimal digits (any
+// such value fits an int64); ok is false for anything else.
+func digitsValue(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	return v, true
+}
 
 // parseElementFast parses the common shape of an NDJSON sample element,
 // {"key":"...","frequency":N} (either order, optional spaces, no escapes in

@@ -11,8 +11,6 @@ import (
 	"io"
 	"math"
 	"math/bits"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/pwsd/pwsd/internal/estimate"
@@ -134,9 +132,15 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 	}
 	limit := s.sampleFrequencyLimit(spec, table)
 	rng := s.newRand()
+	draw := table.NewDrawer(rng)
 	seen := s.newKeySet(maxElements)
 	defer s.releaseKeySet(seen)
+	// Reported keys are copied into one buffer (keys) and become strings
+	// once, after the loop: the source's keys alias its line buffer, and a
+	// string per key would be one allocation per reported element.
 	var out []store.Element
+	var keys []byte
+	var keyEnds []int
 	maxValue := 0.0
 	for n := 0; ; n++ {
 		key, freq, err := src()
@@ -149,27 +153,32 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 		if n >= maxElements {
 			return nil, &LimitError{Msg: fmt.Sprintf("a sample may hold at most %d elements (PWSD_MAX_ELEMENTS)", maxElements)}
 		}
+		if n%4096 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		seen.add(key)
 		if freq > limit {
 			return nil, fieldErr(fmt.Sprintf("elements[%d].frequency", n), "exceeds %d, the largest frequency this release can sanitize: q_i < 1 beyond it, or the table work would pass PWSD_MAX_TABLE_WORK", limit)
 		}
-		o, err := table.Draw(freq, rng)
+		o, err := draw.Draw(freq)
 		if err != nil {
 			return nil, fmt.Errorf("sanitizing element: %w", err)
 		}
 		if !o.Reported {
 			continue
 		}
-		key = strings.Clone(key) // the source's key is valid only until its next call
-		e := store.Element{Key: key, Value: math.NaN(), Estimate: math.NaN()}
+		keys = append(keys, key...)
+		keyEnds = append(keyEnds, len(keys))
+		e := store.Element{Value: math.NaN(), Estimate: math.NaN()}
 		if spec.Release == ReleaseFrequencies {
 			e.Value = o.Value
 			maxValue = math.Max(maxValue, o.Value)
 		}
 		out = append(out, e)
-		if n%4096 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
+	}
+	all, start := string(keys), 0
+	for i, end := range keyEnds {
+		out[i].Key, start = all[start:end], end
 	}
 	if i, dup := seen.firstRepeat(); dup {
 		return nil, fieldErr(fmt.Sprintf("elements[%d].key", i), "repeats the key of an earlier element; keys must be unique")
@@ -267,23 +276,31 @@ func newID() string {
 }
 
 // keySet detects repeated keys without retaining them. Per element it keeps
-// two independent 64-bit hashes of the key bytes: the first, with its low
-// idxBits bits replaced by the element's index, goes to one of 256 buckets
-// by its top 8 bits; the second is kept in input order. At the end each
-// bucket is sorted as plain uint64s and only entries whose first hashes
-// agree (on their 64 - idxBits high bits) have their second hashes
-// compared. Keys are equal, up to a false positive of probability about
+// two independent 64-bit hashes of the key bytes, in input order, in chunks
+// of keyChunk words (no slice ever grows by copying): the first with its
+// low idxBits bits replaced by the element's index, and the second. At the
+// end the first hashes are scattered by their top keyBucketBits bits into
+// one array (a stable counting sort), each bucket, small enough for the
+// cache, goes through an open-addressing table in input order, and only
+// entries whose first hashes agree (on their 64 - idxBits high bits) have
+// their second hashes compared. Keys
+// are equal, up to a false positive of probability about
 // n^2 / 2^(129 - idxBits) (never in practice), exactly when both agree.
 // The buffers are reused across requests (Service.keySets).
 type keySet struct {
 	s1, s2  maphash.Seed
 	idxBits uint
-	buckets [256][]uint64
+	h1      [][]uint64 // chunks of keyChunk first hashes with indexes, input order
 	h2      [][]uint64 // chunks of keyChunk second hashes, input order
+	scratch []uint64   // the first hashes grouped by bucket (firstRepeat)
+	table   []uint32   // one bucket's hash table (firstRepeat)
 	n       int
 }
 
-const keyChunk = 1 << 16
+const (
+	keyChunk      = 1 << 16
+	keyBucketBits = 12
+)
 
 // newKeySet returns an empty key set for at most maxElements keys, with
 // fresh hash seeds, reusing a pooled one's buffers when there is one.
@@ -294,9 +311,6 @@ func (s *Service) newKeySet(maxElements int) *keySet {
 	}
 	k.s1, k.s2 = maphash.MakeSeed(), maphash.MakeSeed()
 	k.idxBits = uint(min(max(bits.Len(uint(maxElements)), 1), 40))
-	for b := range k.buckets {
-		k.buckets[b] = k.buckets[b][:0]
-	}
 	k.n = 0
 	return k
 }
@@ -308,41 +322,76 @@ func (s *Service) releaseKeySet(k *keySet) { s.keySets.Put(k) }
 // not kept: it may alias a buffer the caller reuses.
 func (k *keySet) add(key string) {
 	idx := k.n
-	k.n++
-	h1 := maphash.String(k.s1, key)
-	mask := uint64(1)<<k.idxBits - 1
-	b := &k.buckets[h1>>56]
-	*b = append(*b, h1&^mask|uint64(idx))
-	c := idx / keyChunk
-	if c == len(k.h2) {
+	c, o := idx/keyChunk, idx%keyChunk
+	if c == len(k.h1) {
+		k.h1 = append(k.h1, make([]uint64, keyChunk))
 		k.h2 = append(k.h2, make([]uint64, keyChunk))
 	}
-	k.h2[c][idx%keyChunk] = maphash.String(k.s2, key)
+	k.n++
+	mask := uint64(1)<<k.idxBits - 1
+	k.h1[c][o] = maphash.String(k.s1, key)&^mask | uint64(idx)
+	k.h2[c][o] = maphash.String(k.s2, key)
 }
 
 // firstRepeat returns the smallest index of an element whose key repeats an
 // earlier element's key.
 func (k *keySet) firstRepeat() (int, bool) {
+	const shift = 64 - keyBucketBits
+	var ends [1<<keyBucketBits + 1]int // bucket b is scratch[ends[b]:ends[b+1]]
+	for i := 0; i < k.n; i++ {
+		ends[k.h1[i/keyChunk][i%keyChunk]>>shift+1]++
+	}
+	for b := 1; b < len(ends); b++ {
+		ends[b] += ends[b-1]
+	}
+	if cap(k.scratch) < k.n {
+		k.scratch = make([]uint64, k.n)
+	}
+	all := k.scratch[:k.n]
+	next := ends // next free slot of each bucket
+	for i := 0; i < k.n; i++ {
+		h := k.h1[i/keyChunk][i%keyChunk]
+		b := h >> shift
+		all[next[b]] = h
+		next[b]++
+	}
 	mask := uint64(1)<<k.idxBits - 1
 	best, found := 0, false
-	for b := range k.buckets {
-		hs := k.buckets[b]
-		slices.Sort(hs)
-		for i := 1; i < len(hs); i++ {
-			if hs[i]&^mask != hs[i-1]&^mask {
-				continue
-			}
-			// A run of equal first hashes (sorted by index within it):
-			// element hs[i] repeats an earlier key when an earlier member
-			// of the run has the same second hash.
-			j := int(hs[i] & mask)
-			hj := k.h2[j/keyChunk][j%keyChunk]
-			for r := i - 1; r >= 0 && hs[r]&^mask == hs[i]&^mask; r-- {
-				e := int(hs[r] & mask)
-				if k.h2[e/keyChunk][e%keyChunk] == hj && (!found || j < best) {
-					best, found = j, true
+	for b := 0; b+1 < len(ends); b++ {
+		// The bucket is in input order (the scatter is stable). An open
+		// addressing table at most half full, homed on a multiplicative
+		// hash of the first hash's high part, holds the bucket's earlier
+		// entries: all earlier entries with the same high part lie
+		// between the home slot and the next empty one.
+		hs := all[ends[b]:ends[b+1]]
+		size := max(16, 1<<bits.Len(uint(2*len(hs))))
+		if cap(k.table) < size {
+			k.table = make([]uint32, size)
+		}
+		table := k.table[:size]
+		clear(table)
+		tshift := 64 - uint(bits.Len(uint(size-1)))
+	bucket:
+		for p, h := range hs {
+			hi := h &^ mask
+			slot := (hi * 0x9E3779B97F4A7C15) >> tshift
+			for {
+				at := table[slot]
+				if at == 0 {
+					table[slot] = uint32(p + 1)
 					break
 				}
+				if e := hs[at-1]; e&^mask == hi {
+					j, i := int(h&mask), int(e&mask)
+					if k.h2[j/keyChunk][j%keyChunk] == k.h2[i/keyChunk][i%keyChunk] {
+						// The bucket's first repeat: later ones have larger indexes.
+						if !found || j < best {
+							best, found = j, true
+						}
+						break bucket
+					}
+				}
+				slot = (slot + 1) & uint64(size-1)
 			}
 		}
 	}
