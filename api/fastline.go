@@ -69,6 +69,43 @@ func digitsValue(b []byte) (int64, bool) {
 // encoding/json, which accepts every valid form and reports errors
 // precisely.
 func parseElementFast(line []byte) (key string, freq []byte, ok bool) {
+	if key, freq, ok := parseElementCanonical(line); ok {
+		return key, freq, true
+	}
+	return parseElementSpaced(line)
+}
+
+// parseElementCanonical parses exactly {"key":"...","frequency":N}, the
+// shape clients write without spaces; see parseElementFast.
+func parseElementCanonical(line []byte) (key string, freq []byte, ok bool) {
+	const open, mid = `{"key":"`, `","frequency":`
+	if len(line) < len(open)+len(mid)+2 || string(line[:len(open)]) != open {
+		return "", nil, false
+	}
+	i := len(open)
+	for ; i < len(line) && line[i] != '"'; i++ {
+		if c := line[i]; c == '\\' || c < 0x20 || c >= 0x80 {
+			return "", nil, false // escapes, control or non-ASCII: let encoding/json validate
+		}
+	}
+	if len(line)-i < len(mid)+2 || string(line[i:i+len(mid)]) != mid {
+		return "", nil, false
+	}
+	key = aliasString(line[len(open):i])
+	i += len(mid)
+	start := i
+	for i < len(line) && line[i] >= '0' && line[i] <= '9' {
+		i++
+	}
+	if i == start || (line[start] == '0' && i-start > 1) || i != len(line)-1 || line[i] != '}' {
+		return "", nil, false // empty, a leading zero JSON forbids, or more after the number
+	}
+	return key, line[start:i], true
+}
+
+// parseElementSpaced is parseElementFast for either member order and
+// optional spaces and tabs.
+func parseElementSpaced(line []byte) (key string, freq []byte, ok bool) {
 	i := 0
 	skip := func() {
 		for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
@@ -101,14 +138,14 @@ func parseElementFast(line []byte) (key string, freq []byte, ok bool) {
 		if i >= len(line) {
 			return "", nil, false
 		}
-		name := string(line[start:i]) // no allocation: compared only
+		name := line[start:i]
 		i++
 		if !expect(':') {
 			return "", nil, false
 		}
 		skip()
 		switch {
-		case name == "key" && !haveKey:
+		case string(name) == "key" && !haveKey: // the conversions compare without allocating
 			if i >= len(line) || line[i] != '"' {
 				return "", nil, false
 			}
@@ -127,7 +164,7 @@ func parseElementFast(line []byte) (key string, freq []byte, ok bool) {
 			key = aliasString(line[start:i])
 			i++
 			haveKey = true
-		case name == "frequency" && !haveFreq:
+		case string(name) == "frequency" && !haveFreq:
 			start := i
 			for i < len(line) && line[i] >= '0' && line[i] <= '9' {
 				i++

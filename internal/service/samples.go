@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"math/bits"
+	"sync"
 	"time"
 
 	"github.com/pwsd/pwsd/internal/estimate"
@@ -137,10 +138,11 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 	defer s.releaseKeySet(seen)
 	// Reported keys are copied into one buffer (keys) and become strings
 	// once, after the loop: the source's keys alias its line buffer, and a
-	// string per key would be one allocation per reported element.
-	var out []store.Element
+	// string per key would be one allocation per reported element. The
+	// elements are built once their number is known.
 	var keys []byte
 	var keyEnds []int
+	var values []float64
 	maxValue := 0.0
 	for n := 0; ; n++ {
 		key, freq, err := src()
@@ -169,19 +171,21 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 		}
 		keys = append(keys, key...)
 		keyEnds = append(keyEnds, len(keys))
-		e := store.Element{Value: math.NaN(), Estimate: math.NaN()}
+		v := math.NaN()
 		if spec.Release == ReleaseFrequencies {
-			e.Value = o.Value
-			maxValue = math.Max(maxValue, o.Value)
+			v = o.Value
+			maxValue = math.Max(maxValue, v)
 		}
-		out = append(out, e)
-	}
-	all, start := string(keys), 0
-	for i, end := range keyEnds {
-		out[i].Key, start = all[start:end], end
+		values = append(values, v)
 	}
 	if i, dup := seen.firstRepeat(); dup {
 		return nil, fieldErr(fmt.Sprintf("elements[%d].key", i), "repeats the key of an earlier element; keys must be unique")
+	}
+	out := make([]store.Element, len(values))
+	all, start := string(keys), 0
+	for i, end := range keyEnds {
+		out[i] = store.Element{Key: all[start:end], Value: values[i], Estimate: math.NaN()}
+		start = end
 	}
 	if spec.Release == ReleaseFrequencies && len(out) > 0 {
 		if err := s.checkWork(spec.Privacy, spec.Sampling, 0, estimatorSize(table, maxValue), 1, "privacy.epsilon", "elements"); err != nil {
@@ -276,120 +280,136 @@ func newID() string {
 }
 
 // keySet detects repeated keys without retaining them. Per element it keeps
-// two independent 64-bit hashes of the key bytes, in input order, in chunks
-// of keyChunk words (no slice ever grows by copying): the first with its
-// low idxBits bits replaced by the element's index, and the second. At the
-// end the first hashes are scattered by their top keyBucketBits bits into
-// one array (a stable counting sort), each bucket, small enough for the
-// cache, goes through an open-addressing table in input order, and only
-// entries whose first hashes agree (on their 64 - idxBits high bits) have
-// their second hashes compared. Keys
-// are equal, up to a false positive of probability about
-// n^2 / 2^(129 - idxBits) (never in practice), exactly when both agree.
-// The buffers are reused across requests (Service.keySets).
+// two independent 64-bit hashes of the key bytes, as a pair of plain
+// uint64s: the first with its low idxBits bits replaced by the element's
+// index, and the second. Pairs go to one of keyBuckets buckets by the top
+// bits of the first hash, in input order. At the end each bucket, small
+// enough for the cache, goes through an open-addressing table in input
+// order, and only entries whose first hashes agree (on their 64 - idxBits
+// high bits) have their second hashes compared. Keys are equal, up to a
+// false positive of probability about n^2 / 2^(129 - idxBits) (never in
+// practice), exactly when both agree. The buffers are reused across
+// requests (Service.keySets), so a warm request allocates nothing here.
 type keySet struct {
 	s1, s2  maphash.Seed
 	idxBits uint
-	h1      [][]uint64 // chunks of keyChunk first hashes with indexes, input order
-	h2      [][]uint64 // chunks of keyChunk second hashes, input order
-	scratch []uint64   // the first hashes grouped by bucket (firstRepeat)
-	table   []uint32   // one bucket's hash table (firstRepeat)
+	buckets [keyBuckets][]uint64 // pairs (first hash with index, second hash)
+	table   []uint32             // one bucket's hash table (firstRepeat)
 	n       int
 }
 
 const (
-	keyChunk      = 1 << 16
-	keyBucketBits = 12
+	keyBucketBits = 8
+	keyBuckets    = 1 << keyBucketBits
 )
+
+// keySetPool keeps a few key sets' buffers between requests. Unlike a
+// sync.Pool it is not emptied by garbage collections, and a set released on
+// one P is found by a request on another, so a warm request allocates no
+// hash buffers. It keeps at most keySetPoolSize sets, each of at most
+// keySetRetainWords words; larger ones are left to the collector.
+type keySetPool struct {
+	mu   sync.Mutex
+	free []*keySet
+}
+
+const (
+	keySetPoolSize    = 2
+	keySetRetainWords = 6 << 20 // 48 MB: the buffers of about 3 * 10^6 keys
+)
+
+func (p *keySetPool) get() *keySet {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.free); n > 0 {
+		k := p.free[n-1]
+		p.free[n-1] = nil
+		p.free = p.free[:n-1]
+		return k
+	}
+	return &keySet{}
+}
+
+func (p *keySetPool) put(k *keySet) {
+	words := cap(k.table) / 2
+	for _, b := range k.buckets {
+		words += cap(b)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if words <= keySetRetainWords && len(p.free) < keySetPoolSize {
+		p.free = append(p.free, k)
+	}
+}
 
 // newKeySet returns an empty key set for at most maxElements keys, with
 // fresh hash seeds, reusing a pooled one's buffers when there is one.
 func (s *Service) newKeySet(maxElements int) *keySet {
-	k, _ := s.keySets.Get().(*keySet)
-	if k == nil {
-		k = &keySet{}
-	}
+	k := s.keySets.get()
 	k.s1, k.s2 = maphash.MakeSeed(), maphash.MakeSeed()
 	k.idxBits = uint(min(max(bits.Len(uint(maxElements)), 1), 40))
+	// A bucket gets n/keyBuckets pairs, give or take a few times their
+	// square root: room for the previous request's n plus 1/16 means a
+	// request of the same size appends without growing.
+	want := 2 * (k.n/keyBuckets + k.n/keyBuckets/16 + 32)
+	for b := range k.buckets {
+		if cap(k.buckets[b]) < want && k.n > 0 {
+			k.buckets[b] = make([]uint64, 0, want)
+		}
+		k.buckets[b] = k.buckets[b][:0]
+	}
 	k.n = 0
 	return k
 }
 
 // release returns k's buffers to the pool.
-func (s *Service) releaseKeySet(k *keySet) { s.keySets.Put(k) }
+func (s *Service) releaseKeySet(k *keySet) { s.keySets.put(k) }
 
 // add records the key of the next element (index k.n). The key is hashed,
 // not kept: it may alias a buffer the caller reuses.
 func (k *keySet) add(key string) {
-	idx := k.n
-	c, o := idx/keyChunk, idx%keyChunk
-	if c == len(k.h1) {
-		k.h1 = append(k.h1, make([]uint64, keyChunk))
-		k.h2 = append(k.h2, make([]uint64, keyChunk))
-	}
+	idx := uint64(k.n)
 	k.n++
-	mask := uint64(1)<<k.idxBits - 1
-	k.h1[c][o] = maphash.String(k.s1, key)&^mask | uint64(idx)
-	k.h2[c][o] = maphash.String(k.s2, key)
+	h1 := maphash.String(k.s1, key)
+	b := &k.buckets[h1>>(64-keyBucketBits)]
+	*b = append(*b, h1&^(1<<k.idxBits-1)|idx, maphash.String(k.s2, key))
 }
 
 // firstRepeat returns the smallest index of an element whose key repeats an
 // earlier element's key.
 func (k *keySet) firstRepeat() (int, bool) {
-	const shift = 64 - keyBucketBits
-	var ends [1<<keyBucketBits + 1]int // bucket b is scratch[ends[b]:ends[b+1]]
-	for i := 0; i < k.n; i++ {
-		ends[k.h1[i/keyChunk][i%keyChunk]>>shift+1]++
-	}
-	for b := 1; b < len(ends); b++ {
-		ends[b] += ends[b-1]
-	}
-	if cap(k.scratch) < k.n {
-		k.scratch = make([]uint64, k.n)
-	}
-	all := k.scratch[:k.n]
-	next := ends // next free slot of each bucket
-	for i := 0; i < k.n; i++ {
-		h := k.h1[i/keyChunk][i%keyChunk]
-		b := h >> shift
-		all[next[b]] = h
-		next[b]++
-	}
 	mask := uint64(1)<<k.idxBits - 1
 	best, found := 0, false
-	for b := 0; b+1 < len(ends); b++ {
-		// The bucket is in input order (the scatter is stable). An open
-		// addressing table at most half full, homed on a multiplicative
-		// hash of the first hash's high part, holds the bucket's earlier
-		// entries: all earlier entries with the same high part lie
-		// between the home slot and the next empty one.
-		hs := all[ends[b]:ends[b+1]]
-		size := max(16, 1<<bits.Len(uint(2*len(hs))))
+	for _, hs := range k.buckets {
+		// All earlier entries of the bucket whose first hash has the same
+		// high part as entry p lie between its home slot (a multiplicative
+		// hash of that part) and the next empty slot; the table is at most
+		// half full.
+		pairs := len(hs) / 2
+		size := max(16, 1<<bits.Len(uint(2*pairs)))
 		if cap(k.table) < size {
 			k.table = make([]uint32, size)
 		}
 		table := k.table[:size]
 		clear(table)
-		tshift := 64 - uint(bits.Len(uint(size-1)))
+		shift := 64 - uint(bits.Len(uint(size-1)))
 	bucket:
-		for p, h := range hs {
+		for p := 0; p < pairs; p++ {
+			h := hs[2*p]
 			hi := h &^ mask
-			slot := (hi * 0x9E3779B97F4A7C15) >> tshift
+			slot := (hi * 0x9E3779B97F4A7C15) >> shift
 			for {
 				at := table[slot]
 				if at == 0 {
 					table[slot] = uint32(p + 1)
 					break
 				}
-				if e := hs[at-1]; e&^mask == hi {
-					j, i := int(h&mask), int(e&mask)
-					if k.h2[j/keyChunk][j%keyChunk] == k.h2[i/keyChunk][i%keyChunk] {
-						// The bucket's first repeat: later ones have larger indexes.
-						if !found || j < best {
-							best, found = j, true
-						}
-						break bucket
+				if e := 2 * int(at-1); hs[e]&^mask == hi && hs[e+1] == hs[2*p+1] {
+					// The bucket's first repeat: later ones have larger indexes.
+					if j := int(h & mask); !found || j < best {
+						best, found = j, true
 					}
+					break bucket
 				}
 				slot = (slot + 1) & uint64(size-1)
 			}
