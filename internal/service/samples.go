@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"math/bits"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -144,40 +145,52 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 	var keyEnds []int
 	var values []float64
 	maxValue := 0.0
-	for n := 0; ; n++ {
-		key, freq, err := src()
-		if errors.Is(err, io.EOF) {
-			break
+	// The source (reading and parsing the body) runs one batch ahead on
+	// its own goroutine; elements are taken in input order, so every
+	// error is the one a sequential loop would meet first.
+	ra := startReadAhead(src)
+	defer ra.stop()
+	n := 0
+	for done := false; !done; {
+		b := ra.next()
+		for e := range b.freqs {
+			if n >= maxElements {
+				return nil, &LimitError{Msg: fmt.Sprintf("a sample may hold at most %d elements (PWSD_MAX_ELEMENTS)", maxElements)}
+			}
+			if n%4096 == 0 && ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			key, freq := b.key(e), b.freqs[e]
+			seen.add(key)
+			if freq > limit {
+				return nil, fieldErr(fmt.Sprintf("elements[%d].frequency", n), "exceeds %d, the largest frequency this release can sanitize: q_i < 1 beyond it, or the table work would pass PWSD_MAX_TABLE_WORK", limit)
+			}
+			n++
+			o, err := draw.Draw(freq)
+			if err != nil {
+				return nil, fmt.Errorf("sanitizing element: %w", err)
+			}
+			if !o.Reported {
+				continue
+			}
+			keys = append(keys, key...)
+			keyEnds = append(keyEnds, len(keys))
+			v := math.NaN()
+			if spec.Release == ReleaseFrequencies {
+				v = o.Value
+				maxValue = math.Max(maxValue, v)
+			}
+			values = append(values, v)
 		}
-		if err != nil {
-			return nil, err
+		switch {
+		case errors.Is(b.err, io.EOF):
+			done = true
+		case b.err != nil:
+			return nil, b.err
 		}
-		if n >= maxElements {
-			return nil, &LimitError{Msg: fmt.Sprintf("a sample may hold at most %d elements (PWSD_MAX_ELEMENTS)", maxElements)}
-		}
-		if n%4096 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		seen.add(key)
-		if freq > limit {
-			return nil, fieldErr(fmt.Sprintf("elements[%d].frequency", n), "exceeds %d, the largest frequency this release can sanitize: q_i < 1 beyond it, or the table work would pass PWSD_MAX_TABLE_WORK", limit)
-		}
-		o, err := draw.Draw(freq)
-		if err != nil {
-			return nil, fmt.Errorf("sanitizing element: %w", err)
-		}
-		if !o.Reported {
-			continue
-		}
-		keys = append(keys, key...)
-		keyEnds = append(keyEnds, len(keys))
-		v := math.NaN()
-		if spec.Release == ReleaseFrequencies {
-			v = o.Value
-			maxValue = math.Max(maxValue, v)
-		}
-		values = append(values, v)
+		ra.recycle(b)
 	}
+	ra.stop()
 	if i, dup := seen.firstRepeat(); dup {
 		return nil, fieldErr(fmt.Sprintf("elements[%d].key", i), "repeats the key of an earlier element; keys must be unique")
 	}
@@ -367,12 +380,12 @@ func (s *Service) releaseKeySet(k *keySet) { s.keySets.put(k) }
 
 // add records the key of the next element (index k.n). The key is hashed,
 // not kept: it may alias a buffer the caller reuses.
-func (k *keySet) add(key string) {
+func (k *keySet) add(key []byte) {
 	idx := uint64(k.n)
 	k.n++
-	h1 := maphash.String(k.s1, key)
+	h1 := maphash.Bytes(k.s1, key)
 	b := &k.buckets[h1>>(64-keyBucketBits)]
-	*b = append(*b, h1&^(1<<k.idxBits-1)|idx, maphash.String(k.s2, key))
+	*b = append(*b, h1&^(1<<k.idxBits-1)|idx, maphash.Bytes(k.s2, key))
 }
 
 // firstRepeat returns the smallest index of an element whose key repeats an
@@ -416,4 +429,119 @@ func (k *keySet) firstRepeat() (int, bool) {
 		}
 	}
 	return best, found
+}
+
+// readAheadBatch is the number of elements a readAhead batch holds.
+const readAheadBatch = 4096
+
+// elementBatch is up to readAheadBatch elements of a source, in order.
+type elementBatch struct {
+	keys  []byte  // the keys' bytes, back to back
+	ends  []int   // key e is keys[ends[e-1]:ends[e]]
+	freqs []int64 // frequencies
+	err   error   // the source's error after these elements (io.EOF: the end); nil: more follow
+}
+
+// key returns element e's key, aliasing the batch (valid until it is
+// recycled).
+func (b *elementBatch) key(e int) []byte {
+	start := 0
+	if e > 0 {
+		start = b.ends[e-1]
+	}
+	return b.keys[start:b.ends[e]]
+}
+
+// readAhead runs an ElementSource on its own goroutine and hands its
+// elements over in batches (copying the keys, which the source may
+// overwrite on its next call), so reading and parsing the body overlap
+// with the sanitizing. Three batches circulate, so a few thousand elements
+// at most are read beyond one that stops the release. stop must be called;
+// it returns once the goroutine, the source's only caller, has finished,
+// so the source (the request body) is never read after the caller returns.
+type readAhead struct {
+	full, free chan *elementBatch
+	done       chan struct{} // closed by stop
+	exited     chan struct{} // closed when the goroutine returns
+	stopped    bool
+	panicked   any // a panic of the source, raised again by next
+}
+
+func startReadAhead(src ElementSource) *readAhead {
+	const batches = 3
+	ra := &readAhead{
+		full:   make(chan *elementBatch, batches),
+		free:   make(chan *elementBatch, batches),
+		done:   make(chan struct{}),
+		exited: make(chan struct{}),
+	}
+	for range batches {
+		ra.free <- &elementBatch{}
+	}
+	go ra.run(src)
+	return ra
+}
+
+func (ra *readAhead) run(src ElementSource) {
+	defer close(ra.exited)
+	defer func() {
+		if p := recover(); p != nil {
+			ra.panicked = fmt.Sprintf("element source: %v\n%s", p, debug.Stack())
+		}
+	}()
+	for {
+		var b *elementBatch
+		select {
+		case b = <-ra.free:
+		case <-ra.done:
+			return
+		}
+		b.keys, b.ends, b.freqs, b.err = b.keys[:0], b.ends[:0], b.freqs[:0], nil
+		for len(b.freqs) < readAheadBatch && b.err == nil {
+			key, freq, err := src()
+			if err != nil {
+				b.err = err
+				break
+			}
+			b.keys = append(b.keys, key...)
+			b.ends = append(b.ends, len(b.keys))
+			b.freqs = append(b.freqs, freq)
+		}
+		select {
+		case ra.full <- b:
+		case <-ra.done:
+			return
+		}
+		if b.err != nil {
+			return
+		}
+	}
+}
+
+// next returns the next batch; after one with a non-nil err there is none.
+// A panic of the source is raised again here, on the caller's goroutine.
+func (ra *readAhead) next() *elementBatch {
+	select {
+	case b := <-ra.full:
+		return b
+	case <-ra.exited:
+		select {
+		case b := <-ra.full: // sent just before the goroutine returned
+			return b
+		default:
+		}
+		panic(ra.panicked)
+	}
+}
+
+// recycle returns a batch whose elements have been used.
+func (ra *readAhead) recycle(b *elementBatch) { ra.free <- b }
+
+// stop ends the goroutine and waits for it; it may be called again.
+func (ra *readAhead) stop() {
+	if !ra.stopped {
+		ra.stopped = true
+		close(ra.done)
+	}
+	<-ra.exited
 }

@@ -119,7 +119,7 @@ func TestKeySetFindsFirstRepeat(t *testing.T) {
 			for round := range 2 { // the second round reuses pooled buffers
 				k := s.newKeySet(tc.maxElements)
 				for _, key := range tc.keys {
-					k.add(key)
+					k.add([]byte(key))
 				}
 				gi, gok := k.firstRepeat()
 				wi, wok := oracle(tc.keys)
