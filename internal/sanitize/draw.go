@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"sync"
 )
 
@@ -64,11 +63,16 @@ func (s *sampler) pick(d int64, discrete bool, rng *rand.Rand) Outcome {
 	if n == 0 || s.cum[n-1] <= 0 {
 		return Outcome{}
 	}
-	// Piece k with probability P_k / pi_i.
+	// Piece k with probability P_k / pi_i: the first cumulative mass
+	// strictly above v.
 	v := rng.Float64() * s.cum[n-1]
-	k := sort.SearchFloat64s(s.cum, v)
-	for k < n && s.cum[k] <= v { // first cumulative strictly above v
-		k++
+	k, hi := 0, n
+	for k < hi {
+		if mid := int(uint(k+hi) >> 1); s.cum[mid] <= v {
+			k = mid + 1
+		} else {
+			hi = mid
+		}
 	}
 	if k == n {
 		k = n - 1
@@ -279,6 +283,11 @@ type Drawer struct {
 	discrete bool
 	dense    []drawRow         // by frequency, below denseDraws
 	sparse   map[int64]drawRow // the larger frequencies seen so far
+	// Once the table's rows are stationary: frequencies from cycFrom on
+	// (stationary, and q_i constant) are drawn from cycle[(i - stFrom) mod
+	// len(cycle)] shifted up to i, with no map lookup.
+	cycle           []drawRow
+	stFrom, cycFrom int64
 }
 
 // drawRow is a frequency prepared for drawing.
@@ -304,13 +313,29 @@ func (dr *Drawer) Draw(freq int64) (Outcome, error) {
 	if freq >= 1 && freq < denseDraws && dr.dense != nil {
 		r = dr.dense[freq]
 	} else if freq >= denseDraws {
-		r = dr.sparse[freq]
+		if dr.cycle == nil {
+			dr.loadCycle()
+		}
+		if dr.cycle != nil && freq >= dr.cycFrom && freq <= MaxFrequency {
+			k := (freq - dr.stFrom) % int64(len(dr.cycle))
+			if r = dr.cycle[k]; !r.ready {
+				var err error
+				if r, err = dr.prepare(freq); err != nil {
+					return Outcome{}, err
+				}
+				dr.cycle[k] = r
+			}
+			r.d = freq - r.s.i
+		} else {
+			r = dr.sparse[freq]
+		}
 	}
 	if !r.ready {
 		var err error
 		if r, err = dr.prepare(freq); err != nil {
 			return Outcome{}, err
 		}
+		dr.remember(freq, r)
 	}
 	if r.coin && dr.rng.Uint64()&(1<<53-1) >= r.keep {
 		return Outcome{}, nil
@@ -318,7 +343,18 @@ func (dr *Drawer) Draw(freq int64) (Outcome, error) {
 	return r.s.pick(r.d, dr.discrete, dr.rng), nil
 }
 
-// prepare computes and remembers the drawRow of frequency freq.
+// loadCycle sets up the stationary cycle once the table knows it.
+func (dr *Drawer) loadCycle() {
+	st := dr.t.stationary()
+	if st == nil {
+		return
+	}
+	dr.stFrom = st.from()
+	dr.cycFrom = max(dr.stFrom, dr.t.qConst)
+	dr.cycle = make([]drawRow, len(st.rows))
+}
+
+// prepare computes the drawRow of frequency freq.
 func (dr *Drawer) prepare(freq int64) (drawRow, error) {
 	if err := checkFreq(freq); err != nil {
 		return drawRow{}, fmt.Errorf("sanitize: draw: %w", err)
@@ -328,6 +364,11 @@ func (dr *Drawer) prepare(freq int64) (drawRow, error) {
 	if q := dr.t.s.Q(freq); s.pi < q {
 		r.coin, r.keep = true, keepThreshold(s.pi, q)
 	}
+	return r, nil
+}
+
+// remember keeps the drawRow of a frequency outside the stationary cycle.
+func (dr *Drawer) remember(freq int64, r drawRow) {
 	if freq < denseDraws {
 		if dr.dense == nil {
 			dr.dense = make([]drawRow, denseDraws)
@@ -339,7 +380,6 @@ func (dr *Drawer) prepare(freq int64) (drawRow, error) {
 		}
 		dr.sparse[freq] = r
 	}
-	return r, nil
 }
 
 // keepThreshold returns the K for which Table.Draw's test "report unless

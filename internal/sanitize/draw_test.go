@@ -237,6 +237,9 @@ func TestDrawerMatchesDraw(t *testing.T) {
 				if reported == 0 {
 					t.Fatal("nothing reported: the comparison saw no piece draws")
 				}
+				if (tc.name == "ppswor" || tc.name == "none") && dr.cycle == nil {
+					t.Fatal("the stationary cycle was never used: the comparison missed that path")
+				}
 				for _, f := range []int64{0, -3, MaxFrequency + 1} {
 					if _, err := dr.Draw(f); !errors.Is(err, ErrFrequency) {
 						t.Errorf("frequency %d: err %v, want ErrFrequency", f, err)
