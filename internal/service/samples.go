@@ -328,7 +328,7 @@ type keySetPool struct {
 
 const (
 	keySetPoolSize    = 2
-	keySetRetainWords = 6 << 20 // 48 MB: the buffers of about 3 * 10^6 keys
+	keySetRetainWords = 3 << 20 // 24 MB: the buffers of about 1.4 * 10^6 keys
 )
 
 func (p *keySetPool) get() *keySet {
