@@ -267,7 +267,7 @@ func (t *Table) currentSpacing() int64 {
 }
 
 // denseDraws is the number of small frequencies a Drawer indexes directly
-// (the rest go through a map).
+// (the rest go through the stationary cycle or a map).
 const denseDraws = 1 << 12
 
 // Drawer draws outcomes of one Table from one generator, for one goroutine
@@ -275,7 +275,8 @@ const denseDraws = 1 << 12
 // through the Table's cache), its shift, and the reporting decision as an
 // integer threshold on one random word. A repeated frequency then costs an
 // index (or map) lookup and one random word when the key is dropped, which
-// is most of them. Outcomes, and the words taken from rng, are bit for bit
+// is most of them; the rows past the stationary point are indexed by their
+// place in the cycle. Outcomes, and the words taken from rng, are bit for bit
 // those of Table.Draw called with the same generator in the same order.
 type Drawer struct {
 	t        *Table
