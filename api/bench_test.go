@@ -59,6 +59,46 @@ func BenchmarkSanitizeNDJSON1M(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e6, "ms/1M-elements")
 }
 
+// scriptNDJSON is the request scripts/bench_http.sh sends: n elements with
+// P(frequency >= k) about 1/k, capped at 2^20 (about 5% are reported).
+func scriptNDJSON(n int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"privacy":{"epsilon":0.5,"delta":1e-6},"sampling":{"scheme":"ppswor","threshold":0.01}}` + "\n")
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "{\"key\":\"key-%d\",\"frequency\":%d}\n", i, min(1<<20, int(1/(rng.Float64()*0.999999+1e-6))))
+	}
+	return b.Bytes()
+}
+
+// BenchmarkSanitizeNDJSON1MScript: the workload of scripts/bench_http.sh
+// (10^6 elements, about 5% reported) in process over loopback HTTP, warm
+// tables; the answer is read and discarded.
+func BenchmarkSanitizeNDJSON1MScript(b *testing.B) {
+	ts := newServer(b, nil)
+	body := scriptNDJSON(1_000_000)
+	send := func() {
+		req, _ := http.NewRequest("POST", ts.URL+"/v1/samples", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-ndjson")
+		req.Header.Set("Accept", "application/x-ndjson")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer res.Body.Close()
+		if _, err := io.Copy(io.Discard, res.Body); err != nil || res.StatusCode != http.StatusCreated {
+			b.Fatalf("status %d, %v", res.StatusCode, err)
+		}
+	}
+	send() // warm the tables
+	b.SetBytes(int64(len(body)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		send()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e6, "ms/1M-elements")
+}
+
 // BenchmarkEstimateStoredSample1M: a prefix-sum estimate over a stored
 // sample of 10^6 reported keys (scheme none, delta large: all reported).
 func BenchmarkEstimateStoredSample1M(b *testing.B) {

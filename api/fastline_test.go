@@ -11,6 +11,8 @@ func FuzzParseElementFast(f *testing.F) {
 	for _, s := range []string{
 		`{"key":"a","frequency":17}`, `{ "frequency" : 3 , "key" : "b" }`, `{"key":"a\"b","frequency":1}`,
 		`{"key":"a","frequency":1,"x":2}`, `{"key":"a","key":"b"}`, `{"key":"é","frequency":2}`, `{"key":"a","frequency":01}`,
+		`{"key":"","frequency":1}`, `{"key":"a","frequency":0}`, `{"key":"a","frequency":12}x`, `{"key":"a","frequency":}`,
+		`{"key":"a","frequency":12} `, `{"key":"a\u0041","frequency":3}`, `{"key":"a","frequency":1e3}`, `{"key":"a","frequency":99999999999999999999}`,
 	} {
 		f.Add(s)
 	}
@@ -28,4 +30,15 @@ func FuzzParseElementFast(f *testing.F) {
 		}
 		_ = json.Valid
 	})
+}
+
+// BenchmarkParseElementFast: one element line, both member orders.
+func BenchmarkParseElementFast(b *testing.B) {
+	lines := [][]byte{[]byte(`{"key":"key-123456","frequency":17}`), []byte(`{ "frequency" : 3 , "key" : "user-42" }`)}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, _, ok := parseElementFast(lines[i&1]); !ok {
+			b.Fatal("not parsed")
+		}
+	}
 }

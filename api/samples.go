@@ -232,24 +232,7 @@ func (h *handler) createSample(w http.ResponseWriter, r *http.Request) error {
 		if spec, err = h.spec(hd); err != nil {
 			return atLine(err, lr.n)
 		}
-		i := 0
-		src = func() (string, int64, error) {
-			line, err := lr.next()
-			if err != nil {
-				return "", 0, err
-			}
-			i++
-			if k, f, ok := parseElementFast(line); ok {
-				k, f, err := h.elementFields(i-1, k, aliasString(f)) // no copies: see ElementSource
-				return k, f, atLine(err, lr.n)
-			}
-			var e SampleElement
-			if err := decodeLine(line, &e, lr.n, "elements["+strconv.Itoa(i-1)+"]"); err != nil {
-				return "", 0, err
-			}
-			k, f, err := h.element(i-1, e)
-			return k, f, atLine(err, lr.n)
-		}
+		src = h.ndjsonElements(lr)
 	case "application/json", "":
 		var req SampleRequest
 		if err := decodeJSON(r.Body, &req); err != nil {

@@ -85,8 +85,8 @@ func zipfFrequencies(n int, seed uint64) []int64 {
 }
 
 // BenchmarkSanitize1e6 sanitizes 10^6 sampled keys with Zipf-like
-// frequencies (ppswor tau = 0.01) on a fresh table, one Draw per key and
-// with DrawAll.
+// frequencies (ppswor tau = 0.01) on a fresh table, one Draw per key, one
+// Drawer.Draw per key, and with DrawAll.
 func BenchmarkSanitize1e6(b *testing.B) {
 	freqs := zipfFrequencies(1_000_000, 1)
 	s := mustSampling(b, SchemePPSWOR, 0.01, 1, nil)
@@ -97,6 +97,17 @@ func BenchmarkSanitize1e6(b *testing.B) {
 				tb := mustTable(b, benchPrivacy(b), s, m)
 				for _, f := range freqs {
 					if _, err := tb.Draw(f, rng); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+		b.Run(string(m)+"/Drawer", func(b *testing.B) {
+			rng := newRand(2)
+			for b.Loop() {
+				dr := mustTable(b, benchPrivacy(b), s, m).NewDrawer(rng)
+				for _, f := range freqs {
+					if _, err := dr.Draw(f); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"sync"
 )
 
@@ -54,15 +53,26 @@ func (s *sampler) draw(q float64, d int64, discrete bool, rng *rand.Rand) Outcom
 	if s.pi < q && rng.Float64()*q >= s.pi {
 		return Outcome{}
 	}
+	return s.pick(d, discrete, rng)
+}
+
+// pick draws the piece of a reported key: piece k with probability
+// P_k / pi_i, shifted up by d, and its value.
+func (s *sampler) pick(d int64, discrete bool, rng *rand.Rand) Outcome {
 	n := len(s.cum)
 	if n == 0 || s.cum[n-1] <= 0 {
 		return Outcome{}
 	}
-	// Piece k with probability P_k / pi_i.
+	// Piece k with probability P_k / pi_i: the first cumulative mass
+	// strictly above v.
 	v := rng.Float64() * s.cum[n-1]
-	k := sort.SearchFloat64s(s.cum, v)
-	for k < n && s.cum[k] <= v { // first cumulative strictly above v
-		k++
+	k, hi := 0, n
+	for k < hi {
+		if mid := int(uint(k+hi) >> 1); s.cum[mid] <= v {
+			k = mid + 1
+		} else {
+			hi = mid
+		}
 	}
 	if k == n {
 		k = n - 1
@@ -254,4 +264,141 @@ func (t *Table) currentSpacing() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.spacing
+}
+
+// denseDraws is the number of small frequencies a Drawer indexes directly
+// (the rest go through the stationary cycle or a map).
+const denseDraws = 1 << 12
+
+// Drawer draws outcomes of one Table from one generator, for one goroutine
+// (a request). It prepares each frequency once: the row's sampler (shared
+// through the Table's cache), its shift, and the reporting decision as an
+// integer threshold on one random word. A repeated frequency then costs an
+// index (or map) lookup and one random word when the key is dropped, which
+// is most of them; the rows past the stationary point are indexed by their
+// place in the cycle. Outcomes, and the words taken from rng, are bit for bit
+// those of Table.Draw called with the same generator in the same order.
+type Drawer struct {
+	t        *Table
+	rng      *rand.Rand
+	discrete bool
+	dense    []drawRow         // by frequency, below denseDraws
+	sparse   map[int64]drawRow // the larger frequencies seen so far
+	// Once the table's rows are stationary: frequencies from cycFrom on
+	// (stationary, and q_i constant) are drawn from cycle[(i - stFrom) mod
+	// len(cycle)] shifted up to i, with no map lookup.
+	cycle           []drawRow
+	stFrom, cycFrom int64
+}
+
+// drawRow is a frequency prepared for drawing.
+type drawRow struct {
+	s     *sampler
+	d     int64  // shift of the sampler's pieces
+	keep  uint64 // with coin: reported iff the low 53 bits of a word are < keep
+	coin  bool   // pi_i < q_i: a random word decides the report
+	ready bool
+}
+
+// NewDrawer returns a Drawer of t drawing from rng (not safe for concurrent
+// use: give each goroutine its own generator and Drawer).
+func (t *Table) NewDrawer(rng *rand.Rand) *Drawer {
+	return &Drawer{t: t, rng: rng, discrete: t.m == MethodDiscrete}
+}
+
+// Draw sanitizes one sampled key of frequency freq exactly as Table.Draw
+// does: reported with probability pi_i/q_i, then piece k with probability
+// P_k/pi_i.
+func (dr *Drawer) Draw(freq int64) (Outcome, error) {
+	var r drawRow
+	if freq >= 1 && freq < denseDraws && dr.dense != nil {
+		r = dr.dense[freq]
+	} else if freq >= denseDraws {
+		if dr.cycle == nil {
+			dr.loadCycle()
+		}
+		if dr.cycle != nil && freq >= dr.cycFrom && freq <= MaxFrequency {
+			k := (freq - dr.stFrom) % int64(len(dr.cycle))
+			if r = dr.cycle[k]; !r.ready {
+				var err error
+				if r, err = dr.prepare(freq); err != nil {
+					return Outcome{}, err
+				}
+				dr.cycle[k] = r
+			}
+			r.d = freq - r.s.i
+		} else {
+			r = dr.sparse[freq]
+		}
+	}
+	if !r.ready {
+		var err error
+		if r, err = dr.prepare(freq); err != nil {
+			return Outcome{}, err
+		}
+		dr.remember(freq, r)
+	}
+	if r.coin && dr.rng.Uint64()&(1<<53-1) >= r.keep {
+		return Outcome{}, nil
+	}
+	return r.s.pick(r.d, dr.discrete, dr.rng), nil
+}
+
+// loadCycle sets up the stationary cycle once the table knows it.
+func (dr *Drawer) loadCycle() {
+	st := dr.t.stationary()
+	if st == nil {
+		return
+	}
+	dr.stFrom = st.from()
+	dr.cycFrom = max(dr.stFrom, dr.t.qConst)
+	dr.cycle = make([]drawRow, len(st.rows))
+}
+
+// prepare computes the drawRow of frequency freq.
+func (dr *Drawer) prepare(freq int64) (drawRow, error) {
+	if err := checkFreq(freq); err != nil {
+		return drawRow{}, fmt.Errorf("sanitize: draw: %w", err)
+	}
+	s, d := dr.t.samplerFor(freq)
+	r := drawRow{s: s, d: d, ready: true}
+	if q := dr.t.s.Q(freq); s.pi < q {
+		r.coin, r.keep = true, keepThreshold(s.pi, q)
+	}
+	return r, nil
+}
+
+// remember keeps the drawRow of a frequency outside the stationary cycle.
+func (dr *Drawer) remember(freq int64, r drawRow) {
+	if freq < denseDraws {
+		if dr.dense == nil {
+			dr.dense = make([]drawRow, denseDraws)
+		}
+		dr.dense[freq] = r
+	} else {
+		if dr.sparse == nil {
+			dr.sparse = make(map[int64]drawRow)
+		}
+		dr.sparse[freq] = r
+	}
+}
+
+// keepThreshold returns the K for which Table.Draw's test "report unless
+// rng.Float64()*q >= pi" is "report iff u < K", u the low 53 bits of the
+// word Float64 consumes (Float64 returns u/2^53). For 0 <= pi < q, u/2^53
+// is exact and rounding is monotone, so fl(fl(u/2^53) q) is non-decreasing
+// in u and {u : fl(u/2^53 q) < pi} is the prefix [0, K); at u = 2^53 the
+// product is q > pi, so K <= 2^53. The integer test thus takes exactly the
+// same decisions from the same words as the float64 one.
+func keepThreshold(pi, q float64) uint64 {
+	lo, hi := uint64(0), uint64(1)<<53 // invariant: the answer is in [lo, hi]
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if float64(mid)/(1<<53)*q >= pi {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
 }

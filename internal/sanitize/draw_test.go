@@ -1,6 +1,8 @@
 package sanitize
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -187,5 +189,183 @@ func sortStable(v []int, less func(a, b int) bool) {
 		for j := i; j > 0 && less(v[j], v[j-1]); j-- {
 			v[j], v[j-1] = v[j-1], v[j]
 		}
+	}
+}
+
+// Drawer takes exactly Table.Draw's decisions from the same words: for a
+// fixed seed and a mixed sequence of frequencies (repeats, dense and map
+// entries, rows before and beyond the stationary point), every outcome is
+// bit for bit the same and both generators end in the same state.
+func TestDrawerMatchesDraw(t *testing.T) {
+	probs := []float64{0.05, 0.1, 0.3, 0.3, 0.8}
+	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
+		for _, tc := range []struct {
+			name string
+			p    Privacy
+			s    Sampling
+		}{
+			{"ppswor", mustPrivacy(t, 0.5, 1e-6), mustSampling(t, SchemePPSWOR, 0.01, 1, nil)},
+			{"priority", mustPrivacy(t, 1, 1e-4), mustSampling(t, SchemePriority, 0.002, 1.5, nil)},
+			{"none", mustPrivacy(t, 0.3, 1e-3), Sampling{Scheme: SchemeNone}},
+			{"custom", mustPrivacy(t, 0.5, 1e-3), mustSampling(t, SchemeCustom, 0, 0, probs)},
+			{"delta 1", mustPrivacy(t, 0.5, 1), mustSampling(t, SchemePPSWOR, 0.05, 1, nil)},
+		} {
+			t.Run(string(m)+"/"+tc.name, func(t *testing.T) {
+				zr := newRand(13)
+				freqs := make([]int64, 30000)
+				for k := range freqs {
+					freqs[k] = int64(math.Min(1e6, math.Floor(math.Pow(1-zr.Float64(), -1.1))))
+				}
+				freqs[100], freqs[200] = denseDraws-1, denseDraws // both sides of the dense index
+				a, b := mustTable(t, tc.p, tc.s, m), mustTable(t, tc.p, tc.s, m)
+				ra, rb := newRand(21), newRand(21)
+				dr := b.NewDrawer(rb)
+				reported := 0
+				for k, f := range freqs {
+					want, err := a.Draw(f, ra)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := dr.Draw(f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got != want {
+						t.Fatalf("draw %d (frequency %d): Drawer %+v, Table.Draw %+v", k, f, got, want)
+					}
+					if got.Reported {
+						reported++
+					}
+				}
+				if ra.Uint64() != rb.Uint64() {
+					t.Fatal("the generators ended in different states")
+				}
+				if reported == 0 {
+					t.Fatal("nothing reported: the comparison saw no piece draws")
+				}
+				if (tc.name == "ppswor" || tc.name == "none") && dr.cycle == nil {
+					t.Fatal("the stationary cycle was never used: the comparison missed that path")
+				}
+				for _, f := range []int64{0, -3, MaxFrequency + 1} {
+					if _, err := dr.Draw(f); !errors.Is(err, ErrFrequency) {
+						t.Errorf("frequency %d: err %v, want ErrFrequency", f, err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// keepThreshold turns the float64 test into an integer one without
+// changing a single decision: u < K exactly when u/2^53 * q < pi, checked
+// at K-1, K and random words for random (pi, q) and at the edges.
+func TestKeepThreshold(t *testing.T) {
+	rng := newRand(17)
+	report := func(u uint64, pi, q float64) bool { return float64(u)/(1<<53)*q < pi }
+	cases := [][2]float64{{0, 1}, {0, 1e-300}, {math.Nextafter(1, 0), 1}, {1e-300, 1}, {0.5, 0.5000000000000001}, {3e-9, 7e-9}}
+	for range 2000 {
+		q := rng.Float64()
+		if rng.IntN(4) == 0 {
+			q = math.Ldexp(q, -rng.IntN(900))
+		}
+		cases = append(cases, [2]float64{q * rng.Float64(), q})
+	}
+	for _, c := range cases {
+		pi, q := c[0], c[1]
+		if !(pi < q) {
+			continue
+		}
+		k := keepThreshold(pi, q)
+		if k > 1<<53 {
+			t.Fatalf("pi %g q %g: K = %d > 2^53", pi, q, k)
+		}
+		if k > 0 && !report(k-1, pi, q) {
+			t.Fatalf("pi %g q %g: word K-1 = %d is dropped by the float test", pi, q, k-1)
+		}
+		if k < 1<<53 && report(k, pi, q) {
+			t.Fatalf("pi %g q %g: word K = %d is reported by the float test", pi, q, k)
+		}
+		for range 20 {
+			u := rng.Uint64() & (1<<53 - 1)
+			if (u < k) != report(u, pi, q) {
+				t.Fatalf("pi %g q %g: word %d decided differently", pi, q, u)
+			}
+		}
+	}
+}
+
+// binomialOK reports whether k successes in n trials are within 5 standard
+// deviations (plus one count) of n p: a false alarm has probability below
+// 1e-6 per check.
+func binomialOK(k, n int, p float64) bool {
+	return math.Abs(float64(k)-float64(n)*p) <= 5*math.Sqrt(float64(n)*p*(1-p))+1
+}
+
+// Drawer realises the table: at a fixed seed, the share of reported keys
+// is pi_i/q_i within the binomial tolerance of binomialOK, and the joint
+// distribution of "not reported" and each piece j passes Pearson's
+// chi-square (below df + 6 sqrt(2 df) + 6), for dense and map-indexed
+// frequencies, before and after the stationary point, and across
+// frequencies drawn in turn from one Drawer.
+func TestDrawerMatchesTable(t *testing.T) {
+	n := 60000
+	if testing.Short() {
+		n = 20000
+	}
+	p := mustPrivacy(t, 0.5, 1e-4)
+	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
+		for _, s := range []Sampling{mustSampling(t, SchemePPSWOR, 0.02, 1, nil), {Scheme: SchemeNone}} {
+			tb := mustTable(t, p, s, m)
+			dr := tb.NewDrawer(newRand(29))
+			for _, i := range []int64{3, 17, 40, 5000} {
+				t.Run(fmt.Sprintf("%s/%s/%d", m, s.Scheme, i), func(t *testing.T) {
+					r, err := tb.Row(i)
+					if err != nil {
+						t.Fatal(err)
+					}
+					reported := 0
+					stat, df := chiSquare(t, r, s.Q(i), m, n, func() (Outcome, error) {
+						o, err := dr.Draw(i)
+						if o.Reported {
+							reported++
+						}
+						if _, err := dr.Draw(i + 1); err != nil { // another row in between
+							return o, err
+						}
+						return o, err
+					})
+					if want := r.Pi / s.Q(i); !binomialOK(reported, n, want) {
+						t.Errorf("reported %d of %d, want %.5f of them", reported, n, want)
+					}
+					if limit := float64(df) + 6*math.Sqrt(2*float64(df)) + 6; stat > limit {
+						t.Errorf("chi-square %.1f with %d df (limit %.1f)", stat, df, limit)
+					}
+				})
+			}
+		}
+	}
+}
+
+// The binomial check can fail: at frequency 5 (pi_5 < q_5) the reporting
+// rate of a table with delta 1e-4 is not that of delta 3e-4's row.
+func TestBinomialDetectsWrongTable(t *testing.T) {
+	s := mustSampling(t, SchemePPSWOR, 0.02, 1, nil)
+	right := mustTable(t, mustPrivacy(t, 0.5, 3e-4), s, MethodDiscrete)
+	wrong := mustTable(t, mustPrivacy(t, 0.5, 1e-4), s, MethodDiscrete)
+	r, err := right.Row(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dr, n, reported := wrong.NewDrawer(newRand(31)), 20000, 0
+	for range n {
+		if o, _ := dr.Draw(5); o.Reported {
+			reported++
+		}
+	}
+	if r.Pi >= s.Q(5) {
+		t.Fatalf("pi_5 = %g is not below q_5 = %g: the control tests nothing", r.Pi, s.Q(5))
+	}
+	if binomialOK(reported, n, r.Pi/s.Q(5)) {
+		t.Errorf("wrong table not detected: %d of %d reported, right rate %.5f", reported, n, r.Pi/s.Q(5))
 	}
 }

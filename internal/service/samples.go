@@ -10,8 +10,8 @@ import (
 	"io"
 	"math"
 	"math/bits"
-	"slices"
-	"strings"
+	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/pwsd/pwsd/internal/checks"
@@ -123,45 +123,71 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 	}
 	limit := s.sampleFrequencyLimit(spec, table)
 	rng := s.newRand()
+	draw := table.NewDrawer(rng)
 	seen := s.newKeySet(maxElements)
 	defer s.releaseKeySet(seen)
-	var out []store.Element
+	// Reported keys are copied into one buffer (keys) and become strings
+	// once, after the loop: the source's keys alias its line buffer, and a
+	// string per key would be one allocation per reported element. The
+	// elements are built once their number is known.
+	var keys []byte
+	var keyEnds []int
+	var values []float64
 	maxValue := 0.0
-	for n := 0; ; n++ {
-		key, freq, err := src()
-		if errors.Is(err, io.EOF) {
-			break
+	// The source (reading and parsing the body) runs one batch ahead on
+	// its own goroutine; elements are taken in input order, so every
+	// error is the one a sequential loop would meet first.
+	ra := startReadAhead(src)
+	defer ra.stop()
+	n := 0
+	for done := false; !done; {
+		b := ra.next()
+		for e := range b.freqs {
+			if n >= maxElements {
+				return nil, &LimitError{Msg: fmt.Sprintf("a sample may hold at most %d elements (PWSD_MAX_ELEMENTS)", maxElements)}
+			}
+			if n%4096 == 0 && ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			key, freq := b.key(e), b.freqs[e]
+			seen.add(key)
+			if freq > limit {
+				return nil, fieldErr(fmt.Sprintf("elements[%d].frequency", n), "exceeds %d, the largest frequency this release can sanitize: q_i < 1 beyond it, or the table work would pass PWSD_MAX_TABLE_WORK", limit)
+			}
+			n++
+			o, err := draw.Draw(freq)
+			if err != nil {
+				return nil, fmt.Errorf("sanitizing element: %w", err)
+			}
+			if !o.Reported {
+				continue
+			}
+			keys = append(keys, key...)
+			keyEnds = append(keyEnds, len(keys))
+			v := math.NaN()
+			if spec.Release == ReleaseFrequencies {
+				v = o.Value
+				maxValue = math.Max(maxValue, v)
+			}
+			values = append(values, v)
 		}
-		if err != nil {
-			return nil, err
+		switch {
+		case errors.Is(b.err, io.EOF):
+			done = true
+		case b.err != nil:
+			return nil, b.err
 		}
-		if n >= maxElements {
-			return nil, &LimitError{Msg: fmt.Sprintf("a sample may hold at most %d elements (PWSD_MAX_ELEMENTS)", maxElements)}
-		}
-		seen.add(key)
-		if freq > limit {
-			return nil, fieldErr(fmt.Sprintf("elements[%d].frequency", n), "exceeds %d, the largest frequency this release can sanitize: q_i < 1 beyond it, or the table work would pass PWSD_MAX_TABLE_WORK", limit)
-		}
-		o, err := table.Draw(freq, rng)
-		if err != nil {
-			return nil, fmt.Errorf("sanitizing element: %w", err)
-		}
-		if !o.Reported {
-			continue
-		}
-		key = strings.Clone(key) // the source's key is valid only until its next call
-		e := store.Element{Key: key, Value: math.NaN(), Estimate: math.NaN()}
-		if spec.Release == ReleaseFrequencies {
-			e.Value = o.Value
-			maxValue = math.Max(maxValue, o.Value)
-		}
-		out = append(out, e)
-		if n%4096 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
+		ra.recycle(b)
 	}
+	ra.stop()
 	if i, dup := seen.firstRepeat(); dup {
 		return nil, fieldErr(fmt.Sprintf("elements[%d].key", i), "repeats the key of an earlier element; keys must be unique")
+	}
+	out := make([]store.Element, len(values))
+	all, start := string(keys), 0
+	for i, end := range keyEnds {
+		out[i] = store.Element{Key: all[start:end], Value: values[i], Estimate: math.NaN()}
+		start = end
 	}
 	if spec.Release == ReleaseFrequencies && len(out) > 0 {
 		if err := s.checkWork(spec.Privacy, spec.Sampling, 0, estimatorSize(table, maxValue), 1, "privacy.epsilon", "elements"); err != nil {
@@ -256,34 +282,82 @@ func newID() string {
 }
 
 // keySet detects repeated keys without retaining them. Per element it keeps
-// two independent 64-bit hashes of the key bytes: the first, with its low
-// idxBits bits replaced by the element's index, goes to one of 256 buckets
-// by its top 8 bits; the second is kept in input order. At the end each
-// bucket is sorted as plain uint64s and only entries whose first hashes
-// agree (on their 64 - idxBits high bits) have their second hashes
-// compared. Keys are equal, up to a false positive of probability about
-// n^2 / 2^(129 - idxBits) (never in practice), exactly when both agree.
-// The buffers are reused across requests (Service.keySets).
+// two independent 64-bit hashes of the key bytes, as a pair of plain
+// uint64s: the first with its low idxBits bits replaced by the element's
+// index, and the second. Pairs go to one of keyBuckets buckets by the top
+// bits of the first hash, in input order. At the end each bucket, small
+// enough for the cache, goes through an open-addressing table in input
+// order, and only entries whose first hashes agree (on their 64 - idxBits
+// high bits) have their second hashes compared. Keys are equal, up to a
+// false positive of probability about n^2 / 2^(129 - idxBits) (never in
+// practice), exactly when both agree. The buffers are reused across
+// requests (Service.keySets), so a warm request allocates nothing here.
 type keySet struct {
 	s1, s2  maphash.Seed
 	idxBits uint
-	buckets [256][]uint64
-	h2      [][]uint64 // chunks of keyChunk second hashes, input order
+	buckets [keyBuckets][]uint64 // pairs (first hash with index, second hash)
+	table   []uint32             // one bucket's hash table (firstRepeat)
 	n       int
 }
 
-const keyChunk = 1 << 16
+const (
+	keyBucketBits = 8
+	keyBuckets    = 1 << keyBucketBits
+)
+
+// keySetPool keeps a few key sets' buffers between requests. Unlike a
+// sync.Pool it is not emptied by garbage collections, and a set released on
+// one P is found by a request on another, so a warm request allocates no
+// hash buffers. It keeps at most keySetPoolSize sets, each of at most
+// keySetRetainWords words; larger ones are left to the collector.
+type keySetPool struct {
+	mu   sync.Mutex
+	free []*keySet
+}
+
+const (
+	keySetPoolSize    = 2
+	keySetRetainWords = 3 << 20 // 24 MB: the buffers of about 1.4 * 10^6 keys
+)
+
+func (p *keySetPool) get() *keySet {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.free); n > 0 {
+		k := p.free[n-1]
+		p.free[n-1] = nil
+		p.free = p.free[:n-1]
+		return k
+	}
+	return &keySet{}
+}
+
+func (p *keySetPool) put(k *keySet) {
+	words := cap(k.table) / 2
+	for _, b := range k.buckets {
+		words += cap(b)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if words <= keySetRetainWords && len(p.free) < keySetPoolSize {
+		p.free = append(p.free, k)
+	}
+}
 
 // newKeySet returns an empty key set for at most maxElements keys, with
 // fresh hash seeds, reusing a pooled one's buffers when there is one.
 func (s *Service) newKeySet(maxElements int) *keySet {
-	k, _ := s.keySets.Get().(*keySet)
-	if k == nil {
-		k = &keySet{}
-	}
+	k := s.keySets.get()
 	k.s1, k.s2 = maphash.MakeSeed(), maphash.MakeSeed()
 	k.idxBits = uint(min(max(bits.Len(uint(maxElements)), 1), 40))
+	// A bucket gets n/keyBuckets pairs, give or take a few times their
+	// square root: room for the previous request's n plus 1/16 means a
+	// request of the same size appends without growing.
+	want := 2 * (k.n/keyBuckets + k.n/keyBuckets/16 + 32)
 	for b := range k.buckets {
+		if cap(k.buckets[b]) < want && k.n > 0 {
+			k.buckets[b] = make([]uint64, 0, want)
+		}
 		k.buckets[b] = k.buckets[b][:0]
 	}
 	k.n = 0
@@ -291,22 +365,16 @@ func (s *Service) newKeySet(maxElements int) *keySet {
 }
 
 // release returns k's buffers to the pool.
-func (s *Service) releaseKeySet(k *keySet) { s.keySets.Put(k) }
+func (s *Service) releaseKeySet(k *keySet) { s.keySets.put(k) }
 
 // add records the key of the next element (index k.n). The key is hashed,
 // not kept: it may alias a buffer the caller reuses.
-func (k *keySet) add(key string) {
-	idx := k.n
+func (k *keySet) add(key []byte) {
+	idx := uint64(k.n)
 	k.n++
-	h1 := maphash.String(k.s1, key)
-	mask := uint64(1)<<k.idxBits - 1
-	b := &k.buckets[h1>>56]
-	*b = append(*b, h1&^mask|uint64(idx))
-	c := idx / keyChunk
-	if c == len(k.h2) {
-		k.h2 = append(k.h2, make([]uint64, keyChunk))
-	}
-	k.h2[c][idx%keyChunk] = maphash.String(k.s2, key)
+	h1 := maphash.Bytes(k.s1, key)
+	b := &k.buckets[h1>>(64-keyBucketBits)]
+	*b = append(*b, h1&^(1<<k.idxBits-1)|idx, maphash.Bytes(k.s2, key))
 }
 
 // firstRepeat returns the smallest index of an element whose key repeats an
@@ -314,26 +382,155 @@ func (k *keySet) add(key string) {
 func (k *keySet) firstRepeat() (int, bool) {
 	mask := uint64(1)<<k.idxBits - 1
 	best, found := 0, false
-	for b := range k.buckets {
-		hs := k.buckets[b]
-		slices.Sort(hs)
-		for i := 1; i < len(hs); i++ {
-			if hs[i]&^mask != hs[i-1]&^mask {
-				continue
-			}
-			// A run of equal first hashes (sorted by index within it):
-			// element hs[i] repeats an earlier key when an earlier member
-			// of the run has the same second hash.
-			j := int(hs[i] & mask)
-			hj := k.h2[j/keyChunk][j%keyChunk]
-			for r := i - 1; r >= 0 && hs[r]&^mask == hs[i]&^mask; r-- {
-				e := int(hs[r] & mask)
-				if k.h2[e/keyChunk][e%keyChunk] == hj && (!found || j < best) {
-					best, found = j, true
+	for _, hs := range k.buckets {
+		// All earlier entries of the bucket whose first hash has the same
+		// high part as entry p lie between its home slot (a multiplicative
+		// hash of that part) and the next empty slot; the table is at most
+		// half full.
+		pairs := len(hs) / 2
+		size := max(16, 1<<bits.Len(uint(2*pairs)))
+		if cap(k.table) < size {
+			k.table = make([]uint32, size)
+		}
+		table := k.table[:size]
+		clear(table)
+		shift := 64 - uint(bits.Len(uint(size-1)))
+	bucket:
+		for p := 0; p < pairs; p++ {
+			h := hs[2*p]
+			hi := h &^ mask
+			slot := (hi * 0x9E3779B97F4A7C15) >> shift
+			for {
+				at := table[slot]
+				if at == 0 {
+					table[slot] = uint32(p + 1)
 					break
 				}
+				if e := 2 * int(at-1); hs[e]&^mask == hi && hs[e+1] == hs[2*p+1] {
+					// The bucket's first repeat: later ones have larger indexes.
+					if j := int(h & mask); !found || j < best {
+						best, found = j, true
+					}
+					break bucket
+				}
+				slot = (slot + 1) & uint64(size-1)
 			}
 		}
 	}
 	return best, found
+}
+
+// readAheadBatch is the number of elements a readAhead batch holds.
+const readAheadBatch = 4096
+
+// elementBatch is up to readAheadBatch elements of a source, in order.
+type elementBatch struct {
+	keys  []byte  // the keys' bytes, back to back
+	ends  []int   // key e is keys[ends[e-1]:ends[e]]
+	freqs []int64 // frequencies
+	err   error   // the source's error after these elements (io.EOF: the end); nil: more follow
+}
+
+// key returns element e's key, aliasing the batch (valid until it is
+// recycled).
+func (b *elementBatch) key(e int) []byte {
+	start := 0
+	if e > 0 {
+		start = b.ends[e-1]
+	}
+	return b.keys[start:b.ends[e]]
+}
+
+// readAhead runs an ElementSource on its own goroutine and hands its
+// elements over in batches (copying the keys, which the source may
+// overwrite on its next call), so reading and parsing the body overlap
+// with the sanitizing. Three batches circulate, so a few thousand elements
+// at most are read beyond one that stops the release. stop must be called;
+// it returns once the goroutine, the source's only caller, has finished,
+// so the source (the request body) is never read after the caller returns.
+type readAhead struct {
+	full, free chan *elementBatch
+	done       chan struct{} // closed by stop
+	exited     chan struct{} // closed when the goroutine returns
+	stopped    bool
+	panicked   any // a panic of the source, raised again by next
+}
+
+func startReadAhead(src ElementSource) *readAhead {
+	const batches = 3
+	ra := &readAhead{
+		full:   make(chan *elementBatch, batches),
+		free:   make(chan *elementBatch, batches),
+		done:   make(chan struct{}),
+		exited: make(chan struct{}),
+	}
+	for range batches {
+		ra.free <- &elementBatch{}
+	}
+	go ra.run(src)
+	return ra
+}
+
+func (ra *readAhead) run(src ElementSource) {
+	defer close(ra.exited)
+	defer func() {
+		if p := recover(); p != nil {
+			ra.panicked = fmt.Sprintf("element source: %v\n%s", p, debug.Stack())
+		}
+	}()
+	for {
+		var b *elementBatch
+		select {
+		case b = <-ra.free:
+		case <-ra.done:
+			return
+		}
+		b.keys, b.ends, b.freqs, b.err = b.keys[:0], b.ends[:0], b.freqs[:0], nil
+		for len(b.freqs) < readAheadBatch && b.err == nil {
+			key, freq, err := src()
+			if err != nil {
+				b.err = err
+				break
+			}
+			b.keys = append(b.keys, key...)
+			b.ends = append(b.ends, len(b.keys))
+			b.freqs = append(b.freqs, freq)
+		}
+		select {
+		case ra.full <- b:
+		case <-ra.done:
+			return
+		}
+		if b.err != nil {
+			return
+		}
+	}
+}
+
+// next returns the next batch; after one with a non-nil err there is none.
+// A panic of the source is raised again here, on the caller's goroutine.
+func (ra *readAhead) next() *elementBatch {
+	select {
+	case b := <-ra.full:
+		return b
+	case <-ra.exited:
+		select {
+		case b := <-ra.full: // sent just before the goroutine returned
+			return b
+		default:
+		}
+		panic(ra.panicked)
+	}
+}
+
+// recycle returns a batch whose elements have been used.
+func (ra *readAhead) recycle(b *elementBatch) { ra.free <- b }
+
+// stop ends the goroutine and waits for it; it may be called again.
+func (ra *readAhead) stop() {
+	if !ra.stopped {
+		ra.stopped = true
+		close(ra.done)
+	}
+	<-ra.exited
 }

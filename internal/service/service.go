@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -60,8 +59,8 @@ type Service struct {
 	estimators *lru.Cache[string, *estimate.Table]
 	// flight makes concurrent first requests for one cached table compute it once.
 	flight flightGroup
-	// keySets pools the duplicate-key detectors' buffers across samples.
-	keySets sync.Pool
+	// keySets keeps the duplicate-key detectors' buffers across samples.
+	keySets keySetPool
 	// version prefixes cache keys (algorithmVersion; tests change it).
 	version string
 	// computed counts table computations (cache misses); tests read it.

@@ -105,13 +105,21 @@ func TestKeySetFindsFirstRepeat(t *testing.T) {
 		{"distinct, 40 index bits", distinct, 1 << 40},
 		{"late repeat", withRepeat(99_999, 3), 2_000_000},
 		{"two repeats, 40 index bits", func() []string { k := withRepeat(70_000, 5); k[80_000] = k[60_000]; return k }(), 1 << 40},
-		{"repeat across chunks", withRepeat(keyChunk+17, 2), 2_000_000},
+		{"repeat far apart", withRepeat(1<<16+17, 2), 2_000_000},
+		{"key three times", func() []string { k := withRepeat(90_000, 7); k[50_000] = k[7]; return k }(), 2_000_000},
+		{"many repeats, 40 index bits", func() []string {
+			k := slices.Clone(distinct)
+			for i := 1000; i < len(k); i += 997 {
+				k[i] = k[(i*7919)%i]
+			}
+			return k
+		}(), 1 << 40},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for round := range 2 { // the second round reuses pooled buffers
 				k := s.newKeySet(tc.maxElements)
 				for _, key := range tc.keys {
-					k.add(key)
+					k.add([]byte(key))
 				}
 				gi, gok := k.firstRepeat()
 				wi, wok := oracle(tc.keys)
