@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
 
@@ -56,7 +57,7 @@ func TestFrequencyRowsWork(t *testing.T) {
 			t.Fatalf("the 10^6 request must pass admission and then stop on its context: %v", err)
 		}
 		_, err := s.FrequencyRows(context.Background(), priv(1e-4, 1e-6), none, sanitize.MethodDiscrete, 1, 1)
-		var fe *FieldError
+		var fe *checks.FieldError
 		if !errors.As(err, &fe) || fe.Field != "epsilon" {
 			t.Fatalf("small epsilon: %v, want a field error naming epsilon", err)
 		}
