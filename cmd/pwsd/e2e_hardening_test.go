@@ -47,7 +47,7 @@ func TestE2EConcurrentSamplesBoundedRSS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("load test")
 	}
-	const clients, elements, limit = 50, 100_000, 1 << 30
+	const clients, elements, limit = 24, 100_000, 1 << 30 // three times PWSD_MAX_HEAVY_REQUESTS (8)
 	bin := buildBinary(t)
 	p := start(t, bin)
 	var b strings.Builder
