@@ -97,10 +97,17 @@ const (
 // cancelled reports the builder's context error, checked every ctxEvery rows
 // and on every row of at least ctxWide pieces.
 func (b *builder) cancelled(freq int64, pieces int) error {
-	if b.ctx == nil || (freq%ctxEvery != 0 && pieces < ctxWide) {
+	return checkCancelled(b.ctx, freq, pieces)
+}
+
+// checkCancelled is ctx's error, wrapped, when row freq of the given width
+// is one the builders check on (every ctxEvery rows, every row of at least
+// ctxWide cells); nil otherwise and for a nil ctx.
+func checkCancelled(ctx context.Context, freq int64, width int) error {
+	if ctx == nil || (freq%ctxEvery != 0 && width < ctxWide) {
 		return nil
 	}
-	if err := b.ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("estimate: %w", err)
 	}
 	return nil

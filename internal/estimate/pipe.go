@@ -57,30 +57,11 @@ func pipeRows(ctx context.Context, src RowSource, from, to int64, fn func(row sa
 			return fn(r, dens, checkRow(r))
 		})
 	}
-	free := make(chan *pieceBatch, pipeBatches)
-	full := make(chan *pieceBatch, pipeBatches)
-	for range pipeBatches {
-		free <- &pieceBatch{}
-	}
-	var stop, cancelled atomic.Bool
-	errc := make(chan error, 1)
-	go func() {
-		var err error
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("estimate: computing sanitizer rows: panic: %v", p)
-			}
-			close(full)
-			errc <- err
-		}()
-		b := <-free
+	return runPipe(ctx, func(p *pipe[pieceBatch]) error {
+		b := p.take()
 		b.reset()
-		err = src.Rows(from, to, func(r sanitize.Row) bool {
-			if stop.Load() {
-				return false
-			}
-			if ctx.Err() != nil {
-				cancelled.Store(true)
+		err := src.Rows(from, to, func(r sanitize.Row) bool {
+			if !p.next() {
 				return false
 			}
 			b.errs = append(b.errs, checkRow(r))
@@ -90,51 +71,26 @@ func pipeRows(ctx context.Context, src RowSource, from, to int64, fn func(row sa
 			r.Pieces = nil
 			b.rows = append(b.rows, r)
 			if len(b.rows) == pipeBatchRows || len(b.pieces) >= pipeBatchCells {
-				full <- b
-				b = <-free
+				p.send(b)
+				b = p.take()
 				b.reset()
 			}
 			return true
 		})
 		if len(b.rows) > 0 {
-			full <- b
+			p.send(b)
 		}
-	}()
-	drained := false
-	defer func() {
-		if !drained { // fn panicked: let the producer finish and exit
-			stop.Store(true)
-			go func() {
-				for b := range full {
-					free <- b
-				}
-				<-errc
-			}()
-		}
-	}()
-	stopped := false
-	for b := range full {
+		return err
+	}, func(b *pieceBatch, stopped bool) bool {
 		start := 0
 		for k := 0; k < len(b.rows) && !stopped; k++ {
 			r := b.rows[k]
 			r.Pieces = b.pieces[start:b.end[k]:b.end[k]]
-			if !fn(r, b.dens[start:b.end[k]:b.end[k]], b.errs[k]) {
-				stopped = true
-				stop.Store(true)
-			}
+			stopped = !fn(r, b.dens[start:b.end[k]:b.end[k]], b.errs[k])
 			start = b.end[k]
 		}
-		free <- b
-	}
-	drained = true
-	if err := <-errc; err != nil {
-		return err
-	}
-	if cancelled.Load() && !stopped {
-		// The rows stopped for the context, not because the source ended.
-		return fmt.Errorf("estimate: %w", ctx.Err())
-	}
-	return nil
+		return !stopped
+	})
 }
 
 // unitItem is one dense row prepared for a unit-cell builder by pipeDense.
@@ -210,25 +166,10 @@ func (u *unitBD) pipeDense(ctx context.Context, us unitSource, from, to, rawFrom
 			return fn(&it)
 		})
 	}
-	free := make(chan *unitBatch, pipeBatches)
-	full := make(chan *unitBatch, pipeBatches)
-	for range pipeBatches {
-		free <- &unitBatch{}
-	}
-	var stop, cancelled atomic.Bool
-	errc := make(chan error, 1)
-	go func() {
-		var err error
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("estimate: computing sanitizer rows: panic: %v", p)
-			}
-			close(full)
-			errc <- err
-		}()
+	return runPipe(ctx, func(p *pipe[unitBatch]) error {
 		var spare []*unitRow
 		take := func() *unitBatch {
-			b := <-free
+			b := p.take()
 			spare = append(spare, b.recycled...)
 			clear(b.recycled)
 			b.items, b.raw, b.recycled = b.items[:0], b.raw[:0], b.recycled[:0]
@@ -236,12 +177,8 @@ func (u *unitBD) pipeDense(ctx context.Context, us unitSource, from, to, rawFrom
 		}
 		b := take()
 		cells := 0
-		err = us.UnitRows(from, to, func(i int64, pi, lo float64, m []float64) bool {
-			if stop.Load() {
-				return false
-			}
-			if ctx.Err() != nil {
-				cancelled.Store(true)
+		err := us.UnitRows(from, to, func(i int64, pi, lo float64, m []float64) bool {
+			if !p.next() {
 				return false
 			}
 			b.items = append(b.items, unitItem{})
@@ -252,29 +189,16 @@ func (u *unitBD) pipeDense(ctx context.Context, us unitSource, from, to, rawFrom
 			}
 			cells += len(m)
 			if len(b.items) == pipeBatchRows || cells >= pipeBatchCells || !more {
-				full <- b
+				p.send(b)
 				b, cells = take(), 0
 			}
 			return more
 		})
 		if len(b.items) > 0 {
-			full <- b
+			p.send(b)
 		}
-	}()
-	drained := false
-	defer func() {
-		if !drained { // fn panicked: let the producer finish and exit
-			stop.Store(true)
-			go func() {
-				for b := range full {
-					free <- b
-				}
-				<-errc
-			}()
-		}
-	}()
-	stopped := false
-	for b := range full {
+		return err
+	}, func(b *unitBatch, stopped bool) bool {
 		off := 0
 		for k := range b.items {
 			it := &b.items[k]
@@ -288,22 +212,96 @@ func (u *unitBD) pipeDense(ctx context.Context, us unitSource, from, to, rawFrom
 				}
 				continue
 			}
-			if !fn(it) {
-				stopped = true
-				stop.Store(true)
-			}
+			stopped = !fn(it)
 		}
 		clear(b.items)
 		b.recycled = append(b.recycled, u.pool...)
 		clear(u.pool)
 		u.pool = u.pool[:0]
-		free <- b
+		return !stopped
+	})
+}
+
+// pipe is the hand-over between runPipe's producer goroutine and its
+// consumer: batches of type B circulate from free (empty) to full and back.
+type pipe[B any] struct {
+	ctx             context.Context
+	free, full      chan *B
+	stop, cancelled atomic.Bool
+}
+
+// next reports whether the producer should compute another row: false once
+// the consumer wants no more, or ctx is done (then it records that the rows
+// stopped for the context).
+func (p *pipe[B]) next() bool {
+	if p.stop.Load() {
+		return false
+	}
+	if p.ctx.Err() != nil {
+		p.cancelled.Store(true)
+		return false
+	}
+	return true
+}
+
+// take waits for an empty batch (the producer clears it).
+func (p *pipe[B]) take() *B { return <-p.free }
+
+// send hands a filled batch to the consumer.
+func (p *pipe[B]) send(b *B) { p.full <- b }
+
+// runPipe runs produce on a second goroutine, filling at most pipeBatches
+// batches ahead, and calls consume with each batch in order in the
+// caller's goroutine. consume gets stopped = true once an earlier call
+// returned false (it may still recycle what the batch holds) and returns
+// false when it wants no more rows; the producer then stops at its next row.
+// A panic in produce becomes runPipe's error; a panic in consume leaves the
+// producer to finish and exit on its own. runPipe returns produce's error,
+// or ctx's error when the rows stopped for the context before consume
+// stopped them.
+func runPipe[B any](ctx context.Context, produce func(p *pipe[B]) error, consume func(b *B, stopped bool) bool) error {
+	p := &pipe[B]{ctx: ctx, free: make(chan *B, pipeBatches), full: make(chan *B, pipeBatches)}
+	for range pipeBatches {
+		p.free <- new(B)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		var err error
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("estimate: computing sanitizer rows: panic: %v", r)
+			}
+			close(p.full)
+			errc <- err
+		}()
+		err = produce(p)
+	}()
+	drained := false
+	defer func() {
+		if !drained { // consume panicked: let the producer finish and exit
+			p.stop.Store(true)
+			go func() {
+				for b := range p.full {
+					p.free <- b
+				}
+				<-errc
+			}()
+		}
+	}()
+	stopped := false
+	for b := range p.full {
+		if !consume(b, stopped) && !stopped {
+			stopped = true
+			p.stop.Store(true)
+		}
+		p.free <- b
 	}
 	drained = true
 	if err := <-errc; err != nil {
 		return err
 	}
-	if cancelled.Load() && !stopped {
+	if p.cancelled.Load() && !stopped {
+		// The rows stopped for the context, not because the source ended.
 		return fmt.Errorf("estimate: %w", ctx.Err())
 	}
 	return nil

@@ -71,15 +71,7 @@ func (b *builder) processToken(t float64) error {
 			r.cell += b.mass[k]
 		}
 	}
-	if b.keepFrom == 0 || b.nextFreq > b.keepFrom {
-		b.t.A = append(b.t.A, a)
-		b.t.Bounds = append(b.t.Bounds, t)
-	} else {
-		b.dropped++
-		b.t.Bounds[0] = t
-	}
-	b.lastA = a
-	b.pos = t
+	b.appendToken(a, t)
 	if b.spec.Estimator != Unbiased {
 		for k, r := range active {
 			if m := b.mass[k]; m > 0 {
@@ -160,15 +152,7 @@ func (b *builder) processTokenFused(t float64) error {
 			a = bestA
 		}
 	}
-	if b.keepFrom == 0 || b.nextFreq > b.keepFrom {
-		b.t.A = append(b.t.A, a)
-		b.t.Bounds = append(b.t.Bounds, t)
-	} else {
-		b.dropped++
-		b.t.Bounds[0] = t
-	}
-	b.lastA = a
-	b.pos = t
+	b.appendToken(a, t)
 	b.finalPos = t
 	for b.head < len(b.buf) && b.buf[b.head].top <= b.finalPos+tol(b.finalPos) {
 		b.retireHead()
@@ -226,4 +210,19 @@ func (b *builder) closeCell(k int64) error {
 	}
 	b.cellStart = len(b.t.A)
 	return nil
+}
+
+// appendToken records token t's estimate a: appended to the table, or, for
+// a token below the part the table keeps (keepFrom), counted as dropped
+// with t as the kept part's lower bound.
+func (b *builder) appendToken(a, t float64) {
+	if b.keepFrom == 0 || b.nextFreq > b.keepFrom {
+		b.t.A = append(b.t.A, a)
+		b.t.Bounds = append(b.t.Bounds, t)
+	} else {
+		b.dropped++
+		b.t.Bounds[0] = t
+	}
+	b.lastA = a
+	b.pos = t
 }

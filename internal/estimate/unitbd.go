@@ -150,13 +150,7 @@ func (u *unitBD) add(row sanitize.Row) error {
 // cancelled reports the context's error every ctxEvery rows and on every
 // row of at least ctxWide cells.
 func (u *unitBD) cancelled(freq int64, cells int) error {
-	if u.ctx == nil || (freq%ctxEvery != 0 && cells < ctxWide) {
-		return nil
-	}
-	if err := u.ctx.Err(); err != nil {
-		return fmt.Errorf("estimate: %w", err)
-	}
-	return nil
+	return checkCancelled(u.ctx, freq, cells)
 }
 
 // advance finalises tokens up to min(upTo, n), checking the context every
