@@ -13,14 +13,15 @@ import (
 	"github.com/pwsd/pwsd/internal/service"
 )
 
-// CounterRequest creates a counter under continual observation.
+// CounterRequest creates a counter under continual observation. Its
+// numeric bounds are checked by panprivate.NewCounter alone.
 type CounterRequest struct {
-	Epsilon   *float64 `json:"epsilon" validate:"required,gt=0" example:"1"`
-	Horizon   *int64   `json:"horizon" validate:"required,gte=1" example:"1000000"`
+	Epsilon   *float64 `json:"epsilon" validate:"required" example:"1"`
+	Horizon   *int64   `json:"horizon" minimum:"1" validate:"required" example:"1000000"`
 	Algorithm string   `json:"algorithm,omitempty" validate:"omitempty,oneof=simple randomized_response cascading tree" enums:"simple,randomized_response,cascading,tree"`
-	D         int      `json:"d,omitempty" validate:"omitempty,gte=1"`
-	L         float64  `json:"l,omitempty" validate:"omitempty,gt=0"`
-	Kappa     float64  `json:"kappa,omitempty" validate:"omitempty,gt=0"`
+	D         int      `json:"d,omitempty" minimum:"1"`
+	L         float64  `json:"l,omitempty"`
+	Kappa     float64  `json:"kappa,omitempty"`
 	// Postprocess "monotone" publishes, beside each raw output, the count
 	// clamped to [0, t] and made non-decreasing (isotonic regression by
 	// PAVA, given the counts already published): post-processing, free of

@@ -14,32 +14,34 @@ import (
 
 // AccuracyParams asks for the sample size m* meeting an (alpha, beta) target.
 type AccuracyParams struct {
-	Alpha float64 `json:"alpha" validate:"gt=0,lt=1" example:"0.05"`
-	Beta  float64 `json:"beta" validate:"gt=0,lt=1" example:"0.05"`
+	Alpha float64 `json:"alpha" example:"0.05"`
+	Beta  float64 `json:"beta" example:"0.05"`
 }
 
-// StreamRequest creates a pan-private stream.
+// StreamRequest creates a pan-private stream. The validator checks only
+// presence and enumerations; every numeric bound is checked once, by
+// panprivate's constructors (the minimum tags only document them).
 type StreamRequest struct {
 	Dataset        string          `json:"dataset,omitempty" validate:"omitempty,dataset_name"`
 	Estimator      string          `json:"estimator" validate:"required,oneof=density cropped_mean heavy_hitters incidence" enums:"density,cropped_mean,heavy_hitters,incidence"`
 	Algorithm      string          `json:"algorithm,omitempty" validate:"omitempty,oneof=dwork optbern ppds" enums:"dwork,optbern,ppds"`
-	Epsilon        *float64        `json:"epsilon" validate:"required,gt=0" example:"0.25"`
-	UniverseSize   *uint64         `json:"universe_size" validate:"required,gte=1" example:"100000"`
-	SampleSize     int             `json:"sample_size,omitempty" validate:"omitempty,gte=1" example:"1000"`
+	Epsilon        *float64        `json:"epsilon" validate:"required" example:"0.25"`
+	UniverseSize   *uint64         `json:"universe_size" minimum:"1" validate:"required" example:"100000"`
+	SampleSize     int             `json:"sample_size,omitempty" minimum:"1" example:"1000"`
 	Accuracy       *AccuracyParams `json:"accuracy,omitempty"`
-	T              int             `json:"t,omitempty" validate:"omitempty,gte=1"`
-	K              int             `json:"k,omitempty" validate:"omitempty,gte=1"`
-	MaxOccurrences int             `json:"max_occurrences,omitempty" validate:"omitempty,gte=1"`
-	Rho            float64         `json:"rho,omitempty" validate:"omitempty,gt=0"`
-	Moduli         int             `json:"moduli,omitempty" validate:"omitempty,gte=1"`
-	MaxReleases    int             `json:"max_releases,omitempty" validate:"omitempty,gte=1"`
+	T              int             `json:"t,omitempty" minimum:"1"`
+	K              int             `json:"k,omitempty" minimum:"1"`
+	MaxOccurrences int             `json:"max_occurrences,omitempty" minimum:"1"`
+	Rho            float64         `json:"rho,omitempty"`
+	Moduli         int             `json:"moduli,omitempty" minimum:"1"`
+	MaxReleases    int             `json:"max_releases,omitempty" minimum:"1"`
 	// ReleaseNoise: calibrated (default: the papers' noise scaled so that each
 	// release costs exactly the asked epsilon) or paper (the papers' noise,
 	// under which their MSE theorems hold, charged at its exact cost, which
 	// exceeds epsilon, see privacy.release_epsilon).
 	ReleaseNoise string `json:"release_noise,omitempty" validate:"omitempty,oneof=paper calibrated" enums:"paper,calibrated"`
 	Continual    bool   `json:"continual,omitempty"`
-	Horizon      int64  `json:"horizon,omitempty" validate:"omitempty,gte=1"`
+	Horizon      int64  `json:"horizon,omitempty" minimum:"1"`
 	Counter      string `json:"counter,omitempty" validate:"omitempty,oneof=simple randomized_response cascading tree"`
 }
 
