@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pwsd/pwsd/internal/binenc"
 	"github.com/pwsd/pwsd/internal/dprand"
 	"github.com/pwsd/pwsd/internal/dprand/dprandtest"
@@ -20,6 +18,7 @@ import (
 	"github.com/pwsd/pwsd/internal/sanitize"
 	"github.com/pwsd/pwsd/internal/store"
 	"github.com/pwsd/pwsd/internal/store/pgtest"
+	"github.com/pwsd/pwsd/internal/store/storetest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -114,16 +113,8 @@ func oldEstimatorState(t *testing.T, cur []byte, events uint64) []byte {
 // byte-identical states to what the current encoders write for the same
 // estimators and counter, and that a second rewrite finds nothing to do.
 func TestRewriteStoredFormats(t *testing.T) {
-	url := pgtest.NewDatabase(t)
+	url, conn := storetest.DatabaseAt(t, 4)
 	ctx := context.Background()
-	if err := store.MigrateTo(url, 4); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	exec := func(sql string, args ...any) {
 		t.Helper()
 		if _, err := conn.Exec(ctx, sql, args...); err != nil {

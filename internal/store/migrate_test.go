@@ -6,10 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pwsd/pwsd/internal/store"
-	"github.com/pwsd/pwsd/internal/store/pgtest"
+	"github.com/pwsd/pwsd/internal/store/storetest"
 )
 
 // TestMigration5Chunks: migration 0005 prefixes every sample chunk the
@@ -17,16 +15,8 @@ import (
 // it), zeroes stream event counts and leaves counters' steps; its down
 // migration restores the chunks byte for byte.
 func TestMigration5Chunks(t *testing.T) {
-	url := pgtest.NewDatabase(t)
+	url, conn := storetest.DatabaseAt(t, 4)
 	ctx := context.Background()
-	if err := store.MigrateTo(url, 4); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	// One element as the previous release encoded it: key length 1, "k",
 	// value 2.0, estimate 3.0 (little-endian float64 bits), no format byte.
 	old := []byte{1, 'k', 0, 0, 0, 0, 0, 0, 0, 0x40, 0, 0, 0, 0, 0, 0, 0x08, 0x40}
