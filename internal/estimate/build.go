@@ -89,6 +89,12 @@ func BuildContext(ctx context.Context, src RowSource, spec Spec) (*Table, error)
 	}
 	b := newBuilder(spec)
 	b.ctx = ctx
+	if ms, ok := src.(interface{ Method() sanitize.Method }); ok && ms.Method() == sanitize.MethodMaxSeparation {
+		// Algorithm 5 adds at most three break points per row (b, c and
+		// i): room for them all up front, instead of growing the two
+		// slices of 3n entries by copying (each copy touches fresh pages).
+		b.reserveTokens(3*spec.MaxFrequency + 64)
+	}
 	if err := b.run(src); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/pwsd/pwsd/internal/hugepages"
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
 
@@ -76,12 +77,27 @@ func newBuilder(spec Spec) *builder {
 		G:            spec.G,
 		Estimator:    spec.Estimator,
 		MaxFrequency: n,
-		Bounds:       make([]float64, 1, capTokens+1),
-		A:            make([]float64, 0, capTokens),
-		Frequencies:  make([]FrequencyStats, n),
+		Bounds:       hugepages.Make[float64](1, int(capTokens+1)),
+		A:            hugepages.Make[float64](0, int(capTokens)),
+		Frequencies:  hugepages.Make[FrequencyStats](int(n), int(n)),
 	}
 	return &builder{spec: spec, n: n, nf: float64(n), t: t, nextFreq: 1}
 }
+
+// reserveTokens makes room for n tokens in the table (its bounds and
+// estimates), up to maxReservedTokens.
+func (b *builder) reserveTokens(n int64) {
+	n = min(n, maxReservedTokens)
+	if int64(cap(b.t.A)) >= n {
+		return
+	}
+	b.t.Bounds = append(hugepages.Make[float64](0, int(n+1)), b.t.Bounds...)
+	b.t.A = append(hugepages.Make[float64](0, int(n)), b.t.A...)
+}
+
+// maxReservedTokens bounds reserveTokens (3 * 2^22 tokens: 200 MB for the
+// two slices); larger tables grow by append.
+const maxReservedTokens = 3 << 22
 
 // ctxEvery is how many rows a builder reads between two checks of its
 // context (a few milliseconds of work at most).
@@ -122,11 +138,11 @@ func (b *builder) context() context.Context {
 }
 
 func (b *builder) run(src RowSource) error {
-	fn := func(row sanitize.Row, dens []float64, cerr error) bool {
+	fn := func(row sanitize.Row, dens []float64, cerr error, mark *shiftMark) bool {
 		if b.err = b.cancelled(row.Frequency, len(row.Pieces)); b.err != nil {
 			return false
 		}
-		if b.err = b.addChecked(row, dens, cerr); b.err != nil {
+		if b.err = b.addChecked(row, dens, cerr, mark); b.err != nil {
 			return false
 		}
 		if b.err = b.advance(); b.err != nil {
@@ -144,7 +160,7 @@ func (b *builder) run(src RowSource) error {
 			return errors.New("estimate: row supports do not move past the max frequency")
 		}
 		to := from + chunk
-		if err := pipeRows(b.context(), src, from, to, fn); err != nil {
+		if err := pipeRows(b.context(), src, from, to, !b.lean, fn); err != nil {
 			return fmt.Errorf("estimate: reading sanitizer rows: %w", err)
 		}
 		if b.err != nil {
@@ -186,7 +202,7 @@ func (b *builder) addRow(row sanitize.Row) error {
 	if err == nil {
 		b.densBuf = appendDens(b.densBuf[:0], row.Pieces)
 	}
-	return b.addChecked(row, b.densBuf, err)
+	return b.addChecked(row, b.densBuf, err, nil)
 }
 
 // checkRow returns the error of a row that is not a sanitizer row (bad
@@ -225,8 +241,10 @@ func appendDens(dst []float64, pieces []sanitize.Piece) []float64 {
 }
 
 // addChecked adds the next row, checked by checkRow (with error cerr) and
-// with its pieces' densities dens (appendDens).
-func (b *builder) addChecked(row sanitize.Row, dens []float64, cerr error) error {
+// with its pieces' densities dens (appendDens). mark is the shift
+// tracker's state after the row when another goroutine tracked it
+// (pipeRows); with nil, a builder that is not lean tracks the row itself.
+func (b *builder) addChecked(row sanitize.Row, dens []float64, cerr error, mark *shiftMark) error {
 	if row.Frequency != b.nextFreq {
 		return errors.New("estimate: row source delivered rows out of order")
 	}
@@ -234,7 +252,10 @@ func (b *builder) addChecked(row sanitize.Row, dens []float64, cerr error) error
 	if cerr != nil {
 		return cerr
 	}
-	if !b.lean { // lean builders have no tail
+	switch {
+	case mark != nil:
+		b.adopt(mark)
+	case !b.lean: // lean builders have no tail
 		b.trackShift(row)
 	}
 	r := b.newRow()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync/atomic"
 
 	"github.com/pwsd/pwsd/internal/sanitize"
@@ -31,12 +32,42 @@ type pieceBatch struct {
 	end    []int
 	pieces []sanitize.Piece
 	dens   []float64
+	marks  []shiftMark // with tracking: the tracker's state after each row
 }
 
 func (b *pieceBatch) reset() {
 	clear(b.rows)
 	clear(b.errs)
-	b.rows, b.errs, b.end, b.pieces, b.dens = b.rows[:0], b.errs[:0], b.end[:0], b.pieces[:0], b.dens[:0]
+	clear(b.marks)
+	b.rows, b.errs, b.end, b.pieces, b.dens, b.marks = b.rows[:0], b.errs[:0], b.end[:0], b.pieces[:0], b.dens[:0], b.marks[:0]
+}
+
+// shiftMark is a shift tracker's state after one row (trackShift run on the
+// row goroutine): since is its shiftSince, and pattern and pi are set
+// (pattern non-nil) on the row where a run of shifted copies begins.
+type shiftMark struct {
+	since   int64
+	pattern []sanitize.Piece
+	pi      float64
+}
+
+// track runs tr.trackShift on row and returns the mark the builder adopts.
+func track(tr *builder, row sanitize.Row) shiftMark {
+	before := tr.shiftSince
+	tr.trackShift(row)
+	m := shiftMark{since: tr.shiftSince}
+	if tr.shiftSince != 0 && before == 0 {
+		m.pattern, m.pi = slices.Clone(tr.pattern), tr.patternPi
+	}
+	return m
+}
+
+// adopt takes over the tracker's state after a row (see shiftMark).
+func (b *builder) adopt(m *shiftMark) {
+	b.shiftSince = m.since
+	if m.pattern != nil {
+		b.pattern, b.patternPi = m.pattern, m.pi
+	}
 }
 
 // pipeRows is src.Rows(from, to, ...) with the rows computed, checked
@@ -44,17 +75,29 @@ func (b *pieceBatch) reset() {
 // goroutine, so that the sanitizer rows and the estimator passes overlap on
 // two cores: fn gets the same rows in the same order in the caller's
 // goroutine with the densities and the check's error, so the results are
-// those of the direct calls. Rows past the one where fn returns false may
+// those of the direct calls. With tracking, the row goroutine also runs the
+// shift tracker (trackShift, on its own builder: it may see rows past the
+// last one fn takes) and fn gets its state after each row (nil without). Rows past the one where fn returns false may
 // be computed (a few batches) but are not delivered. The row goroutine
 // stops at the next row once ctx is cancelled, and pipeRows then returns
 // ctx's error. With one available core it runs in the caller's goroutine.
 // The Row and densities passed to fn are only valid during the call.
-func pipeRows(ctx context.Context, src RowSource, from, to int64, fn func(row sanitize.Row, dens []float64, cerr error) bool) error {
+func pipeRows(ctx context.Context, src RowSource, from, to int64, tracking bool,
+	fn func(row sanitize.Row, dens []float64, cerr error, mark *shiftMark) bool) error {
+	var tr *builder
+	if tracking {
+		tr = &builder{}
+	}
 	if runtime.GOMAXPROCS(0) < 2 {
 		var dens []float64
 		return src.Rows(from, to, func(r sanitize.Row) bool {
 			dens = appendDens(dens[:0], r.Pieces)
-			return fn(r, dens, checkRow(r))
+			var mark *shiftMark
+			if tr != nil {
+				m := track(tr, r)
+				mark = &m
+			}
+			return fn(r, dens, checkRow(r), mark)
 		})
 	}
 	return runPipe(ctx, func(p *pipe[pieceBatch]) error {
@@ -63,6 +106,9 @@ func pipeRows(ctx context.Context, src RowSource, from, to int64, fn func(row sa
 		err := src.Rows(from, to, func(r sanitize.Row) bool {
 			if !p.next() {
 				return false
+			}
+			if tr != nil {
+				b.marks = append(b.marks, track(tr, r))
 			}
 			b.errs = append(b.errs, checkRow(r))
 			b.pieces = append(b.pieces, r.Pieces...)
@@ -86,7 +132,11 @@ func pipeRows(ctx context.Context, src RowSource, from, to int64, fn func(row sa
 		for k := 0; k < len(b.rows) && !stopped; k++ {
 			r := b.rows[k]
 			r.Pieces = b.pieces[start:b.end[k]:b.end[k]]
-			stopped = !fn(r, b.dens[start:b.end[k]:b.end[k]], b.errs[k])
+			var mark *shiftMark
+			if len(b.marks) > 0 {
+				mark = &b.marks[k]
+			}
+			stopped = !fn(r, b.dens[start:b.end[k]:b.end[k]], b.errs[k], mark)
 			start = b.end[k]
 		}
 		return !stopped

@@ -136,7 +136,7 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 		if b.done {
 			return nil
 		}
-		if err := b.addChecked(row, dens, cerr); err != nil {
+		if err := b.addChecked(row, dens, cerr, nil); err != nil {
 			return err
 		}
 		return b.advance()
@@ -150,7 +150,7 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 		}
 		return b.advance()
 	}
-	fn := func(row sanitize.Row, dens []float64, cerr error) bool {
+	fn := func(row sanitize.Row, dens []float64, cerr error, _ *shiftMark) bool {
 		if err = bd.cancelled(row.Frequency, len(row.Pieces)); err != nil {
 			return false
 		}
@@ -214,7 +214,7 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 		if e := ubd.pipeDense(ctx, us, 1, last, bandStart, nil, dense); e != nil {
 			return nil, nil, nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
 		}
-	} else if e := pipeRows(ctx, src, 1, last, fn); e != nil {
+	} else if e := pipeRows(ctx, src, 1, last, false, fn); e != nil {
 		return nil, nil, nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
 	}
 	if err != nil {
