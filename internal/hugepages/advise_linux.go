@@ -1,0 +1,13 @@
+package hugepages
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// advise asks for huge pages on [p, p+size), both aligned to hugePage. An
+// error (an old kernel, huge pages disabled) leaves the memory as it is.
+func advise(p unsafe.Pointer, size uintptr) {
+	_ = unix.Madvise(unsafe.Slice((*byte)(p), size), unix.MADV_HUGEPAGE)
+}
