@@ -62,7 +62,11 @@ func vmFlags(t *testing.T, addr uintptr) (string, bool) {
 	in := false
 	for sc.Scan() {
 		line := sc.Text()
-		if lo, hi, ok := strings.Cut(strings.Fields(line + " ")[0], "-"); ok && !strings.HasSuffix(line, ":") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		if lo, hi, ok := strings.Cut(fields[0], "-"); ok {
 			a, err1 := strconv.ParseUint(lo, 16, 64)
 			b, err2 := strconv.ParseUint(hi, 16, 64)
 			if err1 == nil && err2 == nil {
