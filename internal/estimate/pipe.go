@@ -157,6 +157,7 @@ type unitItem struct {
 	shiftSince int64
 	pattern    []sanitize.Piece
 	patternPi  float64
+	copied     bool // the tracker's verdict: the previous row shifted up by a cell, bit for bit
 }
 
 // unitBatch carries prepared rows to the builder and, on the way back,

@@ -41,11 +41,16 @@ func (b *builder) trackShift(row sanitize.Row) {
 // trackShift on those pieces as long as positions stay below
 // denseShiftLimit, where trackShift's position tolerance (1e-9 relative)
 // is below one unit, so that integer positions must shift exactly by 1.
-func (b *builder) trackShiftDense(i int64, pi float64, lo int64, m []float64) {
+//
+// It reports whether the row is the previous one shifted up by one cell bit
+// for bit (reporting probability and masses), which the unit-cell MLE uses
+// (unitRow.copied).
+func (b *builder) trackShiftDense(i int64, pi float64, lo int64, m []float64) (copied bool) {
 	isShift := b.prevSet && math.Abs(pi-b.prevPi) <= 1e-12
 	if isShift && lo == b.prevLo+1 && slices.Equal(m, b.prevM) && slices.ContainsFunc(m, func(v float64) bool { return v > 0 }) {
 		// Bit-identical masses one cell up (the stationary rows): the
 		// cell-by-cell walk below would accept them.
+		copied = pi == b.prevPi
 	} else if isShift {
 		// Walk the positive cells of both rows in step: cell lo+1+k of
 		// this row must match cell prevLo+1+k' = lo+k of the previous one.
@@ -85,6 +90,7 @@ func (b *builder) trackShiftDense(i int64, pi float64, lo int64, m []float64) {
 	b.prevLo = lo
 	b.prevPi = pi
 	b.prevSet = true
+	return copied
 }
 
 // denseShiftLimit bounds the frequencies trackShiftDense handles (see

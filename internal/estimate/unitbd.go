@@ -27,6 +27,10 @@ type unitRow struct {
 	gOverPi float64
 	sa      float64
 	m, s    []float64
+	// copied: the row is the previous one shifted up by one cell, bit
+	// for bit (same reporting probability, masses and width, lo one
+	// higher); set for MLE builders only (markCopy).
+	copied bool
 }
 
 // unitBD is the biased-down builder (eq. 41) for Algorithm 4's unit cells:
@@ -60,10 +64,20 @@ type unitBD struct {
 	lastLo    int64 // largest row support start read
 	pos       int64 // tokens 1..pos are final
 	last      float64
-	pending   bool      // biased-down: rows' sa still lack last times their mass on token pos
-	bounds    []float64 // keepBelow, keepBelow+1, ..., pos (once pos > keepBelow)
-	a         []float64
-	done      bool
+	pending   bool // biased-down: rows' sa still lack last times their mass on token pos
+	// MLE on shifted copies (see advance): the argmax of the last token,
+	// as an index into the active rows, with the first active row's
+	// frequency and the number of active rows then; lastOriginal is the
+	// frequency of the last row linked that is not a copy.
+	prevBest, prevLen int
+	prevFound         bool
+	prevHead          int64
+	lastOriginal      int64
+	scanAlways        bool      // never take the shortcut (the reference the tests compare with)
+	shortcuts         int       // tokens whose argmax the shortcut took
+	bounds            []float64 // keepBelow, keepBelow+1, ..., pos (once pos > keepBelow)
+	a                 []float64
+	done              bool
 }
 
 func newUnitBD(g G, n, keepBelow int64) *unitBD {
@@ -142,9 +156,27 @@ func (u *unitBD) add(row sanitize.Row) error {
 	if row.Pi > 0 {
 		r.gOverPi = r.g / row.Pi
 	}
+	u.markCopy(r)
+	if !r.copied {
+		u.lastOriginal = r.freq
+	}
 	u.rows = append(u.rows, r)
 	u.lastLo = max(u.lastLo, lo)
 	return u.advance(u.lastLo)
+}
+
+// markCopy sets r.copied for a row about to be appended to the active
+// rows (MLE builders only): whether it is the row linked before it shifted
+// up by one cell, bit for bit. Rows prepared on the row goroutine get the
+// flag from the shift tracker instead (buildUnit), which compares the rows
+// before their cells above n+1 are cut; both verdicts give the same masses
+// on every token up to n.
+func (u *unitBD) markCopy(r *unitRow) {
+	r.copied = false
+	if u.est == MLE && len(u.rows) > u.head {
+		p := u.rows[len(u.rows)-1]
+		r.copied = p.freq == r.freq-1 && r.lo == p.lo+1 && r.pi == p.pi && slices.Equal(r.m, p.m)
+	}
 }
 
 // cancelled reports the context's error every ctxEvery rows and on every
@@ -166,16 +198,35 @@ func (u *unitBD) advance(upTo int64) error {
 		}
 		var a float64
 		if u.est == MLE {
-			a = u.last
-			bestM := 0.0
-			found := false
-			for _, r := range act {
-				if k := j - 1 - r.lo; k >= 0 {
-					if m := r.m[k]; m > 0 && (!found || m > bestM*(1+tieTol)) {
-						a, bestM, found = r.gOverPi, m, true
+			// When the active rows are the previous token's shifted up
+			// by one row and every one of them is a bit-for-bit copy of
+			// the row before it (the stationary rows, q_i = 1), each
+			// row's mass on this token is its predecessor's on the
+			// previous token, so the scan below would pick the same
+			// position: take it without scanning.
+			head := int64(-1)
+			if len(act) > 0 {
+				head = act[0].freq
+			}
+			best, found := -1, false
+			if len(act) > 0 && len(act) == u.prevLen && head == u.prevHead+1 && u.lastOriginal < head && j > 1 && !u.scanAlways {
+				best, found = u.prevBest, u.prevFound
+				u.shortcuts++
+			} else {
+				bestM := 0.0
+				for x, r := range act {
+					if k := j - 1 - r.lo; k >= 0 {
+						if m := r.m[k]; m > 0 && (!found || m > bestM*(1+tieTol)) {
+							best, bestM, found = x, m, true
+						}
 					}
 				}
 			}
+			a = u.last
+			if found {
+				a = act[best].gOverPi
+			}
+			u.prevBest, u.prevFound, u.prevLen, u.prevHead = best, found, len(act), head
 		} else {
 			// a = min of (g - sa) / S over the rows with mass on the
 			// token, in one pass that first adds the previous token's
@@ -265,6 +316,7 @@ func (u *unitBD) addDense(i int64, pi, lof float64, m []float64) error {
 		u.pool = append(u.pool, r)
 		return err
 	}
+	u.markCopy(r)
 	return u.link(r)
 }
 
@@ -312,7 +364,7 @@ func (u *unitBD) prepDense(r *unitRow, i int64, pi, lof float64, m []float64) er
 			r.s[k] = acc
 		}
 	}
-	r.freq, r.lo, r.g, r.pi, r.sa = i, lo, u.g.at(i), pi, 0
+	r.freq, r.lo, r.g, r.pi, r.sa, r.copied = i, lo, u.g.at(i), pi, 0, false
 	r.gOverPi = 0
 	if pi > 0 {
 		r.gOverPi = r.g / pi
@@ -330,6 +382,9 @@ func (u *unitBD) link(r *unitRow) error {
 	if r.lo < u.pos {
 		u.pool = append(u.pool, r)
 		return errNotUnit
+	}
+	if !r.copied {
+		u.lastOriginal = r.freq
 	}
 	u.rows = append(u.rows, r)
 	u.lastLo = max(u.lastLo, r.lo)
@@ -397,7 +452,7 @@ func buildUnit(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
 				return errNotUnit
 			}
 			before := tr.shiftSince
-			tr.trackShiftDense(it.i, it.pi, int64(it.lo), m)
+			it.copied = tr.trackShiftDense(it.i, it.pi, int64(it.lo), m)
 			it.shiftSince = tr.shiftSince
 			if tr.shiftSince != 0 && before == 0 {
 				it.pattern, it.patternPi = slices.Clone(tr.pattern), tr.patternPi
@@ -416,6 +471,7 @@ func buildUnit(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
 			if it.pattern != nil {
 				b.pattern, b.patternPi = it.pattern, it.patternPi
 			}
+			it.r.copied = it.copied
 			if err = u.link(it.r); err != nil {
 				return false
 			}

@@ -3,6 +3,7 @@ package estimate
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 
@@ -74,5 +75,90 @@ func TestBuildUnitDenseEqualsPieces(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestUnitMLEShortcutOnShiftedCopies: on stationary rows (q = 1, every row
+// the previous one shifted up by a cell, bit for bit) the unit-cell MLE
+// takes each token's argmax from the previous token's without scanning the
+// rows; the estimates and statistics are bit for bit those of the full
+// scan, and the shortcut is taken on most tokens (it cannot pass by never
+// being used). Rows that are not copies (ppswor with q_i < 1) never take it.
+func TestUnitMLEShortcutOnShiftedCopies(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		scheme   sanitize.Scheme
+		tau      float64
+		n        int64
+		wantMost bool
+	}{
+		{"none", sanitize.SchemeNone, 0, 3000, true},
+		{"ppswor q<1", sanitize.SchemePPSWOR, 2e-5, 1500, false},
+		{"ppswor reaching q=1", sanitize.SchemePPSWOR, 0.05, 3000, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			smp, err := sanitize.NewSampling(c.scheme, c.tau, 1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			build := func(scan bool) *unitBD {
+				tab, err := sanitize.NewTable(mustPrivacy(0.5, 1e-6), smp, sanitize.MethodDiscrete)
+				if err != nil {
+					t.Fatal(err)
+				}
+				u := newUnitBD(G{Kind: GIdentity}, c.n, 0)
+				u.est, u.stats, u.scanAlways = MLE, make([]FrequencyStats, c.n), scan
+				err = tab.UnitRows(1, c.n+maxLookahead, func(i int64, pi, lo float64, m []float64) bool {
+					if err = u.addDense(i, pi, lo, m); err != nil {
+						return false
+					}
+					return !u.done
+				})
+				if err != nil || !u.done {
+					t.Fatalf("build: %v (done %v)", err, u.done)
+				}
+				return u
+			}
+			fast, scan := build(false), build(true)
+			if !slices.Equal(fast.a, scan.a) || !slices.Equal(fast.stats, scan.stats) {
+				t.Fatal("the shortcut changed an estimate or a statistic")
+			}
+			if scan.shortcuts != 0 {
+				t.Fatal("the reference took the shortcut")
+			}
+			if most := fast.shortcuts > int(c.n)/2; most != c.wantMost || (!c.wantMost && fast.shortcuts != 0) {
+				t.Errorf("shortcut taken on %d of %d tokens", fast.shortcuts, c.n)
+			}
+		})
+	}
+}
+
+// TestTrackShiftDenseReportsCopies: the row goroutine's tracker, which
+// flags the rows the unit-cell MLE may take its shortcut on, says "copy"
+// exactly for the previous row shifted up one cell bit for bit.
+func TestTrackShiftDenseReportsCopies(t *testing.T) {
+	m := []float64{0.1, 0.2, 0.3}
+	for _, c := range []struct {
+		name string
+		pi   float64
+		lo   int64
+		m    []float64
+		want bool
+	}{
+		{"copy", 0.6, 11, m, true},
+		{"same cells", 0.6, 10, m, false},
+		{"pi differs in the last bit", math.Nextafter(0.6, 1), 11, m, false},
+		{"a mass differs", 0.6, 11, []float64{0.1, 0.2, math.Nextafter(0.3, 1)}, false},
+		{"wider", 0.6, 11, []float64{0.1, 0.2, 0.3, 0}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tr := &builder{}
+			if tr.trackShiftDense(13, 0.6, 10, m) {
+				t.Fatal("the first row cannot be a copy")
+			}
+			if got := tr.trackShiftDense(14, c.pi, c.lo, c.m); got != c.want {
+				t.Errorf("copied = %v, want %v", got, c.want)
+			}
+		})
 	}
 }
