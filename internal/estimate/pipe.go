@@ -183,14 +183,22 @@ type unitBatch struct {
 // pipeDense then returns ctx's error.
 func (u *unitBD) pipeDense(ctx context.Context, us unitSource, from, to, rawFrom int64,
 	pre func(it *unitItem, m []float64) error, fn func(it *unitItem) bool) error {
-	// prepare fills it; it reports false when pre failed.
+	// prepare fills it; it reports false when pre failed. prev is the row
+	// it prepared last (nil after an error): a row pre flags as its copy
+	// shares its buffers (prepDense's like).
+	var prev *unitRow
 	prepare := func(it *unitItem, spare *[]*unitRow, i int64, pi, lo float64, m []float64) bool {
 		*it = unitItem{i: i, pi: pi, lo: lo, cells: len(m)}
+		like := prev
+		prev = nil
 		if pre != nil {
 			it.err = pre(it, m)
 		}
 		if it.err != nil {
 			return false
+		}
+		if !it.copied {
+			like = nil
 		}
 		var r *unitRow
 		if k := len(*spare); k > 0 {
@@ -199,12 +207,12 @@ func (u *unitBD) pipeDense(ctx context.Context, us unitSource, from, to, rawFrom
 		} else {
 			r = &unitRow{}
 		}
-		if err := u.prepDense(r, i, pi, lo, m); err != nil {
+		if err := u.prepDense(r, like, i, pi, lo, m); err != nil {
 			it.err = err
 			*spare = append(*spare, r)
 			return true
 		}
-		it.r = r
+		it.r, prev = r, r
 		return true
 	}
 	if runtime.GOMAXPROCS(0) < 2 {

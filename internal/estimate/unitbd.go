@@ -31,6 +31,13 @@ type unitRow struct {
 	// for bit (same reporting probability, masses and width, lo one
 	// higher); set for MLE builders only (markCopy).
 	copied bool
+	// Buffers: bufM and bufS are the row's own; m and s are views of
+	// them, or of an earlier row's (aliased) when the row was prepared as
+	// a copy of the row before it (prepDense's like), which is then lent:
+	// its buffers are never written again (prepDense drops them on
+	// reuse), since rows still active may read them.
+	bufM, bufS    []float64
+	aliased, lent bool
 }
 
 // unitBD is the biased-down builder (eq. 41) for Algorithm 4's unit cells:
@@ -110,10 +117,14 @@ func (u *unitBD) add(row sanitize.Row) error {
 	} else {
 		r = &unitRow{}
 	}
-	if cap(r.m) < w || cap(r.s) < w+1 {
-		r.m, r.s = make([]float64, w, w+w/4+8), make([]float64, w+1, w+w/4+9)
+	if r.lent { // rows still active may read the old buffers
+		r.bufM, r.bufS, r.lent = nil, nil, false
 	}
-	r.m, r.s = r.m[:w], r.s[:w+1]
+	r.aliased = false
+	if cap(r.bufM) < w || cap(r.bufS) < w+1 {
+		r.bufM, r.bufS = make([]float64, w, w+w/4+8), make([]float64, w+1, w+w/4+9)
+	}
+	r.m, r.s = r.bufM[:w], r.bufS[:w+1]
 	// One pass from the top: masses and suffix sums (s[k] = s[k+1] + m[k],
 	// zero cells included, as the general builder's sums over pieces).
 	k := int(i - lo) // cells k.. are filled (or summed into the tail)
@@ -311,7 +322,7 @@ func (u *unitBD) addDense(i int64, pi, lof float64, m []float64) error {
 	} else {
 		r = &unitRow{}
 	}
-	if err := u.prepDense(r, i, pi, lof, m); err != nil {
+	if err := u.prepDense(r, nil, i, pi, lof, m); err != nil {
 		u.next++
 		u.pool = append(u.pool, r)
 		return err
@@ -323,7 +334,15 @@ func (u *unitBD) addDense(i int64, pi, lof float64, m []float64) error {
 // prepDense fills r with dense row i (see addDense). It reads only u's
 // fixed parameters (n, est, g), so it may run on another goroutine than
 // the one that links the rows.
-func (u *unitBD) prepDense(r *unitRow, i int64, pi, lof float64, m []float64) error {
+//
+// like, when not nil, is the row prepared just before r, which the caller
+// knows r to be a bit-for-bit copy of shifted up one cell (the shift
+// tracker's verdict, unitItem.copied): when the prepared widths agree, r's
+// masses and suffix sums are then like's, and r shares like's buffers
+// instead of filling its own (the same values: the same cells, the same
+// additions). like must stay unchanged until r is retired, which holds for
+// the row before r (it retires only after r is linked).
+func (u *unitBD) prepDense(r, like *unitRow, i int64, pi, lof float64, m []float64) error {
 	lo := int64(lof)
 	for len(m) > 0 && !(m[0] > 0) { // pieces start at the first positive mass
 		m, lo = m[1:], lo+1
@@ -332,10 +351,26 @@ func (u *unitBD) prepDense(r *unitRow, i int64, pi, lof float64, m []float64) er
 		return errNotUnit
 	}
 	w := int(max(min(i, u.n+1)-lo, 0))
-	if cap(r.m) < w || cap(r.s) < w+1 {
-		r.m, r.s = make([]float64, w, w+w/4+8), make([]float64, w+1, w+w/4+9)
+	if r.lent { // rows still active may read the old buffers
+		r.bufM, r.bufS, r.lent = nil, nil, false
 	}
-	r.m, r.s = r.m[:w], r.s[:w+1]
+	r.aliased = false
+	r.freq, r.lo, r.g, r.pi, r.sa, r.copied = i, lo, u.g.at(i), pi, 0, false
+	r.gOverPi = 0
+	if pi > 0 {
+		r.gOverPi = r.g / pi
+	}
+	if like != nil && like.freq == i-1 && like.lo == lo-1 && len(like.m) == w && like.pi == pi {
+		r.m, r.s, r.aliased = like.m, like.s, true
+		if !like.aliased {
+			like.lent = true
+		}
+		return nil
+	}
+	if cap(r.bufM) < w || cap(r.bufS) < w+1 {
+		r.bufM, r.bufS = make([]float64, w, w+w/4+8), make([]float64, w+1, w+w/4+9)
+	}
+	r.m, r.s = r.bufM[:w], r.bufS[:w+1]
 	tail := 0.0
 	for k := len(m) - 1; k >= w; k-- {
 		if m[k] > 0 {
@@ -363,11 +398,6 @@ func (u *unitBD) prepDense(r *unitRow, i int64, pi, lof float64, m []float64) er
 			acc += v
 			r.s[k] = acc
 		}
-	}
-	r.freq, r.lo, r.g, r.pi, r.sa, r.copied = i, lo, u.g.at(i), pi, 0, false
-	r.gOverPi = 0
-	if pi > 0 {
-		r.gOverPi = r.g / pi
 	}
 	return nil
 }
