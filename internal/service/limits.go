@@ -8,7 +8,9 @@ import (
 
 // maxExplicitRows bounds how many sanitizer rows pwsd computes explicitly for
 // one table (O(rows * L) time). Beyond it a frequency can be served only from
-// the stationary row, which exists once q_i = 1.
+// the stationary row, which exists once q_i = 1. Rows are never computed by
+// restarting below the one asked for (docs/algorithms.md, "Rows are computed
+// by the chain, never by restart").
 const maxExplicitRows = 1 << 22
 
 // frequencyLimit returns the largest frequency pwsd can sanitize and estimate
