@@ -50,6 +50,16 @@ func csvHeader(r *http.Request) (SampleHeader, error) {
 // queryNames renames the JSON paths of a release-description problem to the
 // query parameters of a CSV upload ("privacy.epsilon" -> "epsilon").
 func queryNames(err error) error {
+	return mapFieldErrors(err, func(fe FieldError) FieldError {
+		fe.Field = strings.TrimPrefix(strings.TrimPrefix(fe.Field, "privacy."), "sampling.")
+		return fe
+	})
+}
+
+// mapFieldErrors returns a copy of err's problem (when err is one) with f
+// applied to each of its field errors; other errors are returned as they
+// are.
+func mapFieldErrors(err error, f func(FieldError) FieldError) error {
 	var p *Problem
 	if !errors.As(err, &p) {
 		return err
@@ -57,8 +67,7 @@ func queryNames(err error) error {
 	q := *p
 	q.Errors = make([]FieldError, len(p.Errors))
 	for i, fe := range p.Errors {
-		fe.Field = strings.TrimPrefix(strings.TrimPrefix(fe.Field, "privacy."), "sampling.")
-		q.Errors[i] = fe
+		q.Errors[i] = f(fe)
 	}
 	return &q
 }
@@ -141,17 +150,10 @@ func csvProblem(err error) error {
 
 // atCSVLine adds the CSV line number to an element problem's messages.
 func atCSVLine(err error, line int) error {
-	var p *Problem
-	if !errors.As(err, &p) {
-		return err
-	}
-	q := *p
-	q.Errors = make([]FieldError, len(p.Errors))
-	for i, fe := range p.Errors {
+	return mapFieldErrors(err, func(fe FieldError) FieldError {
 		fe.Message = fmt.Sprintf("%s (CSV line %d)", fe.Message, line)
-		q.Errors[i] = fe
-	}
-	return &q
+		return fe
+	})
 }
 
 // csvColumns are the columns of a CSV sample answer, one per field of

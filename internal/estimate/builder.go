@@ -325,15 +325,8 @@ func (b *builder) addChecked(row sanitize.Row, dens []float64, cerr error, mark 
 const droppedTol = 1e-12
 
 func (b *builder) newRow() *rowState {
-	var r *rowState
-	if k := len(b.pool); k > 0 {
-		r = b.pool[k-1]
-		b.pool = b.pool[:k-1]
-		*r = rowState{pieces: r.pieces[:0], dens: r.dens[:0], suffix: r.suffix[:0], masses: r.masses[:0]}
-	} else {
-		r = &rowState{}
-	}
-	r.first = -1
+	r := takeOrNew(&b.pool)
+	*r = rowState{pieces: r.pieces[:0], dens: r.dens[:0], suffix: r.suffix[:0], masses: r.masses[:0], first: -1}
 	return r
 }
 

@@ -200,13 +200,7 @@ func (u *unitBD) pipeDense(ctx context.Context, us unitSource, from, to, rawFrom
 		if !it.copied {
 			like = nil
 		}
-		var r *unitRow
-		if k := len(*spare); k > 0 {
-			r = (*spare)[k-1]
-			*spare = (*spare)[:k-1]
-		} else {
-			r = &unitRow{}
-		}
+		r := takeOrNew(spare)
 		if err := u.prepDense(r, like, i, pi, lo, m); err != nil {
 			it.err = err
 			*spare = append(*spare, r)
@@ -279,6 +273,18 @@ func (u *unitBD) pipeDense(ctx context.Context, us unitSource, from, to, rawFrom
 		u.pool = u.pool[:0]
 		return !stopped
 	})
+}
+
+// takeOrNew pops the last element of *pool (a free list of recycled
+// values), or returns a new T when the pool is empty.
+func takeOrNew[T any](pool *[]*T) *T {
+	if k := len(*pool); k > 0 {
+		v := (*pool)[k-1]
+		(*pool)[k-1] = nil
+		*pool = (*pool)[:k-1]
+		return v
+	}
+	return new(T)
 }
 
 // pipe is the hand-over between runPipe's producer goroutine and its

@@ -110,13 +110,7 @@ func (u *unitBD) add(row sanitize.Row) error {
 	// their total mass, summed from the top exactly as the suffix sums
 	// would, so that a row far above n costs O(1) memory, not O(L).
 	w := int(max(min(i, u.n+1)-lo, 0))
-	var r *unitRow
-	if k := len(u.pool); k > 0 {
-		r = u.pool[k-1]
-		u.pool = u.pool[:k-1]
-	} else {
-		r = &unitRow{}
-	}
+	r := takeOrNew(&u.pool)
 	if r.lent { // rows still active may read the old buffers
 		r.bufM, r.bufS, r.lent = nil, nil, false
 	}
@@ -315,13 +309,7 @@ func (u *unitBD) addDense(i int64, pi, lof float64, m []float64) error {
 	if i != u.next {
 		return errors.New("estimate: row source delivered rows out of order")
 	}
-	var r *unitRow
-	if k := len(u.pool); k > 0 {
-		r = u.pool[k-1]
-		u.pool = u.pool[:k-1]
-	} else {
-		r = &unitRow{}
-	}
+	r := takeOrNew(&u.pool)
 	if err := u.prepDense(r, nil, i, pi, lof, m); err != nil {
 		u.next++
 		u.pool = append(u.pool, r)

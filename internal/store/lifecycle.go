@@ -146,14 +146,11 @@ func (m *Memory) ListStates(_ context.Context, kind string, c Cursor, limit int)
 // the record, as a row lock does in PostgreSQL.
 func (m *Memory) DeleteState(_ context.Context, kind, id string) error {
 	k := stateKey(kind, id)
-	m.mu.Lock()
-	lock, ok := m.stateLocks[k]
-	m.mu.Unlock()
-	if !ok {
-		return ErrNotFound
+	unlock, err := m.lockState(k)
+	if err != nil {
+		return err
 	}
-	lock.Lock()
-	defer lock.Unlock()
+	defer unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.states[k]; !ok {

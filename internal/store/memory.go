@@ -176,17 +176,28 @@ func (m *Memory) GetState(_ context.Context, kind, id string) (*StateRecord, err
 	return cloneState(r), nil
 }
 
-// UpdateState implements Store.
-func (m *Memory) UpdateState(_ context.Context, kind, id string, fn func(*StateRecord) (*Charge, error)) error {
-	k := stateKey(kind, id)
+// lockState takes the per-record lock of state record k (what a row lock
+// is in PostgreSQL), waiting for a running update of it, and returns its
+// release; ErrNotFound when the record does not exist.
+func (m *Memory) lockState(k string) (unlock func(), err error) {
 	m.mu.Lock()
 	lock, ok := m.stateLocks[k]
 	m.mu.Unlock()
 	if !ok {
-		return ErrNotFound
+		return nil, ErrNotFound
 	}
 	lock.Lock()
-	defer lock.Unlock()
+	return lock.Unlock, nil
+}
+
+// UpdateState implements Store.
+func (m *Memory) UpdateState(_ context.Context, kind, id string, fn func(*StateRecord) (*Charge, error)) error {
+	k := stateKey(kind, id)
+	unlock, err := m.lockState(k)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 
 	m.mu.Lock()
 	cur, ok := m.states[k]
