@@ -31,7 +31,11 @@ func TestWriteErrNamesClientFields(t *testing.T) {
 		return err
 	}
 	_, privErr := sanitize.NewPrivacy(-1, 2)
-	_, planErr := planner.Plan(context.Background(), planner.PlanRequest{Epsilon: 0, Delta: 1e-6, Method: "x", Distribution: "zipf", Alpha: 1})
+	bigL, err := sanitize.NewPrivacy(0.001, 1e-9) // L(epsilon, delta) above planner.MaxPlanL
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, planErr := planner.Plan(context.Background(), planner.PlanRequest{Privacy: bigL, Distribution: "pareto"})
 	cases := []struct {
 		name   string
 		err    error
@@ -44,7 +48,7 @@ func TestWriteErrNamesClientFields(t *testing.T) {
 		{"query custom sampling", must(sanitize.NewSampling(sanitize.SchemeCustom, 0, 0, []float64{0.5, 0.4})), 422, []string{"probabilities[1]"}},
 		{"stream config", must(panprivate.Config{Estimator: "bogus"}.Validate()), 422, []string{"estimator"}},
 		{"stream event (wrapped)", fmt.Errorf("applying: %w", checks.Prefix("events[3]", checks.Errorf("user", "must be less than universe_size"))), 422, []string{"events[3].user"}},
-		{"planner query, several at once", planErr, 422, []string{"epsilon", "method"}},
+		{"planner query, several at once", planErr, 422, []string{"epsilon", "distribution"}},
 		{"NDJSON header keeps its line", atLine(paramProblem("privacy.", privErr), 1), 422, []string{"privacy.epsilon", "privacy.delta"}},
 		{"not found", fmt.Errorf("reading: %w", &service.NotFoundError{Kind: "sample", Name: "abc"}), 404, nil},
 		{"limit", &service.LimitError{Msg: "too many elements (PWSD_MAX_ELEMENTS)"}, 413, nil},

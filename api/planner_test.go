@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +92,49 @@ func TestPlotsAndPlan(t *testing.T) {
 	if page.status != 200 || !strings.Contains(page.header.Get("Content-Security-Policy"), "default-src 'self'") ||
 		strings.Contains(string(page.body), "http://") || strings.Contains(string(page.body), "https://") {
 		t.Fatalf("planner page: %d, CSP %q, external references present?", page.status, page.header.Get("Content-Security-Policy"))
+	}
+}
+
+// TestPlanQueryNamesInvalidParameters: the planner routes read the privacy,
+// sampling, method, g and estimator as the table routes do; each invalid
+// value is a 422 naming its parameter, and one answer names every invalid
+// parameter, typed or the planner's own.
+func TestPlanQueryNamesInvalidParameters(t *testing.T) {
+	ts := newServer(t, nil)
+	ok := "distribution=zipf&alpha=1&n=100"
+	for _, c := range []struct {
+		name, query string
+		fields      []string
+		sweepFields []string // /v1/plots/nrmse, which sweeps, when it differs
+	}{
+		{"epsilon", "epsilon=-1&delta=1e-6&scheme=ppswor&threshold=0.1&" + ok, []string{"epsilon"}, nil},
+		{"delta", "epsilon=0.5&delta=2&scheme=ppswor&threshold=0.1&" + ok, []string{"delta"}, nil},
+		{"scheme", "epsilon=0.5&delta=1e-6&scheme=bernoulli&threshold=0.1&" + ok, []string{"scheme"}, nil},
+		{"threshold", "epsilon=0.5&delta=1e-6&scheme=ppswor&threshold=0&" + ok, []string{"threshold"}, nil},
+		{"power", "epsilon=0.5&delta=1e-6&scheme=ppswor&threshold=0.1&power=-2&" + ok, []string{"power"}, nil},
+		{"custom", "epsilon=0.5&delta=1e-6&scheme=custom&probabilities=0.5,0.2&" + ok, []string{"probabilities[1]"},
+			[]string{"probabilities[1]", "scheme"}}, // a custom scheme cannot sweep
+		{"method", "epsilon=0.5&delta=1e-6&method=fast&" + ok, []string{"method"}, nil},
+		{"g", "epsilon=0.5&delta=1e-6&g=cube&" + ok, []string{"g"}, nil},
+		{"estimator", "epsilon=0.5&delta=1e-6&estimator=best&" + ok, []string{"estimator"}, nil},
+		{"L too large (the planner's bound)", "epsilon=0.001&delta=1e-9&" + ok, []string{"epsilon"}, nil},
+		{"several", "epsilon=0&delta=1e-6&method=x", []string{"epsilon", "method", "distribution"}, nil},
+	} {
+		for _, route := range []string{"/v1/plan/summary", "/v1/plots/nrmse"} {
+			t.Run(c.name+" "+route, func(t *testing.T) {
+				r := ts.get(t, route+"?"+c.query)
+				if r.status != 422 {
+					t.Fatalf("%d %s", r.status, r.body)
+				}
+				want := c.fields
+				if route == "/v1/plots/nrmse" && c.sweepFields != nil {
+					want = c.sweepFields
+				}
+				if got := r.problem(t).fields(); !slices.Equal(got, want) {
+					t.Fatalf("fields %v, want %v", got, want)
+				}
+			})
+		}
 	}
 }
 

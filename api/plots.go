@@ -5,9 +5,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/planner"
-	"github.com/pwsd/pwsd/internal/sanitize"
 	"github.com/pwsd/pwsd/internal/service"
 )
 
@@ -122,36 +120,35 @@ func (h *handler) plotEstimator(w http.ResponseWriter, r *http.Request, kind ser
 	return answerSVG(w, svg, err)
 }
 
-// planRequest reads the planner's query into a typed planner.PlanRequest.
-// It only parses (numbers must be numbers, at most PWSD_MAX_CUSTOM_Q
-// probabilities); planner.Plan validates the values and takes the defaults
-// of absent ones. Sweep is left false: plotNRMSE sets it.
-func (h *handler) planRequest(r *http.Request) (planner.PlanRequest, error) {
+// planRequest reads the planner's query into a typed planner.PlanRequest:
+// the privacy, sampling, method, g and estimator with the table routes'
+// readers (so the same rules and defaults apply), the distribution and
+// sweep settings as parsed numbers (planner.Plan checks them). sweep asks
+// for a threshold sweep (the NRMSE plot). When a typed value is invalid,
+// the planner's own invalid parameters are named in the same answer.
+func (h *handler) planRequest(r *http.Request, sweep bool) (planner.PlanRequest, error) {
 	q := newQuery(r)
+	req := planner.PlanRequest{
+		Privacy:   q.privacy(),
+		Sampling:  q.sampling(h.limits.MaxCustomQ),
+		Method:    q.method(),
+		G:         q.g(),
+		Estimator: q.estimator(),
+		Sweep:     sweep,
+	}
+	typed := len(q.errs)
 	num := func(name string) float64 {
 		f, _ := q.float(name, false)
 		return f
 	}
-	str := func(name string) string { return strings.TrimSpace(q.v.Get(name)) }
-	req := planner.PlanRequest{
-		Epsilon:      num("epsilon"),
-		Delta:        num("delta"),
-		Scheme:       sanitize.Scheme(str("scheme")),
-		Threshold:    num("threshold"),
-		Power:        num("power"),
-		Method:       sanitize.Method(str("method")),
-		G:            str("g"),
-		Estimator:    estimate.Estimator(str("estimator")),
-		Distribution: str("distribution"),
-		Alpha:        num("alpha"),
-		N:            q.integer("n"),
-		A:            q.integer("a"),
-		B:            q.integer("b"),
-		SweepFrom:    num("sweep_from"),
-		SweepTo:      num("sweep_to"),
-		SweepPoints:  int(q.integer("sweep_points")),
+	req.Distribution = strings.TrimSpace(q.v.Get("distribution"))
+	req.Alpha = num("alpha")
+	req.N, req.A, req.B = q.integer("n"), q.integer("a"), q.integer("b")
+	req.SweepFrom, req.SweepTo = num("sweep_from"), num("sweep_to")
+	req.SweepPoints = int(q.integer("sweep_points"))
+	if typed > 0 && len(q.errs) == typed {
+		q.failErr(req.Validate())
 	}
-	req.Probabilities, _ = q.floatList("probabilities", h.limits.MaxCustomQ)
 	return req, q.problem()
 }
 
@@ -174,7 +171,7 @@ func (h *handler) planRequest(r *http.Request) (planner.PlanRequest, error) {
 //	@Security		bearer
 //	@Router			/v1/plots/nrmse [get]
 func (h *handler) plotNRMSE(w http.ResponseWriter, r *http.Request) error {
-	req, err := h.planRequest(r)
+	req, err := h.planRequest(r, true)
 	if err != nil {
 		return err
 	}
@@ -202,7 +199,7 @@ func (h *handler) plotNRMSE(w http.ResponseWriter, r *http.Request) error {
 //	@Security		bearer
 //	@Router			/v1/plan/summary [get]
 func (h *handler) planSummary(w http.ResponseWriter, r *http.Request) error {
-	req, err := h.planRequest(r)
+	req, err := h.planRequest(r, false)
 	if err != nil {
 		return err
 	}

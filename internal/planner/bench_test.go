@@ -40,10 +40,10 @@ func benchPlan(b *testing.B, r PlanRequest) {
 
 // BenchmarkPlanSummary: the planner page's default summary.
 func BenchmarkPlanSummary(b *testing.B) {
-	benchPlan(b, PlanRequest{Epsilon: 0.1, Delta: 1e-3, Scheme: "ppswor", Threshold: 0.01, Distribution: "zipf", Alpha: 1, N: 1000})
+	benchPlan(b, PlanRequest{Privacy: mustPrivacy(b, 0.1, 1e-3), Sampling: mustSampling(b, sanitize.SchemePPSWOR, 0.01, 1, nil), Distribution: "zipf", Alpha: 1, N: 1000})
 }
 
 // BenchmarkPlanSweep: the same with the default 13-point sweep (NRMSE plot).
 func BenchmarkPlanSweep(b *testing.B) {
-	benchPlan(b, PlanRequest{Epsilon: 0.1, Delta: 1e-3, Scheme: "ppswor", Threshold: 0.01, Distribution: "zipf", Alpha: 1, N: 1000, Sweep: true})
+	benchPlan(b, PlanRequest{Privacy: mustPrivacy(b, 0.1, 1e-3), Sampling: mustSampling(b, sanitize.SchemePPSWOR, 0.01, 1, nil), Distribution: "zipf", Alpha: 1, N: 1000, Sweep: true})
 }

@@ -318,7 +318,15 @@ func (f *figures) figure8Top() error {
 func (f *figures) figure8Bottom() error {
 	f.printf("Figure 8 (bottom): NRMSE of the sum, 2x10^5 keys uniform on [1, 200], priority sampling, delta=2^-20, MLE (Algorithm 4)\n")
 	for _, eps := range []float64{0.5, 0.25, 0.1} {
-		res, err := Plan(f.ctx, PlanRequest{Epsilon: eps, Delta: figureDelta, Scheme: "priority", Threshold: 1, Method: "discrete",
+		p, err := sanitize.NewPrivacy(eps, figureDelta)
+		if err != nil {
+			return err
+		}
+		s, err := sanitize.NewSampling(sanitize.SchemePriority, 1, 1, nil)
+		if err != nil {
+			return err
+		}
+		res, err := Plan(f.ctx, PlanRequest{Privacy: p, Sampling: s, Method: sanitize.MethodDiscrete,
 			Distribution: "uniform", A: 1, B: 200, N: 200_000, Sweep: true, SweepFrom: 1e-6, SweepTo: 1, SweepPoints: 7})
 		if err != nil {
 			return err

@@ -48,19 +48,18 @@ const (
 
 // PlanRequest asks for the expected reporting and estimation quality of PWS,
 // sampled-SbH and non-private sampling on a synthetic frequency
-// distribution. Plan validates it and names invalid fields (in a
-// checks.Errors) by the parameter names given in the comments; zero values
-// take the documented defaults.
+// distribution. The privacy, sampling, method, g and estimator are typed
+// domain values, valid by construction (sanitize.NewPrivacy,
+// sanitize.NewSampling, estimate.ParseG, ...); Plan checks the planner's own
+// parameters and names invalid ones (in a checks.Errors) by the parameter
+// names given in the comments. Zero values take the documented defaults,
+// except Privacy, which is required.
 type PlanRequest struct {
-	Epsilon       float64            // epsilon
-	Delta         float64            // delta
-	Scheme        sanitize.Scheme    // scheme: ppswor | priority | none (default) | custom
-	Threshold     float64            // threshold: tau; ppswor and priority
-	Power         float64            // power: default 1
-	Probabilities []float64          // probabilities: custom only
-	Method        sanitize.Method    // method: max_separation (default) | discrete
-	G             string             // g: identity (default) | count | power:P | cap:T
-	Estimator     estimate.Estimator // estimator: mle (default) | biased_down | unbiased
+	Privacy   sanitize.Privacy   // epsilon, delta: required
+	Sampling  sanitize.Sampling  // zero value: sanitize.DefaultScheme
+	Method    sanitize.Method    // zero value: sanitize.DefaultMethod
+	G         estimate.G         // zero value: estimate.DefaultG
+	Estimator estimate.Estimator // zero value: estimate.DefaultEstimator
 
 	Distribution string  // distribution: zipf | uniform
 	Alpha        float64 // alpha: zipf exponent in (0, 4]
@@ -138,43 +137,57 @@ type plan struct {
 	sweepSch  sanitize.Scheme
 }
 
-// validate checks every field and collects all errors.
-func (r PlanRequest) validate() (*plan, error) {
+// Validate checks the planner's own parameters: L(epsilon, delta) at most
+// MaxPlanL (named epsilon), the distribution and its alpha, n, a and b, the
+// sweep's settings and that a sweep's scheme is not custom. The error names
+// every invalid parameter (checks.Errors). The typed values are not checked
+// again (their constructors did), and the L bound is skipped while Privacy
+// is not a valid guarantee, so that a caller that could not build one can
+// still name the planner's other invalid parameters in the same answer;
+// Plan refuses such a request.
+func (r PlanRequest) Validate() error {
+	_, err := r.validate(false)
+	return err
+}
+
+// validate checks r and collects all errors; complete also refuses typed
+// values that are absent (Privacy) or invalid (a literal bypassing its
+// constructor), by the domain's own Validate.
+func (r PlanRequest) validate(complete bool) (*plan, error) {
 	var ve checks.Errors
-	pl := &plan{}
+	pl := &plan{privacy: r.Privacy, sampling: r.Sampling, method: r.Method, g: r.G, estimator: r.Estimator}
 	var err error
-	if pl.privacy, err = sanitize.NewPrivacy(r.Epsilon, r.Delta); err != nil {
-		addErr(&ve, "epsilon", err)
-	} else if l := sanitize.L(pl.privacy); l > MaxPlanL {
-		ve.Add("epsilon", fmt.Sprintf("gives L(epsilon, delta) = %.0f with this delta; the planner handles L up to %d (raise epsilon or delta)", l, MaxPlanL))
+	if pl.sampling.Scheme == "" {
+		if pl.sampling, err = sanitize.NewSampling(sanitize.DefaultScheme, 0, 0, nil); err != nil {
+			return nil, fmt.Errorf("planner: default sampling: %w", err)
+		}
 	}
-	scheme := r.Scheme
-	if scheme == "" {
-		scheme = sanitize.DefaultScheme
-	}
-	if pl.sampling, err = sanitize.NewSampling(scheme, r.Threshold, r.Power, r.Probabilities); err != nil {
-		addErr(&ve, "scheme", err)
-	}
-	pl.method = r.Method
 	if pl.method == "" {
 		pl.method = sanitize.DefaultMethod
 	}
-	if pl.method.Validate() != nil {
-		ve.Add("method", "must be discrete or max_separation")
+	if pl.g == (estimate.G{}) {
+		if pl.g, err = estimate.NewG(estimate.DefaultG, 0); err != nil {
+			return nil, fmt.Errorf("planner: default g: %w", err)
+		}
 	}
-	gs := r.G
-	if gs == "" {
-		gs = string(estimate.DefaultG)
+	if pl.estimator == "" {
+		pl.estimator = estimate.DefaultEstimator
 	}
-	if pl.g, err = estimate.ParseG(gs); err != nil {
-		ve.Add("g", "must be identity, count, power:P or cap:T")
+	if complete {
+		if pl.privacy == (sanitize.Privacy{}) {
+			ve.Add("epsilon", "is required")
+		} else {
+			ve.AddErr("epsilon", pl.privacy.Validate())
+		}
+		ve.AddErr("scheme", pl.sampling.Validate())
+		ve.AddErr("method", pl.method.Validate())
+		addErr(&ve, "g", pl.g.Validate())
+		addErr(&ve, "estimator", pl.estimator.Validate())
 	}
-	es := r.Estimator
-	if es == "" {
-		es = estimate.DefaultEstimator
-	}
-	if pl.estimator, err = estimate.ParseEstimator(string(es)); err != nil {
-		ve.Add("estimator", "must be mle, biased_down or unbiased")
+	if pl.privacy.Validate() == nil {
+		if l := sanitize.L(pl.privacy); l > MaxPlanL {
+			ve.Add("epsilon", fmt.Sprintf("gives L(epsilon, delta) = %.0f with this delta; the planner handles L up to %d (raise epsilon or delta)", l, MaxPlanL))
+		}
 	}
 	switch r.Distribution {
 	case "zipf":
@@ -255,7 +268,7 @@ func (r PlanRequest) validate() (*plan, error) {
 // threshold of the sweep. Invalid input yields a checks.Errors naming
 // every bad field. Plan is deterministic and honours ctx between steps.
 func Plan(ctx context.Context, req PlanRequest) (*PlanResult, error) {
-	pl, err := req.validate()
+	pl, err := req.validate(true)
 	if err != nil {
 		return nil, err
 	}

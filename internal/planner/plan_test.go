@@ -60,6 +60,15 @@ func TestUniformSpreadsKeys(t *testing.T) {
 	}
 }
 
+func mustG(t testing.TB, s string) estimate.G {
+	t.Helper()
+	g, err := estimate.ParseG(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 func mustPlan(t *testing.T, r PlanRequest) *PlanResult {
 	t.Helper()
 	res, err := Plan(context.Background(), r)
@@ -89,11 +98,11 @@ func checkFractions(t *testing.T, where string, c Comparison) {
 // across a sweep, for both distributions.
 func TestPlanFractions(t *testing.T) {
 	for _, r := range []PlanRequest{
-		{Epsilon: 0.1, Delta: 1e-3, Scheme: "ppswor", Threshold: 0.01, Distribution: "zipf", Alpha: 1, N: 2000, Sweep: true, SweepPoints: 5},
-		{Epsilon: 0.5, Delta: 1e-6, Scheme: "priority", Threshold: 0.05, Distribution: "uniform", A: 1, B: 300, Sweep: true, SweepPoints: 4, Method: "discrete"},
-		{Epsilon: 1, Delta: 1e-4, Distribution: "zipf", Alpha: 2, N: 3000, G: "count", Estimator: "biased_down"},
+		{Privacy: mustPrivacy(t, 0.1, 1e-3), Sampling: mustSampling(t, sanitize.SchemePPSWOR, 0.01, 1, nil), Distribution: "zipf", Alpha: 1, N: 2000, Sweep: true, SweepPoints: 5},
+		{Privacy: mustPrivacy(t, 0.5, 1e-6), Sampling: mustSampling(t, sanitize.SchemePriority, 0.05, 1, nil), Distribution: "uniform", A: 1, B: 300, Sweep: true, SweepPoints: 4, Method: sanitize.MethodDiscrete},
+		{Privacy: mustPrivacy(t, 1, 1e-4), Distribution: "zipf", Alpha: 2, N: 3000, G: mustG(t, "count"), Estimator: estimate.BiasedDown},
 	} {
-		t.Run(fmt.Sprintf("%s,%s", r.Scheme, r.Distribution), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s,%s", r.Sampling.Scheme, r.Distribution), func(t *testing.T) {
 			res := mustPlan(t, r)
 			checkFractions(t, res.Description, res.ReportedFraction)
 			for _, pt := range res.Sweep {
@@ -115,7 +124,7 @@ func TestPlanFractions(t *testing.T) {
 // where pi reaches q, the reported fractions and the eq. 12 NRMSE of the
 // non-private reference.
 func TestPlanSummaryFields(t *testing.T) {
-	req := PlanRequest{Epsilon: 0.2, Delta: 1e-4, Scheme: "ppswor", Threshold: 0.02, Distribution: "uniform", A: 5, B: 400, N: 10000}
+	req := PlanRequest{Privacy: mustPrivacy(t, 0.2, 1e-4), Sampling: mustSampling(t, sanitize.SchemePPSWOR, 0.02, 1, nil), Distribution: "uniform", A: 5, B: 400, N: 10000}
 	res := mustPlan(t, req)
 	p := mustPrivacy(t, 0.2, 1e-4)
 	s := mustSampling(t, sanitize.SchemePPSWOR, 0.02, 1, nil)
@@ -190,7 +199,7 @@ func TestPlanSummaryFields(t *testing.T) {
 // decreases as tau grows (until q = 1 makes it constant), PWS decreases while
 // the variance dominates (small tau), and PWS beats SbH at tau = 1.
 func TestPlanNRMSEDecreasesWithThreshold(t *testing.T) {
-	res := mustPlan(t, PlanRequest{Epsilon: 0.25, Delta: math.Pow(2, -20), Scheme: "priority", Threshold: 1, Method: "discrete",
+	res := mustPlan(t, PlanRequest{Privacy: mustPrivacy(t, 0.25, math.Pow(2, -20)), Sampling: mustSampling(t, sanitize.SchemePriority, 1, 1, nil), Method: sanitize.MethodDiscrete,
 		Distribution: "uniform", A: 1, B: 200, N: 200000, Sweep: true, SweepFrom: 1e-6, SweepTo: 1, SweepPoints: 7})
 	sw := res.Sweep
 	for k := 1; k < len(sw); k++ {
@@ -239,25 +248,27 @@ func TestFigure5Gains(t *testing.T) {
 	}
 }
 
-// TestPlanValidation checks that every invalid field is reported, by its
-// JSON name, in one checks.Errors, before any work.
+// TestPlanValidation checks that every invalid planner parameter is
+// reported, by its query name, in one checks.Errors, before any work. The
+// privacy, sampling, method, g and estimator are typed values checked by
+// their constructors (the api tests cover their query names); Plan still
+// refuses a request without a privacy and a typed value that bypassed its
+// constructor.
 func TestPlanValidation(t *testing.T) {
-	ok := PlanRequest{Epsilon: 0.5, Delta: 1e-6, Scheme: "ppswor", Threshold: 0.1, Distribution: "zipf", Alpha: 1, N: 100}
+	ok := PlanRequest{Privacy: mustPrivacy(t, 0.5, 1e-6), Sampling: mustSampling(t, sanitize.SchemePPSWOR, 0.1, 1, nil), Distribution: "zipf", Alpha: 1, N: 100}
+	bigL := mustPrivacy(t, 0.001, 1e-9)
 	cases := []struct {
 		name   string
 		mut    func(*PlanRequest)
 		fields []string
 	}{
-		{"epsilon", func(r *PlanRequest) { r.Epsilon = -1 }, []string{"epsilon"}},
-		{"delta", func(r *PlanRequest) { r.Delta = 2 }, []string{"delta"}},
-		{"L too large", func(r *PlanRequest) { r.Epsilon = 0.001; r.Delta = 1e-9 }, []string{"epsilon"}},
-		{"scheme", func(r *PlanRequest) { r.Scheme = "bernoulli" }, []string{"scheme"}},
-		{"threshold", func(r *PlanRequest) { r.Threshold = 0 }, []string{"threshold"}},
-		{"power", func(r *PlanRequest) { r.Power = -2 }, []string{"power"}},
-		{"custom", func(r *PlanRequest) { r.Scheme = "custom"; r.Probabilities = []float64{0.5, 0.2} }, []string{"probabilities[1]"}},
-		{"method", func(r *PlanRequest) { r.Method = "fast" }, []string{"method"}},
-		{"g", func(r *PlanRequest) { r.G = "cube" }, []string{"g"}},
-		{"estimator", func(r *PlanRequest) { r.Estimator = "best" }, []string{"estimator"}},
+		{"privacy absent", func(r *PlanRequest) { r.Privacy = sanitize.Privacy{} }, []string{"epsilon"}},
+		{"privacy bypassing its constructor", func(r *PlanRequest) { r.Privacy = sanitize.Privacy{Epsilon: -1, Delta: 2} }, []string{"epsilon", "delta"}},
+		{"sampling bypassing its constructor", func(r *PlanRequest) { r.Sampling = sanitize.Sampling{Scheme: "bernoulli"} }, []string{"scheme"}},
+		{"method bypassing its constructor", func(r *PlanRequest) { r.Method = "fast" }, []string{"method"}},
+		{"g bypassing its constructor", func(r *PlanRequest) { r.G = estimate.G{Kind: "cube"} }, []string{"g"}},
+		{"estimator bypassing its constructor", func(r *PlanRequest) { r.Estimator = "best" }, []string{"estimator"}},
+		{"L too large", func(r *PlanRequest) { r.Privacy = bigL }, []string{"epsilon"}},
 		{"distribution", func(r *PlanRequest) { r.Distribution = "pareto" }, []string{"distribution"}},
 		{"alpha", func(r *PlanRequest) { r.Alpha = 0 }, []string{"alpha"}},
 		{"alpha huge", func(r *PlanRequest) { r.Alpha = 4; r.N = 1000000 }, []string{"alpha"}},
@@ -268,8 +279,11 @@ func TestPlanValidation(t *testing.T) {
 		{"sweep_from", func(r *PlanRequest) { r.Sweep = true; r.SweepFrom = -1 }, []string{"sweep_from"}},
 		{"sweep_to", func(r *PlanRequest) { r.Sweep = true; r.SweepFrom = 0.1; r.SweepTo = 0.01 }, []string{"sweep_to"}},
 		{"sweep_points", func(r *PlanRequest) { r.Sweep = true; r.SweepPoints = 1000 }, []string{"sweep_points"}},
-		{"sweep custom", func(r *PlanRequest) { r.Sweep = true; r.Scheme = "custom"; r.Probabilities = []float64{0.5} }, []string{"scheme"}},
-		{"several", func(r *PlanRequest) { r.Epsilon = 0; r.Method = "x"; r.Distribution = "" }, []string{"epsilon", "method", "distribution"}},
+		{"sweep custom", func(r *PlanRequest) {
+			r.Sweep = true
+			r.Sampling = mustSampling(t, sanitize.SchemeCustom, 0, 0, []float64{0.5})
+		}, []string{"scheme"}},
+		{"several", func(r *PlanRequest) { r.Privacy = bigL; r.Distribution = ""; r.Sweep = true; r.SweepPoints = 1 }, []string{"epsilon", "distribution", "sweep_points"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -294,11 +308,50 @@ func TestPlanValidation(t *testing.T) {
 	}
 }
 
+// TestPlanValidateSkipsAbsentPrivacy checks that Validate names the
+// planner's own invalid parameters while the privacy is absent (a caller
+// that could not read it reports that itself) and checks the L bound once
+// the privacy is valid.
+func TestPlanValidateSkipsAbsentPrivacy(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		req    PlanRequest
+		fields []string
+	}{
+		{"no privacy, bad distribution", PlanRequest{Distribution: "pareto"}, []string{"distribution"}},
+		{"no privacy, valid rest", PlanRequest{Distribution: "zipf", Alpha: 1}, nil},
+		{"L too large", PlanRequest{Privacy: mustPrivacy(t, 0.001, 1e-9), Distribution: "zipf", Alpha: 1}, []string{"epsilon"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fs, _ := checks.Fields(c.req.Validate())
+			var got []string
+			for _, f := range fs {
+				got = append(got, f.Field)
+			}
+			if !slices.Equal(got, c.fields) {
+				t.Fatalf("fields %v, want %v", got, c.fields)
+			}
+		})
+	}
+}
+
+// TestPlanDefaults checks that zero typed values take the documented
+// defaults: the same answer as the defaults given explicitly.
+func TestPlanDefaults(t *testing.T) {
+	p := mustPrivacy(t, 1, 1e-4)
+	implicit := mustPlan(t, PlanRequest{Privacy: p, Distribution: "zipf", Alpha: 1, N: 200})
+	explicit := mustPlan(t, PlanRequest{Privacy: p, Sampling: mustSampling(t, sanitize.DefaultScheme, 0, 0, nil), Method: sanitize.DefaultMethod,
+		G: mustG(t, string(estimate.DefaultG)), Estimator: estimate.DefaultEstimator, Distribution: "zipf", Alpha: 1, N: 200})
+	if !reflect.DeepEqual(implicit, explicit) {
+		t.Fatalf("defaults differ:\n%+v\n%+v", implicit, explicit)
+	}
+}
+
 // TestPlanHonoursContext checks that a cancelled request stops.
 func TestPlanHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := Plan(ctx, PlanRequest{Epsilon: 0.5, Delta: 1e-6, Distribution: "zipf", Alpha: 1, Sweep: true})
+	_, err := Plan(ctx, PlanRequest{Privacy: mustPrivacy(t, 0.5, 1e-6), Distribution: "zipf", Alpha: 1, Sweep: true})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -308,11 +361,11 @@ func TestPlanHonoursContext(t *testing.T) {
 // use the stationary tail when q reaches 1 (exact) and are counted as
 // approximated otherwise.
 func TestPlanApproximatesOnlyAboveCap(t *testing.T) {
-	exact := mustPlan(t, PlanRequest{Epsilon: 1, Delta: 1e-6, Distribution: "zipf", Alpha: 2, N: 300})
+	exact := mustPlan(t, PlanRequest{Privacy: mustPrivacy(t, 1, 1e-6), Distribution: "zipf", Alpha: 2, N: 300})
 	if exact.ApproximatedKeys != 0 || exact.MaxFrequency != 90000 {
 		t.Fatalf("no sampling: %+v", exact)
 	}
-	approx := mustPlan(t, PlanRequest{Epsilon: 1, Delta: 1e-6, Scheme: "ppswor", Threshold: 1e-6, Distribution: "zipf", Alpha: 2, N: 300})
+	approx := mustPlan(t, PlanRequest{Privacy: mustPrivacy(t, 1, 1e-6), Sampling: mustSampling(t, sanitize.SchemePPSWOR, 1e-6, 1, nil), Distribution: "zipf", Alpha: 2, N: 300})
 	if want := 3.0; approx.ApproximatedKeys != want { // floor((300/r)^2) > 8192 for r <= 3
 		t.Fatalf("ppswor 1e-6: %g approximated keys, want %g", approx.ApproximatedKeys, want)
 	}

@@ -108,7 +108,11 @@ func TestPlotsAreValidSVG(t *testing.T) {
 		checkSVG(t, svg, "non-private")
 	}
 
-	res, err := planner.Plan(context.Background(), planner.PlanRequest{Epsilon: 0.5, Delta: 1e-4, Scheme: "priority", Threshold: 0.01, Distribution: "uniform", A: 1, B: 50,
+	priority, err := sanitize.NewSampling(sanitize.SchemePriority, 0.01, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := planner.Plan(context.Background(), planner.PlanRequest{Privacy: p, Sampling: priority, Distribution: "uniform", A: 1, B: 50,
 		Sweep: true, SweepPoints: 4})
 	if err != nil {
 		t.Fatal(err)
