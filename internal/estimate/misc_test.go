@@ -97,7 +97,8 @@ func TestReference(t *testing.T) {
 
 // TestTableSerialises: JSON and MarshalBinary round-trip a table with a
 // tail exactly (same fields, same estimates), and corrupted tables are
-// rejected on decode.
+// never stored and read back: MarshalBinary refuses them or decoding
+// rejects them.
 func TestTableSerialises(t *testing.T) {
 	tab, err := Build(newLemma52(0.7, 3), Spec{MaxFrequency: 120, G: mustG("cap:9"), Estimator: BiasedDown})
 	if err != nil || tab.Tail == nil {
@@ -147,9 +148,11 @@ func TestTableSerialises(t *testing.T) {
 			t.Fatal(err)
 		}
 		mut(&c)
+		// The encoding cannot express some corruptions (lengths are
+		// implicit, codes are a closed list): then MarshalBinary refuses.
 		enc, err := c.MarshalBinary()
 		if err != nil {
-			t.Fatal(err)
+			continue
 		}
 		var d Table
 		if err := d.UnmarshalBinary(enc); err == nil {

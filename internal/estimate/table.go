@@ -118,8 +118,8 @@ type FrequencyCount struct {
 // Tokens are ordinal, not frequencies: show estimates, never tokens, to users.
 //
 // A Table is a plain value with exported fields so it can be cached in a
-// store (encoding/json, encoding/gob or MarshalBinary); call Validate after
-// decoding one from an untrusted place. Its methods only read it: a Table is
+// store (MarshalBinary, format TableFormat, or encoding/json); call Validate
+// after decoding one from JSON (UnmarshalBinary validates). Its methods only read it: a Table is
 // safe for concurrent use as long as nobody modifies its fields.
 type Table struct {
 	G            G

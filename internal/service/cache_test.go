@@ -1,8 +1,12 @@
 package service
 
 import (
+	"bytes"
 	"context"
+	"encoding/gob"
 	"errors"
+	"fmt"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -271,6 +275,76 @@ func TestCachedJSONStrict(t *testing.T) {
 			recomputed := s.computed.Load() != before
 			if recomputed != tc.recompute || (recomputed && got.A != 7) || (!recomputed && got.A != 1) {
 				t.Errorf("stored %s: recomputed %v, got %+v", tc.stored, recomputed, got)
+			}
+		})
+	}
+}
+
+// TestStoredEstimatorTableUndecodable: a stored estimator table that does
+// not decode (garbage, a truncated or trailing-byte encoding, the previous
+// release's gob encoding) is rebuilt, not an error, and then served from
+// memory; a good stored table is used as it is. The key names the table
+// format, so a table in another format is never looked up in the first
+// place.
+func TestStoredEstimatorTableUndecodable(t *testing.T) {
+	ctx := context.Background()
+	p, _ := sanitize.NewPrivacy(1, 1e-3)
+	smp, _ := sanitize.NewSampling(sanitize.SchemePPSWOR, 0.01, 1, nil)
+	spec := estimate.Spec{MaxFrequency: 50, G: identityG, Estimator: estimate.MLE}
+	ref := newTestService(t, Config{})
+	good, err := ref.estimatorTableFor(ctx, p, smp, sanitize.MethodDiscrete, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := good.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type wire estimate.Table
+	var gobBuf bytes.Buffer
+	if err := gob.NewEncoder(&gobBuf).Encode((*wire)(good)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		stored    []byte
+		recompute bool
+	}{
+		{"current encoding", enc, false},
+		{"garbage", []byte("not a table"), true},
+		{"truncated", enc[:len(enc)-1], true},
+		{"trailing byte", append(bytes.Clone(enc), 0), true},
+		{"previous gob encoding", gobBuf.Bytes(), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newTestService(t, Config{})
+			st, err := s.tables.get(p, smp, sanitize.MethodDiscrete)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := s.estimatorKey(st, spec)
+			if !strings.Contains(key, fmt.Sprintf("|format=%d|", estimate.TableFormat)) {
+				t.Fatalf("key %q does not name the table format", key)
+			}
+			if err := s.store.PutTable(ctx, key, tc.stored); err != nil {
+				t.Fatal(err)
+			}
+			before := s.computed.Load()
+			got, err := s.estimatorTable(ctx, st, spec)
+			if err != nil {
+				t.Fatalf("stored %s: %v", tc.name, err)
+			}
+			if recomputed := s.computed.Load() != before; recomputed != tc.recompute {
+				t.Fatalf("recomputed %v, want %v", recomputed, tc.recompute)
+			}
+			if !reflect.DeepEqual(got, good) {
+				t.Fatal("the table served differs from the one built")
+			}
+			// The rebuilt table is served from memory from then on (the
+			// store keeps its first value for a key: puts are no-ops).
+			before = s.computed.Load()
+			if again, err := s.estimatorTable(ctx, st, spec); err != nil || again != got || s.computed.Load() != before {
+				t.Fatalf("second call: %v, same table %v, computed %d -> %d", err, again == got, before, s.computed.Load())
 			}
 		})
 	}

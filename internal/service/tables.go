@@ -197,10 +197,20 @@ func (s *Service) EstimatorRows(ctx context.Context, p sanitize.Privacy, smp san
 // beyond it a table is tens of megabytes and cheaper to rebuild (O(n L)).
 const persistEstimatorsUpTo = 1 << 16
 
+// estimatorKey is the cache key of the estimator table of spec over t. It
+// names the table's binary format (estimate.TableFormat), so a table stored
+// in another format is never looked up.
+func (s *Service) estimatorKey(t *sanitize.Table, spec estimate.Spec) string {
+	return s.tableKey("estimator", t.Privacy(), t.Sampling(), t.Method(), intPart("format", estimate.TableFormat),
+		strPart("g", spec.G.String()), strPart("est", string(spec.Estimator)), intPart("n", spec.MaxFrequency))
+}
+
 // estimatorTable returns the estimator table of spec over t: from memory,
-// else from the store, else built (once under concurrency) and cached.
+// else from the store, else built (once under concurrency) and cached. A
+// stored table that does not decode (UnmarshalBinary is strict) is rebuilt
+// and overwritten.
 func (s *Service) estimatorTable(ctx context.Context, t *sanitize.Table, spec estimate.Spec) (*estimate.Table, error) {
-	key := s.tableKey("estimator", t.Privacy(), t.Sampling(), t.Method(), strPart("g", spec.G.String()), strPart("est", string(spec.Estimator)), intPart("n", spec.MaxFrequency))
+	key := s.estimatorKey(t, spec)
 	if et, ok := s.estimators.Get(key); ok {
 		return et, nil
 	}
@@ -216,6 +226,7 @@ func (s *Service) estimatorTable(ctx context.Context, t *sanitize.Table, spec es
 				if err := et.UnmarshalBinary(data); err == nil {
 					return s.estimators.Add(key, et), nil
 				}
+				s.log.Warn("ignoring undecodable cached estimator table", "key", key)
 			}
 		}
 		s.computed.Add(1)
