@@ -155,12 +155,16 @@ func (b *builder) run(src RowSource) error {
 		chunk = 4096
 	}
 	from := int64(1)
+	var tr *builder // the row goroutine's shift tracker, across the chunks
+	if !b.lean {
+		tr = &builder{}
+	}
 	for !b.done {
 		if from > b.n+maxLookahead {
 			return errors.New("estimate: row supports do not move past the max frequency")
 		}
 		to := from + chunk
-		if err := pipeRows(b.context(), src, from, to, !b.lean, fn); err != nil {
+		if err := pipeRows(b.context(), src, from, to, tr, fn); err != nil {
 			return fmt.Errorf("estimate: reading sanitizer rows: %w", err)
 		}
 		if b.err != nil {

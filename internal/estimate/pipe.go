@@ -75,19 +75,17 @@ func (b *builder) adopt(m *shiftMark) {
 // goroutine, so that the sanitizer rows and the estimator passes overlap on
 // two cores: fn gets the same rows in the same order in the caller's
 // goroutine with the densities and the check's error, so the results are
-// those of the direct calls. With tracking, the row goroutine also runs the
-// shift tracker (trackShift, on its own builder: it may see rows past the
-// last one fn takes) and fn gets its state after each row (nil without). Rows past the one where fn returns false may
+// those of the direct calls. With a tracker tr (a builder of its own: it
+// may see rows past the last one fn takes), the row goroutine also runs
+// the shift tracking (trackShift) and fn gets tr's state after each row
+// (nil without). Successive calls reading successive ranges of rows must
+// share one tracker, which carries the previous row across them. Rows past the one where fn returns false may
 // be computed (a few batches) but are not delivered. The row goroutine
 // stops at the next row once ctx is cancelled, and pipeRows then returns
 // ctx's error. With one available core it runs in the caller's goroutine.
 // The Row and densities passed to fn are only valid during the call.
-func pipeRows(ctx context.Context, src RowSource, from, to int64, tracking bool,
+func pipeRows(ctx context.Context, src RowSource, from, to int64, tr *builder,
 	fn func(row sanitize.Row, dens []float64, cerr error, mark *shiftMark) bool) error {
-	var tr *builder
-	if tracking {
-		tr = &builder{}
-	}
 	if runtime.GOMAXPROCS(0) < 2 {
 		var dens []float64
 		return src.Rows(from, to, func(r sanitize.Row) bool {

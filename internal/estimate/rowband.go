@@ -214,7 +214,7 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 		if e := ubd.pipeDense(ctx, us, 1, last, bandStart, nil, dense); e != nil {
 			return nil, nil, nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
 		}
-	} else if e := pipeRows(ctx, src, 1, last, false, fn); e != nil {
+	} else if e := pipeRows(ctx, src, 1, last, nil, fn); e != nil {
 		return nil, nil, nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
 	}
 	if err != nil {
