@@ -108,13 +108,13 @@ func Prefix(prefix string, err error) error {
 	return out
 }
 
-// MinNormal is the smallest normal float64. Subnormal thresholds and
+// minNormal is the smallest normal float64. Subnormal thresholds and
 // probabilities lose precision in every product the sanitizer forms, so
 // NormalPositive and NormalProbability refuse them.
-const MinNormal = 0x1p-1022
+const minNormal = 0x1p-1022
 
-// Finite checks that v is a finite number.
-func Finite(field string, v float64) error {
+// finite checks that v is a finite number.
+func finite(field string, v float64) error {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return &FieldError{Field: field, Reason: "must be a finite number"}
 	}
@@ -137,7 +137,7 @@ func normal(field string, v float64, check func(string, float64) error) error {
 	if err := check(field, v); err != nil {
 		return err
 	}
-	if v < MinNormal {
+	if v < minNormal {
 		return &FieldError{Field: field, Reason: "must be at least 2.2250738585072014e-308, the smallest normal float64"}
 	}
 	return nil
@@ -154,24 +154,24 @@ func Probability(field string, v float64) error {
 // NormalProbability checks that 0 < v <= 1 and that v is not subnormal.
 func NormalProbability(field string, v float64) error { return normal(field, v, Probability) }
 
-// OpenUnit checks that 0 < v < 1.
-func OpenUnit(field string, v float64) error {
+// openUnit checks that 0 < v < 1.
+func openUnit(field string, v float64) error {
 	if !(v > 0) || !(v < 1) {
 		return &FieldError{Field: field, Reason: "must be greater than 0 and less than 1"}
 	}
 	return nil
 }
 
-// Range checks that lo <= v <= hi (so v is not NaN).
-func Range(field string, v, lo, hi float64) error {
+// inRange checks that lo <= v <= hi (so v is not NaN).
+func inRange(field string, v, lo, hi float64) error {
 	if !(v >= lo && v <= hi) {
 		return &FieldError{Field: field, Reason: fmt.Sprintf("must be a number from %g to %g", lo, hi)}
 	}
 	return nil
 }
 
-// IntRange checks that the integer n lies in [lo, hi].
-func IntRange(field string, n, lo, hi int64) error {
+// intRange checks that the integer n lies in [lo, hi].
+func intRange(field string, n, lo, hi int64) error {
 	if n < lo || n > hi {
 		return &FieldError{Field: field, Reason: fmt.Sprintf("must be an integer from %d to %d", lo, hi)}
 	}
@@ -187,8 +187,8 @@ func Integral(field string, v float64) error {
 	return nil
 }
 
-// OneOf checks that v is one of allowed; the reason lists them.
-func OneOf[T ~string](field string, v T, allowed ...T) error {
+// oneOf checks that v is one of allowed; the reason lists them.
+func oneOf[T ~string](field string, v T, allowed ...T) error {
 	for _, a := range allowed {
 		if v == a {
 			return nil

@@ -11,22 +11,22 @@ import (
 // failure, returns a *FieldError naming the field it was given.
 func TestValidators(t *testing.T) {
 	inf, nan := math.Inf(1), math.NaN()
-	sub := MinNormal / 2
+	sub := minNormal / 2
 	cases := []struct {
 		name string
 		err  error
 		ok   bool
 	}{
-		{"finite 0", Finite("x", 0), true},
-		{"finite -1e308", Finite("x", -1e308), true},
-		{"finite +inf", Finite("x", inf), false},
-		{"finite nan", Finite("x", nan), false},
+		{"finite 0", finite("x", 0), true},
+		{"finite -1e308", finite("x", -1e308), true},
+		{"finite +inf", finite("x", inf), false},
+		{"finite nan", finite("x", nan), false},
 		{"positive 1e-300", Positive("x", 1e-300), true},
 		{"positive 0", Positive("x", 0), false},
 		{"positive -1", Positive("x", -1), false},
 		{"positive inf", Positive("x", inf), false},
 		{"positive nan", Positive("x", nan), false},
-		{"normal positive min normal", NormalPositive("x", MinNormal), true},
+		{"normal positive min normal", NormalPositive("x", minNormal), true},
 		{"normal positive subnormal", NormalPositive("x", sub), false},
 		{"probability 1", Probability("x", 1), true},
 		{"probability 0.5", Probability("x", 0.5), true},
@@ -35,24 +35,24 @@ func TestValidators(t *testing.T) {
 		{"probability nan", Probability("x", nan), false},
 		{"normal probability subnormal", NormalProbability("x", sub), false},
 		{"normal probability 1", NormalProbability("x", 1), true},
-		{"open unit 0.5", OpenUnit("x", 0.5), true},
-		{"open unit 1", OpenUnit("x", 1), false},
-		{"open unit 0", OpenUnit("x", 0), false},
-		{"open unit nan", OpenUnit("x", nan), false},
-		{"range lo", Range("x", -1, -1, 1), true},
-		{"range hi", Range("x", 1, -1, 1), true},
-		{"range above", Range("x", 1.5, -1, 1), false},
-		{"range nan", Range("x", nan, -1, 1), false},
-		{"int range in", IntRange("x", 5, 1, 5), true},
-		{"int range below", IntRange("x", 0, 1, 5), false},
-		{"int range above", IntRange("x", 6, 1, 5), false},
+		{"open unit 0.5", openUnit("x", 0.5), true},
+		{"open unit 1", openUnit("x", 1), false},
+		{"open unit 0", openUnit("x", 0), false},
+		{"open unit nan", openUnit("x", nan), false},
+		{"range lo", inRange("x", -1, -1, 1), true},
+		{"range hi", inRange("x", 1, -1, 1), true},
+		{"range above", inRange("x", 1.5, -1, 1), false},
+		{"range nan", inRange("x", nan, -1, 1), false},
+		{"int range in", intRange("x", 5, 1, 5), true},
+		{"int range below", intRange("x", 0, 1, 5), false},
+		{"int range above", intRange("x", 6, 1, 5), false},
 		{"integral 3", Integral("x", 3), true},
 		{"integral 2^53", Integral("x", 1<<53), true},
 		{"integral 2.5", Integral("x", 2.5), false},
 		{"integral 2^54", Integral("x", 1<<54), false},
 		{"integral nan", Integral("x", nan), false},
-		{"one of yes", OneOf("x", "b", "a", "b"), true},
-		{"one of no", OneOf("x", "c", "a", "b"), false},
+		{"one of yes", oneOf("x", "b", "a", "b"), true},
+		{"one of no", oneOf("x", "c", "a", "b"), false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -91,7 +91,7 @@ func BenchmarkEstimate(b *testing.B) {
 			}
 			b.ResetTimer()
 			for b.Loop() {
-				if _, err := et.EstimateSum(values); err != nil {
+				if _, err := et.estimateSum(values); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -108,7 +108,7 @@ func BenchmarkOrder(b *testing.B) {
 		pairs[k] = Pair{Key: fmt.Sprint(k), Value: math.Floor(rng.Float64() * 1e4)}
 	}
 	for b.Loop() {
-		if _, err := TopK(pairs, 100, rng); err != nil {
+		if _, err := topK(pairs, 100, rng); err != nil {
 			b.Fatal(err)
 		}
 	}

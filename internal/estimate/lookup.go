@@ -53,9 +53,9 @@ func (t *Table) Estimate(v float64) (float64, error) {
 	return t.tailEstimate(k, r)
 }
 
-// EstimateSum returns the eq. 10 estimate sum_x a_{j_x} of the statistic over
+// estimateSum returns the eq. 10 estimate sum_x a_{j_x} of the statistic over
 // the selected reported keys, given their sanitized values (L(x) = 1).
-func (t *Table) EstimateSum(values []float64) (float64, error) {
+func (t *Table) estimateSum(values []float64) (float64, error) {
 	s := 0.0
 	for _, v := range values {
 		a, err := t.Estimate(v)

@@ -74,7 +74,7 @@ func TestReference(t *testing.T) {
 	}
 	for _, i := range []int64{1, 5, 30} {
 		q := 1 - math.Exp(-0.1*float64(i))
-		a, err := r.Estimate(i)
+		a, err := r.estimate(i)
 		if err != nil || !relClose(a, float64(i*i)/q, 1e-12) {
 			t.Errorf("Estimate(%d) = %g, %v", i, a, err)
 		}
@@ -87,7 +87,7 @@ func TestReference(t *testing.T) {
 	if err != nil || st.Bias != 0 || !relClose(st.Variance, 10*r.Variance(1)+2*r.Variance(5), 1e-12) || st.Statistic != 60 {
 		t.Errorf("SumStats = %+v, %v", st, err)
 	}
-	if _, err := r.Estimate(0); err == nil {
+	if _, err := r.estimate(0); err == nil {
 		t.Error("Estimate(0) accepted")
 	}
 	if _, err := NewReference(G{}, s); err == nil {
@@ -163,7 +163,7 @@ func TestTableSerialises(t *testing.T) {
 
 // TestOrdinal: Order sorts by decreasing value and breaks ties uniformly at
 // random (each of 4 tied keys comes first about 1/4 of the time over 4000
-// seeded draws, within 6 standard errors); TopK and Rank agree with Order;
+// seeded draws, within 6 standard errors); topK and rank agree with Order;
 // Quantiles follow the documented inverse-CDF definition.
 func TestOrdinal(t *testing.T) {
 	pairs := []Pair{{"a", 5}, {"b", 9}, {"c", 5}, {"d", 1}, {"e", 5}, {"f", 5}, {"g", 7}}
@@ -182,7 +182,7 @@ func TestOrdinal(t *testing.T) {
 	rankC := map[int]int{}
 	for n := 0; n < trials; n++ {
 		first[Order(pairs, rng)[2].Key]++
-		r, err := Rank(pairs, "c", rng)
+		r, err := rank(pairs, "c", rng)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,13 +202,13 @@ func TestOrdinal(t *testing.T) {
 	if len(rankC) != 4 {
 		t.Errorf("rank of c took values %v, want 3..6", rankC)
 	}
-	if r, _ := Rank(pairs, "b", rng); r != 1 {
+	if r, _ := rank(pairs, "b", rng); r != 1 {
 		t.Errorf("Rank(b) = %d, want 1", r)
 	}
-	if _, err := Rank(pairs, "zz", rng); err == nil {
+	if _, err := rank(pairs, "zz", rng); err == nil {
 		t.Error("Rank of a missing key succeeded")
 	}
-	top, err := TopK(pairs, 3, rng)
+	top, err := topK(pairs, 3, rng)
 	if err != nil || len(top) != 3 || top[0].Key != "b" || top[1].Key != "g" || top[2].Value != 5 {
 		t.Errorf("TopK(3) = %v, %v", top, err)
 	}
@@ -220,7 +220,7 @@ func TestOrdinal(t *testing.T) {
 	}
 	second := map[string]int{}
 	for n := 0; n < trials; n++ {
-		top, err := TopK(many, 2, rng)
+		top, err := topK(many, 2, rng)
 		if err != nil || top[0].Key != "top" || top[1].Value != 5 {
 			t.Fatalf("TopK(many, 2) = %v, %v", top, err)
 		}
@@ -231,10 +231,10 @@ func TestOrdinal(t *testing.T) {
 			t.Errorf("TopK tie at the boundary not uniform: %v", second)
 		}
 	}
-	if all, _ := TopK(pairs, 100, rng); len(all) != len(pairs) {
+	if all, _ := topK(pairs, 100, rng); len(all) != len(pairs) {
 		t.Errorf("TopK(100) returned %d pairs", len(all))
 	}
-	if _, err := TopK(pairs, -1, rng); err == nil {
+	if _, err := topK(pairs, -1, rng); err == nil {
 		t.Error("TopK(-1) accepted")
 	}
 

@@ -30,10 +30,10 @@ func Order(pairs []Pair, rng *rand.Rand) []Pair {
 	return out
 }
 
-// TopK returns the k pairs with the largest values, largest first, ties
+// topK returns the k pairs with the largest values, largest first, ties
 // broken uniformly at random (as Order); all pairs when k >= len(pairs).
 // O(n log k): a size-k heap over the shuffled pairs.
-func TopK(pairs []Pair, k int, rng *rand.Rand) ([]Pair, error) {
+func topK(pairs []Pair, k int, rng *rand.Rand) ([]Pair, error) {
 	if k < 0 {
 		return nil, errors.New("estimate: k must be nonnegative")
 	}
@@ -80,11 +80,11 @@ func TopK(pairs []Pair, k int, rng *rand.Rand) ([]Pair, error) {
 	return h, nil
 }
 
-// Rank returns the 1-based rank of key in decreasing order of value (1 = the
+// rank returns the 1-based rank of key in decreasing order of value (1 = the
 // largest value). Among t keys tied with it the rank is uniform over the t
 // positions, exactly as in Order. Keys are assumed unique; the first pair
 // with the key is used. O(len(pairs)).
-func Rank(pairs []Pair, key string, rng *rand.Rand) (int, error) {
+func rank(pairs []Pair, key string, rng *rand.Rand) (int, error) {
 	idx := slices.IndexFunc(pairs, func(p Pair) bool { return p.Key == key })
 	if idx < 0 {
 		return 0, errors.New("estimate: key not among the pairs")

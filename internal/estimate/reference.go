@@ -26,8 +26,8 @@ func NewReference(g G, s sanitize.Sampling) (Reference, error) {
 	return Reference{G: g, Sampling: s}, nil
 }
 
-// Estimate returns g(w)/q_w for a sampled key of frequency w >= 1.
-func (r Reference) Estimate(w int64) (float64, error) {
+// estimate returns g(w)/q_w for a sampled key of frequency w >= 1.
+func (r Reference) estimate(w int64) (float64, error) {
 	if w < 1 {
 		return 0, errors.New("estimate: frequency must be at least 1")
 	}

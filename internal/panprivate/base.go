@@ -56,8 +56,8 @@ func (b *base) resolve(events []Event, deletes bool) ([]uint64, error) {
 			return nil, checks.Errorf(fmt.Sprintf("events[%d].op", i), "delete is not supported by %s", b.cfg.Estimator)
 		}
 		if ev.User.named {
-			if len(ev.User.name) == 0 || len(ev.User.name) > MaxUserNameLen {
-				return nil, checks.Errorf(fmt.Sprintf("events[%d].user", i), "must be a non-empty string of at most %d bytes", MaxUserNameLen)
+			if len(ev.User.name) == 0 || len(ev.User.name) > maxUserNameLen {
+				return nil, checks.Errorf(fmt.Sprintf("events[%d].user", i), "must be a non-empty string of at most %d bytes", maxUserNameLen)
 			}
 			ids = append(ids, b.names.id(ev.User.name))
 			continue

@@ -56,7 +56,7 @@ func BenchmarkApply(b *testing.B) {
 			for i := range batch {
 				u := rng.Uint64N(cfg.UniverseSize)
 				if tc.names {
-					batch[i] = Event{User: UserName("user-" + strconv.FormatUint(u, 10))}
+					batch[i] = Event{User: userName("user-" + strconv.FormatUint(u, 10))}
 				} else {
 					batch[i] = Event{User: UserID(u)}
 				}

@@ -142,13 +142,13 @@ func TestCroppedMeanStateLaw(t *testing.T) {
 }
 
 // TestIncidenceNoiseLawRatios checks Fig. 5's state law for every prime
-// modulus up to MaxModulus: the initial noise law sums to 1, decreases, and
+// modulus up to maxModulus: the initial noise law sums to 1, decreases, and
 // for every count n the counter law P(c = i | n) = P(noise = i - n mod p) is
 // within e^+-eps of the law for n = 0, also after announced intrusions
 // (convolved laws).
 func TestIncidenceNoiseLawRatios(t *testing.T) {
 	for _, eps := range []float64{0.01, 1.0 / 3, 1} {
-		for _, p := range primesUpTo(MaxModulus) {
+		for _, p := range primesUpTo(maxModulus) {
 			l, err := newModNoise(p, eps)
 			if err != nil {
 				t.Fatal(err)

@@ -136,11 +136,11 @@ func decodeBase(r *binenc.Reader, version byte, rng *rand.Rand) (*base, error) {
 	default:
 		r.Fail("bad accuracy flag")
 	}
-	c.T = int(r.Intn(MaxCropT))
-	c.K = int(r.Intn(MaxOccurrences))
-	c.MaxOccurrences = int(r.Intn(MaxOccurrences))
+	c.T = int(r.Intn(maxCropT))
+	c.K = int(r.Intn(maxOccurrences))
+	c.MaxOccurrences = int(r.Intn(maxOccurrences))
 	c.Rho = r.Float()
-	c.Moduli = int(r.Intn(MaxModuli))
+	c.Moduli = int(r.Intn(maxModuli))
 	c.MaxReleases = int(r.Intn(math.MaxInt32))
 	switch r.Byte() {
 	case 0:

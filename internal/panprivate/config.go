@@ -40,48 +40,48 @@ const (
 // Limits on configurations. They bound the state size and the work of a
 // release; the service layer may impose tighter ones.
 const (
-	// MinEpsilon is the smallest epsilon: below it the two state
+	// minEpsilon is the smallest epsilon: below it the two state
 	// distributions are too close to estimate anything.
-	MinEpsilon = 1e-6
-	// MaxUniverseSize is the largest universe: user ids must be exact JSON numbers.
-	MaxUniverseSize = 1 << 53
-	// MaxSampleSize bounds the sample size m of a new stream. With
-	// MaxStateCells it keeps a stored state within 8 MB and an
+	minEpsilon = 1e-6
+	// maxUniverseSize is the largest universe: user ids must be exact JSON numbers.
+	maxUniverseSize = 1 << 53
+	// maxSampleSize bounds the sample size m of a new stream. With
+	// maxStateCells it keeps a stored state within 8 MB and an
 	// intrusion answer within 24 MB (tested at the caps).
-	MaxSampleSize = 1 << 20
-	// MaxStateCells bounds m times the number of tables (heavy hitters) or
+	maxSampleSize = 1 << 20
+	// maxStateCells bounds m times the number of tables (heavy hitters) or
 	// moduli (incidence) of a new stream.
-	MaxStateCells = 1 << 21
+	maxStateCells = 1 << 21
 	// storedMaxSampleSize and storedMaxStateCells are the caps before
-	// MaxSampleSize and MaxStateCells were lowered: states stored under them
+	// maxSampleSize and maxStateCells were lowered: states stored under them
 	// still load.
 	storedMaxSampleSize = 1 << 24
 	storedMaxStateCells = 1 << 26
-	// MaxCropT bounds the cropping threshold t of the cropped mean.
-	MaxCropT = 1 << 24
-	// MaxOccurrences bounds max_occurrences (N in Figs. 3-5).
-	MaxOccurrences = 1 << 20
-	// MaxModulus bounds the moduli of the incidence estimator; the linear
+	// maxCropT bounds the cropping threshold t of the cropped mean.
+	maxCropT = 1 << 24
+	// maxOccurrences bounds max_occurrences (N in Figs. 3-5).
+	maxOccurrences = 1 << 20
+	// maxModulus bounds the moduli of the incidence estimator; the linear
 	// program of a release has 3p variables and p+1 constraints for modulus
 	// p (about 40 ms at p = 61 with gonum's dense simplex).
-	MaxModulus = 61
-	// DefaultMaxModulus caps the default prime range of incidence.
-	DefaultMaxModulus = 31
-	// MaxModuli bounds the number of moduli (hash functions) of the
+	maxModulus = 61
+	// defaultMaxModulus caps the default prime range of incidence.
+	defaultMaxModulus = 31
+	// maxModuli bounds the number of moduli (hash functions) of the
 	// incidence estimator.
-	MaxModuli = 16
-	// MaxUserNameLen bounds the length of a string user id.
-	MaxUserNameLen = 4096
+	maxModuli = 16
+	// maxUserNameLen bounds the length of a string user id.
+	maxUserNameLen = 4096
 )
 
 // Defaults applied by Validate when a field is zero.
 const (
-	DefaultRho    = 1.0 // heavy hitters: closeness (1+rho)
-	DefaultModuli = 3   // incidence: number of random primes
-	// DefaultAlpha is the accuracy parameter used for the heavy hitters'
+	defaultRho    = 1.0 // heavy hitters: closeness (1+rho)
+	defaultModuli = 3   // incidence: number of random primes
+	// defaultAlpha is the accuracy parameter used for the heavy hitters'
 	// multiplicity precision and the incidence prime range when no accuracy
 	// is given.
-	DefaultAlpha = 0.1
+	defaultAlpha = 0.1
 )
 
 // Accuracy is an (alpha, beta) accuracy target: with probability at least
@@ -196,10 +196,10 @@ func (c Config) validate(resolved bool) (Config, error) {
 	if c.Estimator == KindIncidence {
 		maxEps = 1
 	}
-	if !(c.Epsilon >= MinEpsilon) || c.Epsilon > maxEps {
-		return c, checks.Errorf("epsilon", "must be at least %g and at most %g for %s (the papers' privacy theorems need it)", MinEpsilon, maxEps, c.Estimator)
+	if !(c.Epsilon >= minEpsilon) || c.Epsilon > maxEps {
+		return c, checks.Errorf("epsilon", "must be at least %g and at most %g for %s (the papers' privacy theorems need it)", minEpsilon, maxEps, c.Estimator)
 	}
-	if c.UniverseSize < 1 || c.UniverseSize > MaxUniverseSize {
+	if c.UniverseSize < 1 || c.UniverseSize > maxUniverseSize {
 		return c, checks.Errorf("universe_size", "must be between 1 and 2^53")
 	}
 	if c.Accuracy != nil {
@@ -238,8 +238,8 @@ func (c Config) validate(resolved bool) (Config, error) {
 	case KindCroppedMean:
 		err = firstErr(unused("k", c.K != 0), unused("max_occurrences", c.MaxOccurrences != 0),
 			unused("rho", c.Rho != 0), unused("moduli", c.Moduli != 0))
-		if err == nil && (c.T < 2 || c.T > MaxCropT) {
-			err = checks.Errorf("t", "must be between 2 and %d for cropped_mean", MaxCropT)
+		if err == nil && (c.T < 2 || c.T > maxCropT) {
+			err = checks.Errorf("t", "must be between 2 and %d for cropped_mean", maxCropT)
 		}
 	case KindHeavyHitters:
 		err = firstErr(unused("t", c.T != 0), unused("moduli", c.Moduli != 0), c.validateOccurrences())
@@ -248,7 +248,7 @@ func (c Config) validate(resolved bool) (Config, error) {
 		}
 		if err == nil {
 			if c.Rho == 0 {
-				c.Rho = DefaultRho
+				c.Rho = defaultRho
 			}
 			if !(c.Rho > 0) || c.Rho > 1 {
 				err = checks.Errorf("rho", "must be greater than 0 and at most 1")
@@ -261,16 +261,16 @@ func (c Config) validate(resolved bool) (Config, error) {
 		}
 		if err == nil {
 			if c.Moduli == 0 {
-				c.Moduli = DefaultModuli
+				c.Moduli = defaultModuli
 			}
-			if c.Moduli < 1 || c.Moduli > MaxModuli {
-				err = checks.Errorf("moduli", "must be between 1 and %d", MaxModuli)
-			} else if n := len(primesUpTo(DefaultMaxModulus)); c.K == 0 && c.Moduli > n {
-				err = checks.Errorf("moduli", "must be at most %d, the primes up to %d, unless k widens the range", n, DefaultMaxModulus)
+			if c.Moduli < 1 || c.Moduli > maxModuli {
+				err = checks.Errorf("moduli", "must be between 1 and %d", maxModuli)
+			} else if n := len(primesUpTo(defaultMaxModulus)); c.K == 0 && c.Moduli > n {
+				err = checks.Errorf("moduli", "must be at most %d, the primes up to %d, unless k widens the range", n, defaultMaxModulus)
 			}
 		}
-		if err == nil && c.K != 0 && (c.K < 2 || c.K > MaxModulus) {
-			err = checks.Errorf("k", "must be between 2 and %d (the largest modulus) for incidence", MaxModulus)
+		if err == nil && c.K != 0 && (c.K < 2 || c.K > maxModulus) {
+			err = checks.Errorf("k", "must be between 2 and %d (the largest modulus) for incidence", maxModulus)
 		}
 		if err == nil && c.K != 0 && len(primesUpTo(c.K)) < c.Moduli {
 			err = checks.Errorf("k", "must leave at least moduli primes in 2..k")
@@ -294,14 +294,14 @@ func (c Config) validate(resolved bool) (Config, error) {
 		if err != nil {
 			return c, fmt.Errorf("panprivate: choosing the sample size: %w", err)
 		}
-		if m > float64(c.UniverseSize) || m > MaxSampleSize {
-			return c, checks.Errorf("accuracy", "needs a sample of %.0f users, more than universe_size or %d", math.Ceil(m), MaxSampleSize)
+		if m > float64(c.UniverseSize) || m > maxSampleSize {
+			return c, checks.Errorf("accuracy", "needs a sample of %.0f users, more than universe_size or %d", math.Ceil(m), maxSampleSize)
 		}
 		c.SampleSize = int(math.Ceil(m))
 	case c.SampleSize == 0:
 		return c, checks.Errorf("sample_size", "is required (or accuracy, for density and cropped_mean)")
 	}
-	maxSize, maxCells := MaxSampleSize, MaxStateCells
+	maxSize, maxCells := maxSampleSize, maxStateCells
 	if resolved { // a stored state: the caps it was created under
 		maxSize, maxCells = storedMaxSampleSize, storedMaxStateCells
 	}
@@ -326,18 +326,18 @@ func (c Config) validate(resolved bool) (Config, error) {
 }
 
 func (c Config) validateOccurrences() error {
-	if c.MaxOccurrences < 1 || c.MaxOccurrences > MaxOccurrences {
-		return checks.Errorf("max_occurrences", "must be between 1 and %d", MaxOccurrences)
+	if c.MaxOccurrences < 1 || c.MaxOccurrences > maxOccurrences {
+		return checks.Errorf("max_occurrences", "must be between 1 and %d", maxOccurrences)
 	}
 	return nil
 }
 
-// alpha returns the accuracy alpha, or DefaultAlpha.
+// alpha returns the accuracy alpha, or defaultAlpha.
 func (c Config) alpha() float64 {
 	if c.Accuracy != nil {
 		return c.Accuracy.Alpha
 	}
-	return DefaultAlpha
+	return defaultAlpha
 }
 
 func firstErr(errs ...error) error {

@@ -45,7 +45,7 @@ func TestConfigValidation(t *testing.T) {
 		{"t for density", with(density, func(c *Config) { c.T = 3 }), "t"},
 		{"k for cropped mean", with(crop, func(c *Config) { c.K = 3 }), "k"},
 		{"cropped t = 1", with(crop, func(c *Config) { c.T = 1 }), "t"},
-		{"cropped t too large", with(crop, func(c *Config) { c.T = MaxCropT + 1 }), "t"},
+		{"cropped t too large", with(crop, func(c *Config) { c.T = maxCropT + 1 }), "t"},
 		{"heavy hitters without N", with(hh, func(c *Config) { c.MaxOccurrences = 0 }), "max_occurrences"},
 		{"heavy hitters k > N", with(hh, func(c *Config) { c.K = 65 }), "k"},
 		{"heavy hitters k = 0", with(hh, func(c *Config) { c.K = 0 }), "k"},
@@ -54,11 +54,11 @@ func TestConfigValidation(t *testing.T) {
 		{"t for heavy hitters", with(hh, func(c *Config) { c.T = 2 }), "t"},
 		{"incidence t > N", with(inc, func(c *Config) { c.T = 9 }), "t"},
 		{"incidence t = 0", with(inc, func(c *Config) { c.T = 0 }), "t"},
-		{"incidence modulus bound too large", with(inc, func(c *Config) { c.K = MaxModulus + 1 }), "k"},
+		{"incidence modulus bound too large", with(inc, func(c *Config) { c.K = maxModulus + 1 }), "k"},
 		{"incidence too few primes below k", with(inc, func(c *Config) { c.K, c.Moduli = 5, 4 }), "k"},
-		{"incidence too many moduli", with(inc, func(c *Config) { c.Moduli = MaxModuli + 1 }), "moduli"},
+		{"incidence too many moduli", with(inc, func(c *Config) { c.Moduli = maxModuli + 1 }), "moduli"},
 		{"rho for incidence", with(inc, func(c *Config) { c.Rho = 1 }), "rho"},
-		{"state too large", with(hh, func(c *Config) { c.UniverseSize, c.SampleSize = 1<<30, MaxSampleSize }), "sample_size"},
+		{"state too large", with(hh, func(c *Config) { c.UniverseSize, c.SampleSize = 1<<30, maxSampleSize }), "sample_size"},
 	} {
 		_, err := New(tc.cfg, dprand.Seeded(1))
 		var pe *checks.FieldError

@@ -12,17 +12,17 @@ import (
 	"github.com/pwsd/pwsd/internal/dprand"
 )
 
-// ContinualMaxEpsilon is the largest epsilon of the continual density
+// continualMaxEpsilon is the largest epsilon of the continual density
 // estimator: D+ puts probability 1/2 + eps + eps^2/2 on 1, which must not
 // exceed 1, so eps <= sqrt(2) - 1.
-const ContinualMaxEpsilon = math.Sqrt2 - 1
+const continualMaxEpsilon = math.Sqrt2 - 1
 
-// DefaultContinualHorizon is the horizon (number of events, blanks included)
+// defaultContinualHorizon is the horizon (number of events, blanks included)
 // of a continual density estimator whose configuration gives none.
-const DefaultContinualHorizon = int64(1) << 32
+const defaultContinualHorizon = int64(1) << 32
 
-// ContinualLevel describes the continual density estimator's guarantee.
-const ContinualLevel = "user-level pan-private under continual observation, O(epsilon) (Theorem 7.1)"
+// continualLevel describes the continual density estimator's guarantee.
+const continualLevel = "user-level pan-private under continual observation, O(epsilon) (Theorem 7.1)"
 
 // ContinualDensityConfig configures the continual-observation density
 // estimator (Fig. 3). JSON names follow the HTTP API (README.md, openapi/openapi.json) (POST /v1/streams with
@@ -35,36 +35,36 @@ type ContinualDensityConfig struct {
 	// SampleSize is m, the number of sampled users, 1 <= m <= UniverseSize.
 	SampleSize int `json:"sample_size"`
 	// Horizon is the number of events (and blank steps) the estimator
-	// accepts; 0 means DefaultContinualHorizon.
+	// accepts; 0 means defaultContinualHorizon.
 	Horizon int64 `json:"horizon,omitempty"`
 	// Counter is the counter algorithm; empty means
-	// DefaultCounterAlgorithm(Epsilon, Horizon).
+	// defaultCounterAlgorithm(Epsilon, Horizon).
 	Counter CounterAlgorithm `json:"counter,omitempty"`
 }
 
 // Validate checks c and returns it with defaults filled in, or the first
 // invalid field as a *checks.FieldError.
 func (c ContinualDensityConfig) Validate() (ContinualDensityConfig, error) {
-	if !(c.Epsilon > 0) || c.Epsilon > ContinualMaxEpsilon {
+	if !(c.Epsilon > 0) || c.Epsilon > continualMaxEpsilon {
 		return c, &checks.FieldError{Field: "epsilon", Reason: "must be greater than 0 and at most sqrt(2)-1 (so that D+ is a distribution)"}
 	}
-	if c.Epsilon < CounterMinEpsilon {
-		return c, &checks.FieldError{Field: "epsilon", Reason: fmt.Sprintf("must be at least %g", CounterMinEpsilon)}
+	if c.Epsilon < counterMinEpsilon {
+		return c, &checks.FieldError{Field: "epsilon", Reason: fmt.Sprintf("must be at least %g", counterMinEpsilon)}
 	}
-	if c.UniverseSize < 1 || c.UniverseSize > MaxUniverseSize {
+	if c.UniverseSize < 1 || c.UniverseSize > maxUniverseSize {
 		return c, &checks.FieldError{Field: "universe_size", Reason: "must be between 1 and 2^53"}
 	}
-	if c.SampleSize < 1 || c.SampleSize > MaxSampleSize || uint64(c.SampleSize) > c.UniverseSize {
-		return c, &checks.FieldError{Field: "sample_size", Reason: fmt.Sprintf("must be between 1 and min(universe_size, %d)", MaxSampleSize)}
+	if c.SampleSize < 1 || c.SampleSize > maxSampleSize || uint64(c.SampleSize) > c.UniverseSize {
+		return c, &checks.FieldError{Field: "sample_size", Reason: fmt.Sprintf("must be between 1 and min(universe_size, %d)", maxSampleSize)}
 	}
 	if c.Horizon == 0 {
-		c.Horizon = DefaultContinualHorizon
+		c.Horizon = defaultContinualHorizon
 	}
 	if err := counterValidateHorizon("horizon", c.Horizon); err != nil {
 		return c, err
 	}
 	if c.Counter == "" {
-		c.Counter = DefaultCounterAlgorithm(c.Epsilon, c.Horizon)
+		c.Counter = defaultCounterAlgorithm(c.Epsilon, c.Horizon)
 	}
 	if err := (CounterConfig{Algorithm: c.Counter, Epsilon: c.Epsilon, Horizon: c.Horizon}).Validate(); err != nil {
 		var pe *checks.FieldError
@@ -170,14 +170,14 @@ func newContinualDensity(cfg ContinualDensityConfig, key [KeySize]byte, ctr Coun
 // Config returns the resolved configuration.
 func (e *ContinualDensity) Config() ContinualDensityConfig { return e.cfg }
 
-// Steps is the number of events (and blank steps) applied.
-func (e *ContinualDensity) Steps() int64 { return e.counter.Steps() }
+// steps is the number of events (and blank steps) applied.
+func (e *ContinualDensity) steps() int64 { return e.counter.Steps() }
 
 // Output is the latest density estimate (0 before the first step).
 func (e *ContinualDensity) Output() float64 { return e.last }
 
-// Cost returns epsilon and the kind of guarantee (ContinualLevel).
-func (e *ContinualDensity) Cost() (float64, string) { return e.cfg.Epsilon, ContinualLevel }
+// cost returns epsilon and the kind of guarantee (continualLevel).
+func (e *ContinualDensity) cost() (float64, string) { return e.cfg.Epsilon, continualLevel }
 
 // Apply processes one event of user id user, which must lie in
 // [0, UniverseSize): an appearance, or a deletion if del. It returns the
@@ -189,12 +189,12 @@ func (e *ContinualDensity) Apply(user uint64, del bool) (float64, error) {
 	return e.step(true, user, del)
 }
 
-// ApplyName processes one event of a string user id, mapped into
+// applyName processes one event of a string user id, mapped into
 // [0, UniverseSize) by HMAC-SHA256 under the state's key (the same name
 // always maps to the same id, also after MarshalBinary and restore).
-func (e *ContinualDensity) ApplyName(name string, del bool) (float64, error) {
-	if len(name) == 0 || len(name) > MaxUserNameLen {
-		return 0, &checks.FieldError{Field: "user", Reason: fmt.Sprintf("must be a non-empty string of at most %d bytes", MaxUserNameLen)}
+func (e *ContinualDensity) applyName(name string, del bool) (float64, error) {
+	if len(name) == 0 || len(name) > maxUserNameLen {
+		return 0, &checks.FieldError{Field: "user", Reason: fmt.Sprintf("must be a non-empty string of at most %d bytes", maxUserNameLen)}
 	}
 	return e.step(true, e.names.id(name), del)
 }
@@ -202,15 +202,15 @@ func (e *ContinualDensity) ApplyName(name string, del bool) (float64, error) {
 // ApplyEvent processes one stream event: its integer id or its string name,
 // an appearance or a deletion.
 func (e *ContinualDensity) ApplyEvent(ev Event) (float64, error) {
-	id, name, named := ev.User.Parts()
+	id, name, named := ev.User.parts()
 	if named {
-		return e.ApplyName(name, ev.Delete)
+		return e.applyName(name, ev.Delete)
 	}
 	return e.Apply(id, ev.Delete)
 }
 
-// Blank processes a "nothing happened" step (the paper's blank symbol).
-func (e *ContinualDensity) Blank() (float64, error) { return e.step(false, 0, false) }
+// blank processes a "nothing happened" step (the paper's blank symbol).
+func (e *ContinualDensity) blank() (float64, error) { return e.step(false, 0, false) }
 
 func (e *ContinualDensity) step(isUser bool, user uint64, del bool) (float64, error) {
 	if e.broken {
@@ -292,8 +292,8 @@ func (e *ContinualDensity) State() ContinualDensityState {
 	return ContinualDensityState{ContinualDensityConfig: e.cfg, Steps: e.counter.Steps(), Output: e.last}
 }
 
-// InternalState returns the full memory (see ContinualDensityInternalState).
-func (e *ContinualDensity) InternalState() ContinualDensityInternalState {
+// internalState returns the full memory (see ContinualDensityInternalState).
+func (e *ContinualDensity) internalState() ContinualDensityInternalState {
 	return ContinualDensityInternalState{ContinualDensityState: e.State(), Key: hex.EncodeToString(e.key[:]),
 		Table: e.table.string(uint64(e.cfg.SampleSize)), Counter: e.counter.InternalState()}
 }
@@ -304,9 +304,9 @@ func (e *ContinualDensity) InternalState() ContinualDensityInternalState {
 
 const continualMagic = "C"
 
-// ContinualStateFormat is the version of the continual density's binary
+// continualStateFormat is the version of the continual density's binary
 // state encoding.
-const ContinualStateFormat = 1
+const continualStateFormat = 1
 
 // MarshalBinary encodes the full estimator state (not the noise sources).
 func (e *ContinualDensity) MarshalBinary() ([]byte, error) {
@@ -316,7 +316,7 @@ func (e *ContinualDensity) MarshalBinary() ([]byte, error) {
 	}
 	m := uint64(e.cfg.SampleSize)
 	w := binenc.NewWriter(make([]byte, 0, 64+KeySize+int(m+7)/8+len(ctr)))
-	w.Header(continualMagic, ContinualStateFormat)
+	w.Header(continualMagic, continualStateFormat)
 	w.Float(e.cfg.Epsilon)
 	w.Uvarint(e.cfg.UniverseSize)
 	w.Uvarint(m)
@@ -343,7 +343,7 @@ func UnmarshalContinualDensity(data []byte, lap dprand.Laplacer, rng *rand.Rand)
 
 func continualDecode(data []byte, lap dprand.Laplacer, rng *rand.Rand) (*ContinualDensity, error) {
 	d := binenc.NewReader(data, ErrCorruptState)
-	if v := d.Header(continualMagic); d.Err() == nil && v != ContinualStateFormat {
+	if v := d.Header(continualMagic); d.Err() == nil && v != continualStateFormat {
 		return nil, fmt.Errorf("unsupported encoding version %d", v)
 	}
 	var cfg ContinualDensityConfig

@@ -20,7 +20,7 @@ func TestContinualDensityConfigValidate(t *testing.T) {
 		field string
 	}{
 		{"valid", func(c *ContinualDensityConfig) {}, ""},
-		{"largest epsilon", func(c *ContinualDensityConfig) { c.Epsilon = ContinualMaxEpsilon }, ""},
+		{"largest epsilon", func(c *ContinualDensityConfig) { c.Epsilon = continualMaxEpsilon }, ""},
 		{"default horizon", func(c *ContinualDensityConfig) { c.Horizon = 0 }, ""},
 		{"explicit counter", func(c *ContinualDensityConfig) { c.Counter = CounterCascading }, ""},
 		{"sample = universe", func(c *ContinualDensityConfig) { c.SampleSize = 1000 }, ""},
@@ -28,11 +28,11 @@ func TestContinualDensityConfigValidate(t *testing.T) {
 		{"epsilon too large for D+", func(c *ContinualDensityConfig) { c.Epsilon = 0.5 }, "epsilon"},
 		{"NaN epsilon", func(c *ContinualDensityConfig) { c.Epsilon = math.NaN() }, "epsilon"},
 		{"zero universe", func(c *ContinualDensityConfig) { c.UniverseSize = 0 }, "universe_size"},
-		{"huge universe", func(c *ContinualDensityConfig) { c.UniverseSize = MaxUniverseSize + 1 }, "universe_size"},
+		{"huge universe", func(c *ContinualDensityConfig) { c.UniverseSize = maxUniverseSize + 1 }, "universe_size"},
 		{"zero sample", func(c *ContinualDensityConfig) { c.SampleSize = 0 }, "sample_size"},
 		{"sample above universe", func(c *ContinualDensityConfig) { c.SampleSize = 1001 }, "sample_size"},
 		{"negative horizon", func(c *ContinualDensityConfig) { c.Horizon = -1 }, "horizon"},
-		{"huge horizon", func(c *ContinualDensityConfig) { c.Horizon = CounterMaxHorizon + 1 }, "horizon"},
+		{"huge horizon", func(c *ContinualDensityConfig) { c.Horizon = counterMaxHorizon + 1 }, "horizon"},
 		{"unknown counter", func(c *ContinualDensityConfig) { c.Counter = "fancy" }, "counter"},
 	}
 	for _, tc := range tests {
@@ -53,7 +53,7 @@ func TestContinualDensityConfigValidate(t *testing.T) {
 		})
 	}
 	res, _ := ok.Validate()
-	if res.Counter != DefaultCounterAlgorithm(ok.Epsilon, ok.Horizon) {
+	if res.Counter != defaultCounterAlgorithm(ok.Epsilon, ok.Horizon) {
 		t.Errorf("default counter %s", res.Counter)
 	}
 }
@@ -98,7 +98,7 @@ func TestContinualClaim71(t *testing.T) {
 			sampled := e.perm.forward(u) < m
 			switch k := events.IntN(10); {
 			case k == 0:
-				if _, err := e.Blank(); err != nil {
+				if _, err := e.blank(); err != nil {
 					t.Fatal(err)
 				}
 				add("blank", e.input)
@@ -239,9 +239,9 @@ func TestContinualMarshalRoundTrip(t *testing.T) {
 		apply := func(e *ContinualDensity, i int) (float64, error) {
 			switch i % 4 {
 			case 0:
-				return e.ApplyName("user-"+string(rune('a'+i%26)), i%8 == 0)
+				return e.applyName("user-"+string(rune('a'+i%26)), i%8 == 0)
 			case 1:
-				return e.Blank()
+				return e.blank()
 			case 2:
 				return e.ApplyEvent(Event{User: UserID(users[i]), Delete: i%3 == 0})
 			default:
@@ -261,9 +261,9 @@ func TestContinualMarshalRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: unmarshal: %v", alg, err)
 		}
-		j1, _ := json.Marshal(e.InternalState())
-		j2, _ := json.Marshal(e2.InternalState())
-		if !bytes.Equal(j1, j2) || e2.Output() != e.Output() || e2.Steps() != 400 {
+		j1, _ := json.Marshal(e.internalState())
+		j2, _ := json.Marshal(e2.internalState())
+		if !bytes.Equal(j1, j2) || e2.Output() != e.Output() || e2.steps() != 400 {
 			t.Fatalf("%s: state differs after round trip", alg)
 		}
 		if e.names.id("someone") != e2.names.id("someone") || e.perm.forward(17) != e2.perm.forward(17) {
@@ -280,7 +280,7 @@ func TestContinualMarshalRoundTrip(t *testing.T) {
 				t.Fatalf("%s: event %d after restore: %g/%v vs %g/%v", alg, i, a, err1, b, err2)
 			}
 		}
-		if _, err := e.Blank(); !errors.Is(err, ErrCounterHorizon) {
+		if _, err := e.blank(); !errors.Is(err, ErrCounterHorizon) {
 			t.Fatalf("%s: step beyond horizon: %v", alg, err)
 		}
 		if _, err := e.Apply(5000, false); err == nil {

@@ -35,19 +35,19 @@ const (
 
 // Limits on counter parameters.
 const (
-	// CounterMinEpsilon and CounterMaxEpsilon bound a counter's epsilon.
-	CounterMinEpsilon = 1e-6
-	CounterMaxEpsilon = 100
-	// CounterMaxHorizon bounds the number of steps a counter accepts
+	// counterMinEpsilon and counterMaxEpsilon bound a counter's epsilon.
+	counterMinEpsilon = 1e-6
+	counterMaxEpsilon = 100
+	// counterMaxHorizon bounds the number of steps a counter accepts
 	// (2^40, so that every count is exact in a float64).
-	CounterMaxHorizon = int64(1) << 40
-	// CounterMaxDepth bounds the cascading counter's number of levels d.
-	CounterMaxDepth = 64
+	counterMaxHorizon = int64(1) << 40
+	// counterMaxDepth bounds the cascading counter's number of levels d.
+	counterMaxDepth = 64
 )
 
-// CounterLevel describes the privacy guarantee every counter gives: Cost
+// counterLevel describes the privacy guarantee every counter gives: Cost
 // reports it with the epsilon of the guarantee.
-const CounterLevel = "event-level pan-private (one unannounced intrusion) under continual observation"
+const counterLevel = "event-level pan-private (one unannounced intrusion) under continual observation"
 
 // ErrCounterHorizon is returned (wrapped) by Step once the counter has taken
 // as many steps as its horizon allows.
@@ -78,7 +78,7 @@ type Counter interface {
 	// sees. Pan-privacy covers ONE unannounced view of it: never show it
 	// routinely.
 	InternalState() CounterInternalState
-	// Cost returns the privacy guarantee: epsilon and its kind (CounterLevel).
+	// Cost returns the privacy guarantee: epsilon and its kind (counterLevel).
 	Cost() (epsilon float64, level string)
 	// MarshalBinary encodes the full counter state (not the noise sources)
 	// for persistence; UnmarshalCounter restores it.
@@ -130,7 +130,7 @@ type CounterInternalState struct {
 // zero means "derive from Epsilon and Horizon" (Corollary 6.1).
 type CounterConfig struct {
 	// Algorithm is simple, randomized_response, cascading or tree; empty
-	// means DefaultCounterAlgorithm(Epsilon, Horizon).
+	// means defaultCounterAlgorithm(Epsilon, Horizon).
 	Algorithm CounterAlgorithm `json:"algorithm,omitempty"`
 	// Epsilon is the counter's total event-level pan-privacy guarantee.
 	Epsilon float64 `json:"epsilon"`
@@ -171,8 +171,8 @@ func (c CounterConfig) Validate() error {
 		if !cascading {
 			return &checks.FieldError{Field: "d", Reason: "applies to the cascading algorithm only"}
 		}
-		if c.D < 1 || c.D > CounterMaxDepth {
-			return &checks.FieldError{Field: "d", Reason: fmt.Sprintf("must be an integer from 1 to %d", CounterMaxDepth)}
+		if c.D < 1 || c.D > counterMaxDepth {
+			return &checks.FieldError{Field: "d", Reason: fmt.Sprintf("must be an integer from 1 to %d", counterMaxDepth)}
 		}
 	}
 	if c.L != 0 {
@@ -195,15 +195,15 @@ func (c CounterConfig) Validate() error {
 }
 
 func counterValidateEpsilon(field string, eps float64) error {
-	if !(eps >= CounterMinEpsilon && eps <= CounterMaxEpsilon) {
-		return &checks.FieldError{Field: field, Reason: fmt.Sprintf("must be a number from %g to %g", CounterMinEpsilon, float64(CounterMaxEpsilon))}
+	if !(eps >= counterMinEpsilon && eps <= counterMaxEpsilon) {
+		return &checks.FieldError{Field: field, Reason: fmt.Sprintf("must be a number from %g to %g", counterMinEpsilon, float64(counterMaxEpsilon))}
 	}
 	return nil
 }
 
 func counterValidateHorizon(field string, horizon int64) error {
-	if horizon < 1 || horizon > CounterMaxHorizon {
-		return &checks.FieldError{Field: field, Reason: fmt.Sprintf("must be an integer from 1 to %d", CounterMaxHorizon)}
+	if horizon < 1 || horizon > counterMaxHorizon {
+		return &checks.FieldError{Field: field, Reason: fmt.Sprintf("must be an integer from 1 to %d", counterMaxHorizon)}
 	}
 	return nil
 }
@@ -221,7 +221,7 @@ func NewCounter(cfg CounterConfig, lap dprand.Laplacer, rng *rand.Rand) (Counter
 	}
 	alg := cfg.Algorithm
 	if alg == "" {
-		alg = DefaultCounterAlgorithm(cfg.Epsilon, cfg.Horizon)
+		alg = defaultCounterAlgorithm(cfg.Epsilon, cfg.Horizon)
 	}
 	base := counterBase{alg: alg, eps: cfg.Epsilon, horizon: cfg.Horizon}
 	var (
@@ -236,7 +236,7 @@ func NewCounter(cfg CounterConfig, lap dprand.Laplacer, rng *rand.Rand) (Counter
 	case CounterTree:
 		c, err = newTreeCounter(base, lap)
 	case CounterCascading:
-		c, err = newCascadingCounter(base, CounterCascadingDerive(cfg.Epsilon, cfg.Horizon, cfg.D, cfg.L, cfg.Kappa), lap)
+		c, err = newCascadingCounter(base, counterCascadingDerive(cfg.Epsilon, cfg.Horizon, cfg.D, cfg.L, cfg.Kappa), lap)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("panprivate: new %s counter: %w", alg, err)
@@ -280,7 +280,7 @@ type counterBase struct {
 
 func (c *counterBase) Steps() int64 { return c.steps }
 
-func (c *counterBase) Cost() (float64, string) { return c.eps, CounterLevel }
+func (c *counterBase) Cost() (float64, string) { return c.eps, counterLevel }
 
 func (c *counterBase) State() CounterState {
 	return CounterState{Algorithm: c.alg, Epsilon: c.eps, Horizon: c.horizon, Steps: c.steps, Count: c.last}

@@ -30,7 +30,7 @@ type CounterCascadingParameters struct {
 	MaxUpdates int64 `json:"max_updates"`
 }
 
-// CounterCascadingDerive returns the cascading counter parameters for total
+// counterCascadingDerive returns the cascading counter parameters for total
 // epsilon eps and horizon T. Zero d, l or kappa are derived as in
 // Corollary 6.1, with lg = max(1, ceil(log2 T)):
 //
@@ -42,7 +42,7 @@ type CounterCascadingParameters struct {
 // so that (l eps'/4 kappa)^2 = 4: every level flushes at least every 4
 // updates and d = log_4 T levels suffice (Claim 6.1). Given values are kept.
 // The inputs must be valid (CounterConfig.Validate).
-func CounterCascadingDerive(eps float64, horizon int64, d int, l, kappa float64) CounterCascadingParameters {
+func counterCascadingDerive(eps float64, horizon int64, d int, l, kappa float64) CounterCascadingParameters {
 	lg := max(1, bits.Len64(uint64(horizon-1)))
 	if d == 0 {
 		d = (lg + 1) / 2
@@ -60,7 +60,7 @@ func CounterCascadingDerive(eps float64, horizon int64, d int, l, kappa float64)
 	return CounterCascadingParameters{D: d, L: l, Kappa: kappa, LevelEpsilon: levelEps, MaxUpdates: int64(u)}
 }
 
-// TheoremBound returns an explicit-constant form of Theorem 6.1's error bound
+// theoremBound returns an explicit-constant form of Theorem 6.1's error bound
 // at step t after n ones, holding with probability about 1 - 2 exp(-kappa):
 //
 //	(2d+1) l  +  2 sqrt(kappa * 2F) / eps',   F = t/u^d + 2n/u  (u = MaxUpdates)
@@ -69,7 +69,7 @@ func CounterCascadingDerive(eps float64, horizon int64, d int, l, kappa float64)
 // buffer is below l and within 2dl of the true count, Claim 6.2); the second
 // is the Laplace noise of the at most F updates of ocount (Claim 6.1), two
 // Lap(1/eps') draws each, at kappa-dependent confidence.
-func (p CounterCascadingParameters) TheoremBound(t, n int64) float64 {
+func (p CounterCascadingParameters) theoremBound(t, n int64) float64 {
 	u := float64(p.MaxUpdates)
 	F := float64(t)/math.Pow(u, float64(p.D)) + 2*float64(n)/u + 1
 	return float64(2*p.D+1)*p.L + 2*math.Sqrt(p.Kappa*2*F)/p.LevelEpsilon
@@ -170,14 +170,14 @@ func decodeCascadingCounter(base counterBase, d *binenc.Reader, lap dprand.Lapla
 	if d.Err() != nil {
 		return nil, d.Err()
 	}
-	if D < 1 || D > CounterMaxDepth {
+	if D < 1 || D > counterMaxDepth {
 		return nil, fmt.Errorf("invalid depth %d", D)
 	}
 	cfg.D = int(D)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	p := CounterCascadingDerive(cfg.Epsilon, cfg.Horizon, cfg.D, cfg.L, cfg.Kappa)
+	p := counterCascadingDerive(cfg.Epsilon, cfg.Horizon, cfg.D, cfg.L, cfg.Kappa)
 	if p.D != cfg.D || p.L != cfg.L || p.Kappa != cfg.Kappa {
 		// Stored parameters are the resolved ones: anything else is not an
 		// encoding MarshalBinary writes.

@@ -1,6 +1,6 @@
 package panprivate
 
-// DefaultCounterAlgorithm returns the counter with the lowest predicted error
+// defaultCounterAlgorithm returns the counter with the lowest predicted error
 // for the given epsilon and horizon T, where error is the root mean squared
 // error averaged over all steps t = 1..T (CounterPredictedMSE), whatever the
 // stream:
@@ -21,7 +21,7 @@ package panprivate
 // hand-tuned (d = 1) it beats the tree on sparse streams but loses on dense
 // ones, and its bound O((sqrt(n_t) + log^4 T)/eps) never beats the tree's
 // O(log^1.5 T / eps).
-func DefaultCounterAlgorithm(epsilon float64, horizon int64) CounterAlgorithm {
+func defaultCounterAlgorithm(epsilon float64, horizon int64) CounterAlgorithm {
 	rr := CounterPredictedMSE(CounterRandomizedResponse, epsilon, horizon)
 	tree := CounterPredictedMSE(CounterTree, epsilon, horizon)
 	if tree < rr {

@@ -79,12 +79,12 @@ func TestCounterConfigValidate(t *testing.T) {
 		{"huge epsilon", func(c *CounterConfig) { c.Epsilon = 1000 }, "epsilon"},
 		{"zero horizon", func(c *CounterConfig) { c.Horizon = 0 }, "horizon"},
 		{"negative horizon", func(c *CounterConfig) { c.Horizon = -5 }, "horizon"},
-		{"huge horizon", func(c *CounterConfig) { c.Horizon = CounterMaxHorizon + 1 }, "horizon"},
+		{"huge horizon", func(c *CounterConfig) { c.Horizon = counterMaxHorizon + 1 }, "horizon"},
 		{"d on tree", func(c *CounterConfig) { c.D = 2 }, "d"},
 		{"l on simple", func(c *CounterConfig) { c.Algorithm = CounterSimple; c.L = 2 }, "l"},
 		{"kappa on default", func(c *CounterConfig) { c.Algorithm = ""; c.Kappa = 2 }, "kappa"},
 		{"negative d", func(c *CounterConfig) { c.Algorithm = CounterCascading; c.D = -1 }, "d"},
-		{"d too large", func(c *CounterConfig) { c.Algorithm = CounterCascading; c.D = CounterMaxDepth + 1 }, "d"},
+		{"d too large", func(c *CounterConfig) { c.Algorithm = CounterCascading; c.D = counterMaxDepth + 1 }, "d"},
 		{"negative l", func(c *CounterConfig) { c.Algorithm = CounterCascading; c.L = -1 }, "l"},
 		{"NaN l", func(c *CounterConfig) { c.Algorithm = CounterCascading; c.L = math.NaN() }, "l"},
 		{"infinite kappa", func(c *CounterConfig) { c.Algorithm = CounterCascading; c.Kappa = math.Inf(1) }, "kappa"},
@@ -120,7 +120,7 @@ func TestCounterConfigValidate(t *testing.T) {
 
 // TestCounterTreeMeanNodes checks the closed form for the mean number of
 // released nodes per output (which drives the tree's level choice and
-// DefaultCounterAlgorithm) against direct counting.
+// defaultCounterAlgorithm) against direct counting.
 func TestCounterTreeMeanNodes(t *testing.T) {
 	for _, T := range []int64{1, 2, 3, 7, 8, 100, 1000, 1024, 4097} {
 		for L := 1; L <= bits.Len64(uint64(T)); L++ {
@@ -157,10 +157,10 @@ func TestDefaultCounterAlgorithm(t *testing.T) {
 		{5, 1 << 16, CounterRandomizedResponse}, // RR variance e^-eps: tiny at large eps
 	}
 	for _, tc := range tests {
-		if got := DefaultCounterAlgorithm(tc.eps, tc.horizon); got != tc.want {
+		if got := defaultCounterAlgorithm(tc.eps, tc.horizon); got != tc.want {
 			t.Errorf("DefaultCounterAlgorithm(%g, %d) = %s, want %s", tc.eps, tc.horizon, got, tc.want)
 		}
-		got := DefaultCounterAlgorithm(tc.eps, tc.horizon)
+		got := defaultCounterAlgorithm(tc.eps, tc.horizon)
 		for _, alg := range []CounterAlgorithm{CounterSimple, CounterRandomizedResponse, CounterTree} {
 			if CounterPredictedMSE(alg, tc.eps, tc.horizon) < CounterPredictedMSE(got, tc.eps, tc.horizon) {
 				t.Errorf("eps %g T %d: %s predicted better than default %s", tc.eps, tc.horizon, alg, got)
@@ -402,7 +402,7 @@ func TestTreeBeatsSimple(t *testing.T) {
 }
 
 // TestCascadingTheoremBound checks that the cascading counter's error stays
-// within Theorem 6.1's bound (explicit-constant form, TheoremBound, which
+// within Theorem 6.1's bound (explicit-constant form, theoremBound, which
 // fails with probability about exp(-kappa) per step) at every step of several
 // runs, for explicit parameters and for the Corollary 6.1 parameters. The
 // dense case's bound at the last step is below the true count, so a counter
@@ -426,7 +426,7 @@ func TestCascadingTheoremBound(t *testing.T) {
 	} {
 		stream := counterStream(T, tc.p, 9)
 		lap, rng := counterSeeded(303)
-		p := CounterCascadingDerive(tc.cfg.Epsilon, tc.cfg.Horizon, tc.cfg.D, tc.cfg.L, tc.cfg.Kappa)
+		p := counterCascadingDerive(tc.cfg.Epsilon, tc.cfg.Horizon, tc.cfg.D, tc.cfg.L, tc.cfg.Kappa)
 		worst, n := 0.0, 0
 		for r := 0; r < runs; r++ {
 			c := mustCounter(t, tc.cfg, lap, rng)
@@ -437,7 +437,7 @@ func TestCascadingTheoremBound(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				bound := p.TheoremBound(int64(i+1), int64(n))
+				bound := p.theoremBound(int64(i+1), int64(n))
 				e := math.Abs(out - float64(n))
 				if e > bound {
 					t.Fatalf("%s: step %d: error %g beyond Theorem 6.1 bound %g", tc.name, i+1, e, bound)
@@ -445,9 +445,9 @@ func TestCascadingTheoremBound(t *testing.T) {
 				worst = max(worst, e/bound)
 			}
 		}
-		t.Logf("%s: %+v, largest error/bound %.3f, bound at T %.0f, n_T %d", tc.name, p, worst, p.TheoremBound(T, int64(n)), n)
-		if tc.p == 0.5 && p.TheoremBound(T, int64(n)) >= float64(n) {
-			t.Errorf("%s: bound %g not below n_T = %d", tc.name, p.TheoremBound(T, int64(n)), n)
+		t.Logf("%s: %+v, largest error/bound %.3f, bound at T %.0f, n_T %d", tc.name, p, worst, p.theoremBound(T, int64(n)), n)
+		if tc.p == 0.5 && p.theoremBound(T, int64(n)) >= float64(n) {
+			t.Errorf("%s: bound %g not below n_T = %d", tc.name, p.theoremBound(T, int64(n)), n)
 		}
 	}
 }
@@ -562,7 +562,7 @@ func TestCounterHorizon(t *testing.T) {
 		if !bytes.Equal(before, after) || c.Steps() != 5 || c.State().Count != out[4] {
 			t.Fatalf("%s: refused steps changed the state", alg)
 		}
-		if eps, level := c.Cost(); eps != 1 || level != CounterLevel {
+		if eps, level := c.Cost(); eps != 1 || level != counterLevel {
 			t.Errorf("%s: Cost() = %g, %q", alg, eps, level)
 		}
 	}

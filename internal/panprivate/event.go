@@ -20,8 +20,8 @@ type User struct {
 // UserID returns the integer user id.
 func UserID(id uint64) User { return User{id: id} }
 
-// UserName returns a string user id.
-func UserName(name string) User { return User{name: name, named: true} }
+// userName returns a string user id.
+func userName(name string) User { return User{name: name, named: true} }
 
 // MarshalJSON encodes u as a number or a string.
 func (u User) MarshalJSON() ([]byte, error) {
@@ -39,7 +39,7 @@ func (u *User) UnmarshalJSON(data []byte) error {
 		if err := json.Unmarshal(data, &s); err != nil {
 			return fmt.Errorf("panprivate: user: %w", err)
 		}
-		*u = UserName(s)
+		*u = userName(s)
 		return nil
 	}
 	id, err := strconv.ParseUint(string(data), 10, 64)

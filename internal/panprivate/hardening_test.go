@@ -62,9 +62,9 @@ func TestStreamCaps(t *testing.T) {
 		t.Skip("builds the largest states")
 	}
 	for _, c := range []Config{
-		{Estimator: KindDensity, Epsilon: 0.5, UniverseSize: 1 << 40, SampleSize: MaxSampleSize},
-		{Estimator: KindHeavyHitters, Epsilon: 0.5, UniverseSize: 1 << 40, SampleSize: MaxStateCells / 8, K: 4, MaxOccurrences: 64},
-		{Estimator: KindIncidence, Epsilon: 0.5, UniverseSize: 1 << 40, SampleSize: MaxStateCells / 3, T: 2, MaxOccurrences: 64},
+		{Estimator: KindDensity, Epsilon: 0.5, UniverseSize: 1 << 40, SampleSize: maxSampleSize},
+		{Estimator: KindHeavyHitters, Epsilon: 0.5, UniverseSize: 1 << 40, SampleSize: maxStateCells / 8, K: 4, MaxOccurrences: 64},
+		{Estimator: KindIncidence, Epsilon: 0.5, UniverseSize: 1 << 40, SampleSize: maxStateCells / 3, T: 2, MaxOccurrences: 64},
 	} {
 		t.Run(string(c.Estimator), func(t *testing.T) {
 			e, err := New(c, dprand.Seeded(1))
@@ -77,7 +77,7 @@ func TestStreamCaps(t *testing.T) {
 			if len(state) > 8<<20 || len(intr) > 24<<20 {
 				t.Fatalf("state %d or intrusion %d bytes above 8 MB / 24 MB", len(state), len(intr))
 			}
-			c.SampleSize = MaxSampleSize + 1
+			c.SampleSize = maxSampleSize + 1
 			var pe *checks.FieldError
 			if _, err := c.Validate(); !errors.As(err, &pe) || pe.Field != "sample_size" {
 				t.Fatalf("sample_size above the cap: %v", err)
@@ -89,7 +89,7 @@ func TestStreamCaps(t *testing.T) {
 // TestIncidenceModuliWithinPrimes: more moduli than the default prime range
 // holds is a checks.FieldError naming moduli, not a panic (defect 5).
 func TestIncidenceModuliWithinPrimes(t *testing.T) {
-	for m := 12; m <= MaxModuli; m++ {
+	for m := 12; m <= maxModuli; m++ {
 		c := Config{Estimator: KindIncidence, Epsilon: 0.5, UniverseSize: 1000, SampleSize: 10, T: 2, MaxOccurrences: 8, Moduli: m}
 		var pe *checks.FieldError
 		if _, err := New(c, dprand.Seeded(1)); !errors.As(err, &pe) || pe.Field != "moduli" {

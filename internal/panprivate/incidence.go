@@ -20,7 +20,7 @@ import (
 //
 // It draws `moduli` distinct random primes p_1..p_l from a range R (the
 // primes up to k, or the smallest range holding 4 ln N / alpha primes,
-// capped at MaxModulus). Every user x of the sample M has, for each prime, a
+// capped at maxModulus). Every user x of the sample M has, for each prime, a
 // counter mod p started from noise i with probability proportional to
 // exp(-eps' i/(p-1)), eps' = eps/l, and advanced at each appearance (moved
 // back at each deletion, so it counts net appearances). Noise values differ
@@ -149,12 +149,12 @@ func primesUpTo(n int) []int {
 
 // incidencePrimeRange returns the primes the moduli are drawn from: those up
 // to k if k is set, else the smallest range {1..r} holding at least
-// 4 ln N / alpha primes (Fig. 4), capped at DefaultMaxModulus: the error of
+// 4 ln N / alpha primes (Fig. 4), capped at defaultMaxModulus: the error of
 // the recovered fractions grows like sqrt(p)/eps, so small primes are far
 // more accurate at practical sample sizes, and the minimum over several
 // primes absorbs their collisions.
 func incidencePrimeRange(c Config) []int {
-	all := primesUpTo(DefaultMaxModulus)
+	all := primesUpTo(defaultMaxModulus)
 	if c.K != 0 {
 		return primesUpTo(c.K)
 	}
@@ -414,7 +414,7 @@ func decodeIncidence(b *base, r *binenc.Reader) (*incidence, error) {
 	cands := incidencePrimeRange(b.cfg)
 	m := uint64(b.cfg.SampleSize)
 	for i := 0; i < b.cfg.Moduli; i++ {
-		p := int(r.Intn(MaxModulus))
+		p := int(r.Intn(maxModulus))
 		if r.Err() == nil && (!slices.Contains(cands, p) || slices.Contains(in.primes, p)) {
 			r.Fail("bad modulus")
 		}

@@ -118,7 +118,7 @@ func TestIncidenceSanity(t *testing.T) {
 }
 
 // TestIncidencePrimeRange checks Fig. 4's default range: the smallest range
-// holding 4 ln N / alpha primes, capped at DefaultMaxModulus, and the k
+// holding 4 ln N / alpha primes, capped at defaultMaxModulus, and the k
 // override.
 func TestIncidencePrimeRange(t *testing.T) {
 	c := Config{Estimator: KindIncidence, MaxOccurrences: 8, Moduli: 3, Accuracy: &Accuracy{Alpha: 1, Beta: 0.1}}

@@ -329,7 +329,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 		rng := dprand.Seeded(49)
 		e := mustNew(t, cfg, rng)
 		evs := uniformStream(rng, cfg.UniverseSize, 2000)
-		evs = append(evs, Event{User: UserName("alice")}, Event{User: UserName("bob")})
+		evs = append(evs, Event{User: userName("alice")}, Event{User: userName("bob")})
 		if err := e.Apply(evs); err != nil {
 			t.Fatal(err)
 		}
@@ -355,7 +355,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 		// Same future randomness: same states and releases.
 		setRNG(e, 51)
 		setRNG(r, 51)
-		more := append(uniformStream(dprand.Seeded(52), cfg.UniverseSize, 500), Event{User: UserName("alice")})
+		more := append(uniformStream(dprand.Seeded(52), cfg.UniverseSize, 500), Event{User: userName("alice")})
 		for _, x := range []Estimator{e, r} {
 			if err := x.Apply(more); err != nil {
 				t.Fatal(err)
@@ -458,7 +458,7 @@ func TestApplyIsAtomic(t *testing.T) {
 		field string
 	}{
 		{Event{User: UserID(100)}, "events[3].user"},
-		{Event{User: UserName("")}, "events[3].user"},
+		{Event{User: userName("")}, "events[3].user"},
 	} {
 		batch := append(insertRange(0, 3, false), tc.bad)
 		var pe *checks.FieldError
@@ -519,7 +519,7 @@ func TestEventJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"events": [{"user": "u17"}, {"user": 42, "op": "delete"}, {"user": 7, "op": "insert"}]}`), &body); err != nil {
 		t.Fatal(err)
 	}
-	want := []Event{{User: UserName("u17")}, {User: UserID(42), Delete: true}, {User: UserID(7)}}
+	want := []Event{{User: userName("u17")}, {User: UserID(42), Delete: true}, {User: UserID(7)}}
 	if !reflect.DeepEqual(body.Events, want) {
 		t.Errorf("decoded %+v", body.Events)
 	}

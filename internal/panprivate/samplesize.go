@@ -9,7 +9,7 @@ import (
 	"github.com/pwsd/pwsd/internal/checks"
 )
 
-// SampleSizeBound returns m(delta1..delta4) = max{m1, m2, m3} of Section 3.2
+// sampleSizeBound returns m(delta1..delta4) = max{m1, m2, m3} of Section 3.2
 // of Digalakis et al. (Theorems 3.3 and 4.3): the sample size for which the
 // estimate is within alpha of the density with probability at least 1 - beta,
 // splitting alpha by delta1, delta2 and beta by delta3, delta4:
@@ -20,7 +20,7 @@ import (
 //	m3 = ln(1/(beta (1-d3-d4))) / (eps alpha d1 d2)         Laplace noise
 //
 // Arguments outside 0 < d_i < 1, d3 + d4 < 1 give +Inf.
-func SampleSizeBound(alg Algorithm, eps, alpha, beta, d1, d2, d3, d4 float64) float64 {
+func sampleSizeBound(alg Algorithm, eps, alpha, beta, d1, d2, d3, d4 float64) float64 {
 	for _, d := range []float64{d1, d2, d3, d4} {
 		if !(d > 0 && d < 1) {
 			return math.Inf(1)
@@ -43,7 +43,7 @@ func SampleSizeBound(alg Algorithm, eps, alpha, beta, d1, d2, d3, d4 float64) fl
 	return max(m1, m2, m3)
 }
 
-// OptimalSampleSize returns m* of Section 3.2: the minimum of SampleSizeBound
+// OptimalSampleSize returns m* of Section 3.2: the minimum of sampleSizeBound
 // over 0 < d1, d2, d3, d4 < 1 with d3 + d4 < 1, for the dwork or optbern
 // form of m2 (ppds uses optbern's). The minimum is found numerically with
 // Nelder-Mead (gonum/optimize) on an unconstrained parametrization (logistic
@@ -72,7 +72,7 @@ func optimalSampleSize(alg Algorithm, eps, alpha, beta float64) (float64, [4]flo
 	}
 	obj := func(z []float64) float64 {
 		d1, d2, d3, d4 := sampleSizeDeltas(z)
-		return math.Log(SampleSizeBound(alg, eps, alpha, beta, d1, d2, d3, d4))
+		return math.Log(sampleSizeBound(alg, eps, alpha, beta, d1, d2, d3, d4))
 	}
 	best := math.Inf(1)
 	starts := [][]float64{

@@ -20,7 +20,7 @@ func TestOptimalSampleSizeIsMinimal(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := SampleSizeBound(alg, tc.eps, tc.alpha, tc.beta, d[0], d[1], d[2], d[3]); math.Abs(got-m) > 1e-6*m {
+				if got := sampleSizeBound(alg, tc.eps, tc.alpha, tc.beta, d[0], d[1], d[2], d[3]); math.Abs(got-m) > 1e-6*m {
 					t.Errorf("%s %+v: deltas give %v, m* = %v", alg, tc, got, m)
 				}
 				// The error probabilities of Theorem 3.3 / 4.3 at m = ceil(m*).
@@ -44,7 +44,7 @@ func TestOptimalSampleSizeIsMinimal(t *testing.T) {
 					for j := 1; j < steps; j++ {
 						for k := 1; k < steps; k++ {
 							for l := 1; k+l < steps; l++ {
-								v := SampleSizeBound(alg, tc.eps, tc.alpha, tc.beta,
+								v := sampleSizeBound(alg, tc.eps, tc.alpha, tc.beta,
 									float64(i)/steps, float64(j)/steps, float64(k)/steps, float64(l)/steps)
 								best = math.Min(best, v)
 							}

@@ -33,10 +33,10 @@ func TestPermutationIsBijection(t *testing.T) {
 	}
 	// Large universes: spot checks.
 	key := newKey(rng)
-	p := newPermutation(MaxUniverseSize, &key)
+	p := newPermutation(maxUniverseSize, &key)
 	for i := 0; i < 1000; i++ {
-		u := rng.Uint64N(MaxUniverseSize)
-		if v := p.forward(u); v >= MaxUniverseSize || p.inverse(v) != u {
+		u := rng.Uint64N(maxUniverseSize)
+		if v := p.forward(u); v >= maxUniverseSize || p.inverse(v) != u {
 			t.Fatalf("2^53: round trip of %d failed", u)
 		}
 	}

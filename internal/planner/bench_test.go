@@ -13,7 +13,7 @@ func benchStats(b *testing.B, s sanitize.Sampling) {
 	g := estimate.G{Kind: estimate.GIdentity}
 	b.ResetTimer()
 	for k := 0; b.Loop(); k++ {
-		if _, err := sb.Stats(g, int64(k%500)+1); err != nil {
+		if _, err := sb.stats(g, int64(k%500)+1); err != nil {
 			b.Fatal(err)
 		}
 	}

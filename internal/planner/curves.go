@@ -11,9 +11,9 @@ import (
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
 
-// MaxCurveFrequency bounds n of the per-frequency curves (reporting, bias,
+// maxCurveFrequency bounds n of the per-frequency curves (reporting, bias,
 // variance).
-const MaxCurveFrequency = 1 << 20
+const maxCurveFrequency = 1 << 20
 
 // curvePoints is the number of frequencies at which curves are evaluated
 // when n is larger: every frequency up to it, log-spaced beyond.
@@ -75,8 +75,8 @@ func plotFrequencies(n int64) []int64 {
 }
 
 func checkCurveN(n int64) error {
-	if n < 1 || n > MaxCurveFrequency {
-		return &checks.FieldError{Field: "max_frequency", Reason: "must be an integer from 1 to " + strconv.Itoa(MaxCurveFrequency)}
+	if n < 1 || n > maxCurveFrequency {
+		return &checks.FieldError{Field: "max_frequency", Reason: "must be an integer from 1 to " + strconv.Itoa(maxCurveFrequency)}
 	}
 	return nil
 }
@@ -114,7 +114,7 @@ func ReportingFrom(p sanitize.Privacy, s sanitize.Sampling, pi []float64, baseli
 	var b *SbH
 	if baseline {
 		var err error
-		if b, err = NewSbH(p, s); err != nil {
+		if b, err = newSbH(p, s); err != nil {
 			return nil, err
 		}
 		d.SbH = make([]float64, len(freqs))
@@ -129,12 +129,12 @@ func ReportingFrom(p sanitize.Privacy, s sanitize.Sampling, pi []float64, baseli
 	return d, nil
 }
 
-// PWSEstimatorTable builds the estimator table of Section 7 for PWS with
+// pwsEstimatorTable builds the estimator table of Section 7 for PWS with
 // the given sanitizer, covering frequencies 1..n. The table gets a
 // stationary tail (statistics beyond n) only when q_n = 1: finding the
 // stationary row of a scheme whose q reaches 1 much later (ppswor with a
 // small threshold) would mean computing every row up to there.
-func PWSEstimatorTable(p sanitize.Privacy, s sanitize.Sampling, m sanitize.Method, g estimate.G, est estimate.Estimator, n int64) (*estimate.Table, error) {
+func pwsEstimatorTable(p sanitize.Privacy, s sanitize.Sampling, m sanitize.Method, g estimate.G, est estimate.Estimator, n int64) (*estimate.Table, error) {
 	tbl, err := sanitize.NewTable(p, s, m)
 	if err != nil {
 		return nil, fmt.Errorf("planner: sanitizer table: %w", err)
@@ -166,7 +166,7 @@ func Estimators(p sanitize.Privacy, s sanitize.Sampling, m sanitize.Method, g es
 	if err := checkCurveN(n); err != nil {
 		return nil, err
 	}
-	et, err := PWSEstimatorTable(p, s, m, g, est, n)
+	et, err := pwsEstimatorTable(p, s, m, g, est, n)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +193,7 @@ func EstimatorsFrom(et *estimate.Table, p sanitize.Privacy, s sanitize.Sampling,
 		PWS: make([]estimate.FrequencyStats, len(freqs)), ReferenceVariance: make([]float64, len(freqs))}
 	var b *SbH
 	if baseline {
-		if b, err = NewSbH(p, s); err != nil {
+		if b, err = newSbH(p, s); err != nil {
 			return nil, err
 		}
 		d.SbH = make([]estimate.FrequencyStats, len(freqs))
@@ -202,7 +202,7 @@ func EstimatorsFrom(et *estimate.Table, p sanitize.Privacy, s sanitize.Sampling,
 		d.PWS[k] = et.Frequencies[i-1]
 		d.ReferenceVariance[k] = ref.Variance(i)
 		if b != nil {
-			if d.SbH[k], err = b.Stats(et.G, i); err != nil {
+			if d.SbH[k], err = b.stats(et.G, i); err != nil {
 				return nil, err
 			}
 		}
@@ -270,11 +270,11 @@ func statsCurve(label string, st []estimate.FrequencyStats, y func(estimate.Freq
 	return c
 }
 
-// NormalizedBias returns Bias_i / g(i).
-func NormalizedBias(s estimate.FrequencyStats) float64 { return s.Bias / s.G }
+// normalizedBias returns Bias_i / g(i).
+func normalizedBias(s estimate.FrequencyStats) float64 { return s.Bias / s.G }
 
-// NormalizedVariance returns Var_i / g(i)^2.
-func NormalizedVariance(s estimate.FrequencyStats) float64 { return s.Variance / (s.G * s.G) }
+// normalizedVariance returns Var_i / g(i)^2.
+func normalizedVariance(s estimate.FrequencyStats) float64 { return s.Variance / (s.G * s.G) }
 
 func pwsLabel(est estimate.Estimator) string {
 	switch est {
@@ -291,9 +291,9 @@ func pwsLabel(est estimate.Estimator) string {
 func BiasChart(d *EstimatorData) Chart {
 	c := Chart{Title: fmt.Sprintf("Normalized bias of g=%s: %s", d.G, describe(d.Privacy, d.Sampling)),
 		XLabel: "frequency i", YLabel: "bias / g(i)", LogX: true, LegendBottom: true, LegendRight: true}
-	c.Curves = append(c.Curves, statsCurve(pwsLabel(d.Estimator), d.PWS, NormalizedBias))
+	c.Curves = append(c.Curves, statsCurve(pwsLabel(d.Estimator), d.PWS, normalizedBias))
 	if d.SbH != nil {
-		c.Curves = append(c.Curves, statsCurve(sbhName(d.Sampling), d.SbH, NormalizedBias))
+		c.Curves = append(c.Curves, statsCurve(sbhName(d.Sampling), d.SbH, normalizedBias))
 	}
 	return c
 }
@@ -304,7 +304,7 @@ func BiasChart(d *EstimatorData) Chart {
 func VarianceChart(d *EstimatorData, normalized bool) Chart {
 	y, label := func(s estimate.FrequencyStats) float64 { return s.Variance }, "variance"
 	if normalized {
-		y, label = NormalizedVariance, "variance / g(i)²"
+		y, label = normalizedVariance, "variance / g(i)²"
 	}
 	c := Chart{Title: fmt.Sprintf("Variance of g=%s: %s", d.G, describe(d.Privacy, d.Sampling)),
 		XLabel: "frequency i", YLabel: label, LogX: true, LogY: true, LegendBottom: true}

@@ -13,12 +13,12 @@ import (
 
 // Limits of the synthetic distributions.
 const (
-	// MaxKeys bounds the number of keys n of a synthetic distribution.
-	MaxKeys = 10_000_000
-	// MaxZipfAlpha bounds the Zipf exponent.
-	MaxZipfAlpha = 4.0
-	// MaxUniformFrequency bounds b of a uniform [a, b] distribution.
-	MaxUniformFrequency = 1 << 17
+	// maxKeys bounds the number of keys n of a synthetic distribution.
+	maxKeys = 10_000_000
+	// maxZipfAlpha bounds the Zipf exponent.
+	maxZipfAlpha = 4.0
+	// maxUniformFrequency bounds b of a uniform [a, b] distribution.
+	maxUniformFrequency = 1 << 17
 )
 
 // Zipf returns the frequency distribution Zipf[alpha] on n keys used by the
@@ -27,10 +27,10 @@ const (
 // n^alpha. Counts are exact integers, sorted by increasing frequency; the
 // work is O(D log n) for D distinct frequencies.
 func Zipf(alpha float64, n int64) ([]estimate.FrequencyCount, error) {
-	if !(alpha > 0) || alpha > MaxZipfAlpha {
+	if !(alpha > 0) || alpha > maxZipfAlpha {
 		return nil, &checks.FieldError{Field: "alpha", Reason: "must be greater than 0 and at most 4"}
 	}
-	if n < 1 || n > MaxKeys {
+	if n < 1 || n > maxKeys {
 		return nil, &checks.FieldError{Field: "n", Reason: "must be an integer from 1 to 10000000"}
 	}
 	fn := float64(n)
@@ -47,16 +47,16 @@ func Zipf(alpha float64, n int64) ([]estimate.FrequencyCount, error) {
 	return out, nil
 }
 
-// Uniform returns n keys whose frequencies are spread evenly over a..b:
+// uniform returns n keys whose frequencies are spread evenly over a..b:
 // n/(b-a+1) keys (an expectation, possibly fractional) at each frequency, as
 // in the paper's Figure 8 (2x10^5 keys uniform on [1, 200]).
-func Uniform(a, b, n int64) ([]estimate.FrequencyCount, error) {
+func uniform(a, b, n int64) ([]estimate.FrequencyCount, error) {
 	switch {
-	case a < 1 || a > MaxUniformFrequency:
+	case a < 1 || a > maxUniformFrequency:
 		return nil, &checks.FieldError{Field: "a", Reason: "must be an integer from 1 to 131072"}
-	case b < a || b > MaxUniformFrequency:
+	case b < a || b > maxUniformFrequency:
 		return nil, &checks.FieldError{Field: "b", Reason: "must be an integer from a to 131072"}
-	case n < 1 || n > MaxKeys:
+	case n < 1 || n > maxKeys:
 		return nil, &checks.FieldError{Field: "n", Reason: "must be an integer from 1 to 10000000"}
 	}
 	per := float64(n) / float64(b-a+1)

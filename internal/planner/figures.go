@@ -11,10 +11,10 @@ import (
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
 
-// FigureSupport is the Zipf support size (number of keys) used for the
+// figureSupport is the Zipf support size (number of keys) used for the
 // paper's Figures 2 and 5; with it, Figure 5's plateau gains reproduce the
 // paper's 230%, 97% and 37%.
-const FigureSupport = 1_000_000
+const figureSupport = 1_000_000
 
 // figureDelta is delta = 2^-20, used by the paper's code for Figures 4, 8
 // and 9.
@@ -72,7 +72,7 @@ func (f *figures) figure1() error {
 	for k, pd := range [][2]float64{{0.1, 0.01}, {0.01, 1e-6}} {
 		p := privacyOf(pd[0], pd[1])
 		eps, delta := pd[0], pd[1]
-		T := SbHThreshold(p)
+		T := sbhThreshold(p)
 		n := 2 * int64(math.Ceil(T))
 		d, err := Reporting(p, none, n, true)
 		if err != nil {
@@ -96,7 +96,7 @@ func (f *figures) figure1() error {
 		f.printf("    small i, paper ~2i: %s\n", strings.Join(small, ", "))
 		full := sanitize.ReportingProbabilities(p, none, int(n))
 		at := reachesQ(full, none)
-		b, err := NewSbH(p, none)
+		b, err := newSbH(p, none)
 		if err != nil {
 			return err
 		}
@@ -142,24 +142,24 @@ func fractions(p sanitize.Privacy, s sanitize.Sampling, dist []estimate.Frequenc
 		return Comparison{}, err
 	}
 	pi, _ := pwsReporting(p, s, maxFreq)
-	b, err := NewSbH(p, s)
+	b, err := newSbH(p, s)
 	if err != nil {
 		return Comparison{}, err
 	}
 	pk, nk := expectedReported(pi, s, dist)
-	return Comparison{PWS: pk / keys, SbH: b.ReportedKeys(dist) / keys, NonPrivate: nk / keys}, nil
+	return Comparison{PWS: pk / keys, SbH: b.reportedKeys(dist) / keys, NonPrivate: nk / keys}, nil
 }
 
 // figure2: fraction of keys reported without sampling for Zipf[1], Zipf[2]
 // as delta sweeps 1..1e-8, eps = 0.1.
 func (f *figures) figure2() error {
-	f.printf("Figure 2: fraction of keys reported, no sampling, eps=0.1, Zipf support n=%d, delta from 1 to 1e-8\n", FigureSupport)
+	f.printf("Figure 2: fraction of keys reported, no sampling, eps=0.1, Zipf support n=%d, delta from 1 to 1e-8\n", figureSupport)
 	none := sanitize.Sampling{Scheme: sanitize.SchemeNone}
 	frac := Chart{Title: "Figure 2: keys reported, no sampling, ε=0.1", XLabel: "δ", YLabel: "fraction of keys reported",
 		LogX: true, LogY: true, LegendBottom: true, LegendRight: true}
 	gain := Chart{Title: "Figure 2: reporting gain PWS/SbH, ε=0.1", XLabel: "δ", YLabel: "× gain", LogX: true, LegendRight: true}
 	for _, alpha := range []float64{1, 2} {
-		dist, err := Zipf(alpha, FigureSupport)
+		dist, err := Zipf(alpha, figureSupport)
 		if err != nil {
 			return err
 		}
@@ -195,7 +195,7 @@ func (f *figures) figure2() error {
 // figure4: reporting probability per frequency with ppswor sampling.
 func (f *figures) figure4() error {
 	p := privacyOf(0.1, figureDelta)
-	T := SbHThreshold(p)
+	T := sbhThreshold(p)
 	n := 10 * int64(T)
 	f.printf("Figure 4: reporting probability with ppswor sampling, eps=0.1, delta=2^-20 (T=%.1f, L=%.1f)\n", T, sanitize.L(p))
 	for k, tau := range []float64{0.1, 0.01, 0.001} {
@@ -232,14 +232,14 @@ func (f *figures) figure4() error {
 // threshold sweeps, eps = 0.1, delta = 0.001.
 func (f *figures) figure5() error {
 	p := privacyOf(0.1, 0.001)
-	f.printf("Figure 5: fraction of keys reported, ppswor, eps=0.1, delta=0.001, Zipf support n=%d, tau from 1e-6 to 1\n", FigureSupport)
+	f.printf("Figure 5: fraction of keys reported, ppswor, eps=0.1, delta=0.001, Zipf support n=%d, tau from 1e-6 to 1\n", figureSupport)
 	paper := map[float64]string{0.5: "230%", 1: "97%", 2: "37%"}
 	for _, alpha := range []float64{0.5, 1, 2} {
-		dist, err := Zipf(alpha, FigureSupport)
+		dist, err := Zipf(alpha, figureSupport)
 		if err != nil {
 			return err
 		}
-		res := &PlanResult{Description: fmt.Sprintf("ppswor, ε=0.1, δ=0.001; Zipf α=%g on %d keys", alpha, FigureSupport), SweepScheme: "ppswor"}
+		res := &PlanResult{Description: fmt.Sprintf("ppswor, ε=0.1, δ=0.001; Zipf α=%g on %d keys", alpha, figureSupport), SweepScheme: "ppswor"}
 		minAll, minAt, minHigh := math.Inf(1), 0.0, math.Inf(1)
 		for k := 0; k <= 24; k++ {
 			if err := f.ctx.Err(); err != nil {
@@ -273,17 +273,17 @@ func (f *figures) figure5() error {
 // sampling at several thresholds, and of sampled-SbH (independent of q).
 func (f *figures) figure8Top() error {
 	p := privacyOf(0.1, figureDelta)
-	T := SbHThreshold(p)
+	T := sbhThreshold(p)
 	n := 10 * int64(T)
 	f.printf("Figure 8 (top): normalized bias Bias_i/i, priority sampling, eps=0.1, delta=2^-20, MLE (Algorithm 4)\n")
 	c := Chart{Title: "Figure 8 (top): normalized bias, priority sampling, ε=0.1, δ=2^-20", XLabel: "frequency i",
 		YLabel: "bias / i", LogX: true, LegendBottom: true, LegendRight: true}
 	report := func(name string, st []estimate.FrequencyStats) {
 		from := int64(-1)
-		for j := len(st) - 1; j >= 0 && math.Abs(NormalizedBias(st[j])) <= 0.05; j-- {
+		for j := len(st) - 1; j >= 0 && math.Abs(normalizedBias(st[j])) <= 0.05; j-- {
 			from = st[j].Frequency
 		}
-		at := func(i int64) float64 { return NormalizedBias(st[i-1]) }
+		at := func(i int64) float64 { return normalizedBias(st[i-1]) }
 		f.printf("  %-22s |bias|/i <= 5%% from i=%d; bias/i at i=50, 100, 150: %.3f, %.3f, %.3f\n", name, from, at(50), at(100), at(150))
 	}
 	for _, tau := range []float64{1, 0.01, 1e-4, 1e-6} {
@@ -291,7 +291,7 @@ func (f *figures) figure8Top() error {
 			return err
 		}
 		s := sanitize.Sampling{Scheme: sanitize.SchemePriority, Threshold: tau, Power: 1}
-		et, err := PWSEstimatorTable(p, s, sanitize.MethodDiscrete, estimate.G{Kind: estimate.GIdentity}, estimate.MLE, n)
+		et, err := pwsEstimatorTable(p, s, sanitize.MethodDiscrete, estimate.G{Kind: estimate.GIdentity}, estimate.MLE, n)
 		if err != nil {
 			return err
 		}
@@ -300,14 +300,14 @@ func (f *figures) figure8Top() error {
 			label = "PWS MLE, no sampling"
 		}
 		report(label, et.Frequencies)
-		c.Curves = append(c.Curves, statsCurve(label, et.Frequencies, NormalizedBias))
+		c.Curves = append(c.Curves, statsCurve(label, et.Frequencies, normalizedBias))
 	}
 	sb, err := SbHEstimatorRows(p, sanitize.Sampling{Scheme: sanitize.SchemeNone}, estimate.G{Kind: estimate.GIdentity}, n)
 	if err != nil {
 		return err
 	}
 	report("sampled-SbH (any τ)", sb)
-	c.Curves = append(c.Curves, statsCurve("sampled-SbH (any τ)", sb, NormalizedBias))
+	c.Curves = append(c.Curves, statsCurve("sampled-SbH (any τ)", sb, normalizedBias))
 	f.printf("  paper: bias diminishes for i >> (2/eps)ln(1/delta) = %.0f; PWS lower at lower frequencies; PWS bias decreases with tau\n",
 		2/0.1*math.Log(1/figureDelta))
 	return f.save("fig8-top.svg", c)
@@ -353,7 +353,7 @@ func (f *figures) figure8Bottom() error {
 // figure9: normalized variance Var_i/i^2 and variance Var_i per frequency.
 func (f *figures) figure9() error {
 	p := privacyOf(0.1, figureDelta)
-	n := 2 * int64(SbHThreshold(p))
+	n := 2 * int64(sbhThreshold(p))
 	f.printf("Figure 9: variance, eps=0.1, delta=2^-20, MLE (Algorithm 4), frequencies 1..%d\n", n)
 	id := estimate.G{Kind: estimate.GIdentity}
 	for _, s := range []sanitize.Sampling{{Scheme: sanitize.SchemeNone}, {Scheme: sanitize.SchemePriority, Threshold: 0.01, Power: 1},
@@ -365,7 +365,7 @@ func (f *figures) figure9() error {
 		maxOf := func(st []estimate.FrequencyStats) float64 {
 			m := 0.0
 			for _, x := range st {
-				m = math.Max(m, NormalizedVariance(x))
+				m = math.Max(m, normalizedVariance(x))
 			}
 			return m
 		}
@@ -378,7 +378,7 @@ func (f *figures) figure9() error {
 			name = fmt.Sprintf("priority-tau%g", s.Threshold)
 		}
 		at := func(i int64) string {
-			return fmt.Sprintf("%.3g/%.3g/%.3g", NormalizedVariance(d.PWS[i-1]), NormalizedVariance(d.SbH[i-1]),
+			return fmt.Sprintf("%.3g/%.3g/%.3g", normalizedVariance(d.PWS[i-1]), normalizedVariance(d.SbH[i-1]),
 				d.ReferenceVariance[i-1]/(d.PWS[i-1].G*d.PWS[i-1].G))
 		}
 		f.printf("  %s: max Var_i/i^2 PWS %.3g, sampled-SbH %.3g, non-private %.3g; PWS/SbH/non-private at i=10: %s, i=100: %s\n",

@@ -17,20 +17,20 @@ import (
 
 // Planning limits.
 const (
-	// MaxZipfKeys bounds n for a Zipf distribution (its distinct
+	// maxZipfKeys bounds n for a Zipf distribution (its distinct
 	// frequencies, each evaluated exactly, grow like n^(alpha/(alpha+1))).
-	MaxZipfKeys = 1_000_000
-	// ExactFrequencyCap is the largest frequency for which the PWS estimator
+	maxZipfKeys = 1_000_000
+	// exactFrequencyCap is the largest frequency for which the PWS estimator
 	// statistics of a plan are computed exactly; keys above it use the
 	// estimator table's stationary tail when q has reached 1 and otherwise
 	// the non-private reference statistics (counted in ApproximatedKeys).
-	ExactFrequencyCap = 1 << 13
+	exactFrequencyCap = 1 << 13
 	// maxReportingFrequency bounds the PWS reporting table of a plan; keys
 	// above it are reported with probability q_i (pi has reached q there for
 	// every scheme whose q increases slowly enough to allow it).
 	maxReportingFrequency = 1 << 20
-	// MaxSweepPoints bounds the number of thresholds of a sweep.
-	MaxSweepPoints = 50
+	// maxSweepPoints bounds the number of thresholds of a sweep.
+	maxSweepPoints = 50
 	// MaxPlanL bounds L(eps, delta): the PWS estimator tables cost O(L)
 	// time per row and O(L^2) memory (eps = 0.01 with delta = 1e-6 gives
 	// L = 852).
@@ -40,10 +40,10 @@ const (
 // Defaults of a PlanRequest's zero fields (see also sanitize.DefaultScheme,
 // sanitize.DefaultMethod, estimate.DefaultG and estimate.DefaultEstimator).
 const (
-	DefaultZipfKeys    = 1000 // n of a Zipf distribution
-	DefaultSweepFrom   = 1e-6 // smallest threshold of a sweep
-	DefaultSweepTo     = 1    // largest threshold of a sweep
-	DefaultSweepPoints = 13   // thresholds in a sweep
+	defaultZipfKeys    = 1000 // n of a Zipf distribution
+	defaultSweepFrom   = 1e-6 // smallest threshold of a sweep
+	defaultSweepTo     = 1    // largest threshold of a sweep
+	defaultSweepPoints = 13   // thresholds in a sweep
 )
 
 // PlanRequest asks for the expected reporting and estimation quality of PWS,
@@ -193,12 +193,12 @@ func (r PlanRequest) validate(complete bool) (*plan, error) {
 	case "zipf":
 		n := r.N
 		if n == 0 {
-			n = DefaultZipfKeys
+			n = defaultZipfKeys
 		}
 		switch {
-		case n < 1 || n > MaxZipfKeys:
-			ve.Add("n", "must be an integer from 1 to "+strconv.Itoa(MaxZipfKeys))
-		case !(r.Alpha > 0) || r.Alpha > MaxZipfAlpha:
+		case n < 1 || n > maxZipfKeys:
+			ve.Add("n", "must be an integer from 1 to "+strconv.Itoa(maxZipfKeys))
+		case !(r.Alpha > 0) || r.Alpha > maxZipfAlpha:
 			ve.Add("alpha", "must be greater than 0 and at most 4")
 		case r.Alpha*math.Log2(float64(n)) > 53:
 			ve.Add("alpha", "must keep the largest frequency n^alpha at most 2^53")
@@ -213,7 +213,7 @@ func (r PlanRequest) validate(complete bool) (*plan, error) {
 		if n == 0 && r.B >= r.A {
 			n = r.B - r.A + 1
 		}
-		if pl.dist, err = Uniform(r.A, r.B, n); err != nil {
+		if pl.dist, err = uniform(r.A, r.B, n); err != nil {
 			addErr(&ve, "a", err)
 		}
 		pl.distName = fmt.Sprintf("uniform [%d, %d], %d keys", r.A, r.B, n)
@@ -230,21 +230,21 @@ func (r PlanRequest) validate(complete bool) (*plan, error) {
 		}
 		from, to, pts := r.SweepFrom, r.SweepTo, r.SweepPoints
 		if from == 0 {
-			from = DefaultSweepFrom
+			from = defaultSweepFrom
 		}
 		if to == 0 {
-			to = DefaultSweepTo
+			to = defaultSweepTo
 		}
 		if pts == 0 {
-			pts = DefaultSweepPoints
+			pts = defaultSweepPoints
 		}
 		switch {
 		case !(from > 0) || math.IsInf(from, 0):
 			ve.Add("sweep_from", "must be a finite number greater than 0")
 		case !(to > from) || to > 1e6:
 			ve.Add("sweep_to", "must be greater than sweep_from and at most 1e6")
-		case pts < 2 || pts > MaxSweepPoints:
-			ve.Add("sweep_points", "must be an integer from 2 to "+strconv.Itoa(MaxSweepPoints))
+		case pts < 2 || pts > maxSweepPoints:
+			ve.Add("sweep_points", "must be an integer from 2 to "+strconv.Itoa(maxSweepPoints))
 		default:
 			for k := 0; k < pts; k++ {
 				pl.sweep = append(pl.sweep, from*math.Pow(to/from, float64(k)/float64(pts-1)))
@@ -274,7 +274,7 @@ func Plan(ctx context.Context, req PlanRequest) (*PlanResult, error) {
 	}
 	res := &PlanResult{
 		L:            sanitize.L(pl.privacy),
-		SbHThreshold: SbHThreshold(pl.privacy),
+		SbHThreshold: sbhThreshold(pl.privacy),
 		Keys:         pl.keys,
 		MaxFrequency: pl.maxFreq,
 		Description:  describe(pl.privacy, pl.sampling) + "; " + pl.distName + "; g=" + pl.g.String(),
@@ -334,7 +334,7 @@ func (pl *plan) evaluate(ctx context.Context, s sanitize.Sampling) (PlanPoint, e
 	pi, reaches := pwsReporting(pl.privacy, s, pl.maxFreq)
 	ev.reachesAt = reaches
 	pwsKeys, npKeys := expectedReported(pi, s, pl.dist)
-	b, err := NewSbH(pl.privacy, s)
+	b, err := newSbH(pl.privacy, s)
 	if err != nil {
 		return pt, ev, err
 	}
@@ -345,7 +345,7 @@ func (pl *plan) evaluate(ctx context.Context, s sanitize.Sampling) (PlanPoint, e
 				return pt, ev, err
 			}
 		}
-		st, err := b.Stats(pl.g, fc.Frequency)
+		st, err := b.stats(pl.g, fc.Frequency)
 		if err != nil {
 			return pt, ev, err
 		}
@@ -367,8 +367,8 @@ func (pl *plan) evaluate(ctx context.Context, s sanitize.Sampling) (PlanPoint, e
 	if err := ctx.Err(); err != nil {
 		return pt, ev, err
 	}
-	ev.exactUpTo = min(pl.maxFreq, ExactFrequencyCap)
-	et, err := PWSEstimatorTable(pl.privacy, s, pl.method, pl.g, pl.estimator, ev.exactUpTo)
+	ev.exactUpTo = min(pl.maxFreq, exactFrequencyCap)
+	et, err := pwsEstimatorTable(pl.privacy, s, pl.method, pl.g, pl.estimator, ev.exactUpTo)
 	if err != nil {
 		return pt, ev, err
 	}

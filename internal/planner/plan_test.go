@@ -51,7 +51,7 @@ func TestZipfMatchesDefinition(t *testing.T) {
 
 // TestUniformSpreadsKeys checks the uniform distribution's counts.
 func TestUniformSpreadsKeys(t *testing.T) {
-	d, err := Uniform(3, 6, 10)
+	d, err := uniform(3, 6, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestPlanSummaryFields(t *testing.T) {
 	if res.PiReachesQAt == nil || *res.PiReachesQAt != at || at < 2 {
 		t.Fatalf("pi_reaches_q_at = %v, want %d", res.PiReachesQAt, at)
 	}
-	dist, _ := Uniform(5, 400, 10000)
+	dist, _ := uniform(5, 400, 10000)
 	b := mustSbH(t, p, s)
 	var pk, sk, nk, stat, refVar float64
 	for _, fc := range dist {
@@ -241,7 +241,7 @@ func TestFigure5Gains(t *testing.T) {
 	}
 	for _, c := range []struct{ alpha, paper float64 }{{0.5, 2.30}, {1, 0.97}, {2, 0.37}} {
 		t.Run(fmt.Sprintf("alpha=%g", c.alpha), func(t *testing.T) {
-			if g := gain(c.alpha, FigureSupport, 1); math.Abs(g-c.paper) > 0.015 {
+			if g := gain(c.alpha, figureSupport, 1); math.Abs(g-c.paper) > 0.015 {
 				t.Fatalf("alpha=%g: gain %.3f at tau=1, paper %.2f", c.alpha, g, c.paper)
 			}
 		})
@@ -272,10 +272,10 @@ func TestPlanValidation(t *testing.T) {
 		{"distribution", func(r *PlanRequest) { r.Distribution = "pareto" }, []string{"distribution"}},
 		{"alpha", func(r *PlanRequest) { r.Alpha = 0 }, []string{"alpha"}},
 		{"alpha huge", func(r *PlanRequest) { r.Alpha = 4; r.N = 1000000 }, []string{"alpha"}},
-		{"n", func(r *PlanRequest) { r.N = MaxZipfKeys + 1 }, []string{"n"}},
+		{"n", func(r *PlanRequest) { r.N = maxZipfKeys + 1 }, []string{"n"}},
 		{"a", func(r *PlanRequest) { r.Distribution = "uniform"; r.A = 0; r.B = 10 }, []string{"a"}},
 		{"b", func(r *PlanRequest) { r.Distribution = "uniform"; r.A = 5; r.B = 4 }, []string{"b"}},
-		{"b large", func(r *PlanRequest) { r.Distribution = "uniform"; r.A = 1; r.B = MaxUniformFrequency + 1 }, []string{"b"}},
+		{"b large", func(r *PlanRequest) { r.Distribution = "uniform"; r.A = 1; r.B = maxUniformFrequency + 1 }, []string{"b"}},
 		{"sweep_from", func(r *PlanRequest) { r.Sweep = true; r.SweepFrom = -1 }, []string{"sweep_from"}},
 		{"sweep_to", func(r *PlanRequest) { r.Sweep = true; r.SweepFrom = 0.1; r.SweepTo = 0.01 }, []string{"sweep_to"}},
 		{"sweep_points", func(r *PlanRequest) { r.Sweep = true; r.SweepPoints = 1000 }, []string{"sweep_points"}},
@@ -357,7 +357,7 @@ func TestPlanHonoursContext(t *testing.T) {
 	}
 }
 
-// TestPlanApproximatesOnlyAboveCap checks that keys above ExactFrequencyCap
+// TestPlanApproximatesOnlyAboveCap checks that keys above exactFrequencyCap
 // use the stationary tail when q reaches 1 (exact) and are counted as
 // approximated otherwise.
 func TestPlanApproximatesOnlyAboveCap(t *testing.T) {

@@ -67,7 +67,7 @@ func TestPWSDominatesSbH(t *testing.T) {
 		t.Run(fmt.Sprintf("%s,eps=%g,tau=%g", c.s.Scheme, c.eps, c.s.Threshold), func(t *testing.T) {
 			p := mustPrivacy(t, c.eps, c.delta)
 			b := mustSbH(t, p, c.s)
-			n := int64(4*b.Threshold()) + 50
+			n := int64(4*b.threshold()) + 50
 			pi := sanitize.ReportingProbabilities(p, c.s, int(n))
 			prev := 0.0
 			for i := int64(1); i <= n; i++ {

@@ -41,15 +41,15 @@ type SbH struct {
 // qRun is a maximal interval (lo, hi] on which a custom q is constant.
 type qRun struct{ lo, hi, q float64 }
 
-// NewSbH validates the parameters and returns the baseline for them.
-func NewSbH(p sanitize.Privacy, s sanitize.Sampling) (*SbH, error) {
+// newSbH validates the parameters and returns the baseline for them.
+func newSbH(p sanitize.Privacy, s sanitize.Sampling) (*SbH, error) {
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("planner: sbh privacy: %w", err)
 	}
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("planner: sbh sampling: %w", err)
 	}
-	b := &SbH{privacy: p, sampling: s, k: kernel{eps: p.Epsilon, t: SbHThreshold(p)}}
+	b := &SbH{privacy: p, sampling: s, k: kernel{eps: p.Epsilon, t: sbhThreshold(p)}}
 	if s.Scheme != sanitize.SchemeNone {
 		b.none = &SbH{privacy: p, sampling: sanitize.Sampling{Scheme: sanitize.SchemeNone}, k: b.k}
 	}
@@ -67,18 +67,18 @@ func NewSbH(p sanitize.Privacy, s sanitize.Sampling) (*SbH, error) {
 	return b, nil
 }
 
-// SbHThreshold returns T = 1 + ln(1/delta)/eps, the reporting threshold of
+// sbhThreshold returns T = 1 + ln(1/delta)/eps, the reporting threshold of
 // the stability-based histogram; with it, phi_i = (delta/2) e^{eps (i-1)}
 // below T (eq. 49).
-func SbHThreshold(p sanitize.Privacy) float64 {
+func sbhThreshold(p sanitize.Privacy) float64 {
 	return 1 + math.Log(1/p.Delta)/p.Epsilon
 }
 
-// Threshold returns T.
-func (b *SbH) Threshold() float64 { return b.k.t }
+// threshold returns T.
+func (b *SbH) threshold() float64 { return b.k.t }
 
-// Q returns the sampling probability applied to a noisy value x > 0.
-func (b *SbH) Q(x float64) float64 {
+// q returns the sampling probability applied to a noisy value x > 0.
+func (b *SbH) q(x float64) float64 {
 	s := b.sampling
 	switch s.Scheme {
 	case sanitize.SchemePPSWOR:
@@ -268,7 +268,7 @@ func (b *SbH) g2qTerms(g estimate.G, i float64) ([]expPoly, bool) {
 // q = 1 on the whole window that carries the integrals (q is
 // non-decreasing), which makes every quantity closed-form.
 func (b *SbH) at(x float64) *SbH {
-	if b.none != nil && b.Q(math.Max(b.k.t, x-window/b.k.eps)) == 1 {
+	if b.none != nil && b.q(math.Max(b.k.t, x-window/b.k.eps)) == 1 {
 		return b.none
 	}
 	return b
@@ -292,16 +292,16 @@ func (b *SbH) reporting(x float64) (phi, miss float64) {
 		return b.k.exact(qt, x), below + b.k.exact(mt, x)
 	}
 	br := b.breaks(estimate.G{Kind: estimate.GCount}, x)
-	phi = b.k.numericX(b.Q, br, x)
+	phi = b.k.numericX(b.q, br, x)
 	miss = below + b.k.numericX(b.miss, br, x)
 	return phi, miss
 }
 
-// Stats returns the Appendix G quantities of the sampled-SbH estimate of
+// stats returns the Appendix G quantities of the sampled-SbH estimate of
 // g(i) for a key of frequency i >= 1: Reported = phi_i, Expected = E_i
 // (eq. 46, which does not depend on q), Bias = E_i - g(i), the variance of
 // the estimate and MSE_i = Var_i + Bias_i^2 (eq. 48).
-func (b *SbH) Stats(g estimate.G, i int64) (estimate.FrequencyStats, error) {
+func (b *SbH) stats(g estimate.G, i int64) (estimate.FrequencyStats, error) {
 	if err := g.Validate(); err != nil {
 		return estimate.FrequencyStats{}, fmt.Errorf("planner: sbh g: %w", err)
 	}
@@ -376,7 +376,7 @@ func (b *SbH) centredVariance(g estimate.G, x, e, miss float64) float64 {
 	centred := func(t float64) float64 {
 		y := x + t
 		d := gDelta(g, x, t) + off + e*b.miss(y)
-		return d * d / b.Q(y)
+		return d * d / b.q(y)
 	}
 	return math.Max(0, miss*e*e+b.k.numeric(centred, b.breaks(g, x), x))
 }
@@ -390,7 +390,7 @@ func (b *SbH) miss(y float64) float64 {
 	case sanitize.SchemePriority:
 		return math.Max(0, 1-s.Threshold*math.Pow(y, s.Power))
 	case sanitize.SchemeCustom:
-		return 1 - b.Q(y)
+		return 1 - b.q(y)
 	default:
 		return 0
 	}
@@ -418,8 +418,8 @@ func gDelta(g estimate.G, x, t float64) float64 {
 	return math.NaN()
 }
 
-// ReportingProbabilities returns phi_1..phi_n.
-func (b *SbH) ReportingProbabilities(n int64) []float64 {
+// reportingProbabilities returns phi_1..phi_n.
+func (b *SbH) reportingProbabilities(n int64) []float64 {
 	out := make([]float64, max(n, 0))
 	for j := range out {
 		out[j] = b.Reporting(int64(j) + 1)
@@ -427,11 +427,11 @@ func (b *SbH) ReportingProbabilities(n int64) []float64 {
 	return out
 }
 
-// EstimatorRows returns Stats for frequencies 1..n.
-func (b *SbH) EstimatorRows(g estimate.G, n int64) ([]estimate.FrequencyStats, error) {
+// estimatorRows returns Stats for frequencies 1..n.
+func (b *SbH) estimatorRows(g estimate.G, n int64) ([]estimate.FrequencyStats, error) {
 	out := make([]estimate.FrequencyStats, 0, max(n, 0))
 	for i := int64(1); i <= n; i++ {
-		st, err := b.Stats(g, i)
+		st, err := b.stats(g, i)
 		if err != nil {
 			return nil, err
 		}
@@ -440,9 +440,9 @@ func (b *SbH) EstimatorRows(g estimate.G, n int64) ([]estimate.FrequencyStats, e
 	return out, nil
 }
 
-// ReportedKeys returns the expected number of keys of dist that sampled-SbH
+// reportedKeys returns the expected number of keys of dist that sampled-SbH
 // reports.
-func (b *SbH) ReportedKeys(dist []estimate.FrequencyCount) float64 {
+func (b *SbH) reportedKeys(dist []estimate.FrequencyCount) float64 {
 	var s float64
 	for _, fc := range dist {
 		if fc.Keys > 0 {
@@ -452,10 +452,10 @@ func (b *SbH) ReportedKeys(dist []estimate.FrequencyCount) float64 {
 	return s
 }
 
-// SumStats returns the eq. 12 bias, variance, MSE and NRMSE of the
+// sumStats returns the eq. 12 bias, variance, MSE and NRMSE of the
 // sampled-SbH estimate of sum_x g(w_x) over a selection with frequency
 // distribution dist.
-func (b *SbH) SumStats(g estimate.G, dist []estimate.FrequencyCount) (estimate.SumStats, error) {
+func (b *SbH) sumStats(g estimate.G, dist []estimate.FrequencyCount) (estimate.SumStats, error) {
 	var out estimate.SumStats
 	for _, fc := range dist {
 		if !(fc.Keys >= 0) || math.IsInf(fc.Keys, 0) {
@@ -464,7 +464,7 @@ func (b *SbH) SumStats(g estimate.G, dist []estimate.FrequencyCount) (estimate.S
 		if fc.Keys == 0 {
 			continue
 		}
-		st, err := b.Stats(g, fc.Frequency)
+		st, err := b.stats(g, fc.Frequency)
 		if err != nil {
 			return estimate.SumStats{}, err
 		}
@@ -485,19 +485,19 @@ func (b *SbH) SumStats(g estimate.G, dist []estimate.FrequencyCount) (estimate.S
 // SbHReporting returns the sampled-SbH reporting probabilities phi_1..phi_n
 // (with s = none: plain SbH, eq. 49).
 func SbHReporting(p sanitize.Privacy, s sanitize.Sampling, n int64) ([]float64, error) {
-	b, err := NewSbH(p, s)
+	b, err := newSbH(p, s)
 	if err != nil {
 		return nil, err
 	}
-	return b.ReportingProbabilities(n), nil
+	return b.reportingProbabilities(n), nil
 }
 
 // SbHEstimatorRows returns the per-frequency expected value, bias, variance
 // and MSE of the sampled-SbH estimate of g for frequencies 1..n.
 func SbHEstimatorRows(p sanitize.Privacy, s sanitize.Sampling, g estimate.G, n int64) ([]estimate.FrequencyStats, error) {
-	b, err := NewSbH(p, s)
+	b, err := newSbH(p, s)
 	if err != nil {
 		return nil, err
 	}
-	return b.EstimatorRows(g, n)
+	return b.estimatorRows(g, n)
 }

@@ -31,7 +31,7 @@ func mustSampling(t testing.TB, scheme sanitize.Scheme, tau, power float64, prob
 
 func mustSbH(t testing.TB, p sanitize.Privacy, s sanitize.Sampling) *SbH {
 	t.Helper()
-	b, err := NewSbH(p, s)
+	b, err := newSbH(p, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestSbHReportingEq49(t *testing.T) {
 			t.Run(fmt.Sprintf("eps=%g,delta=%g", eps, delta), func(t *testing.T) {
 				b := mustSbH(t, mustPrivacy(t, eps, delta), none)
 				T := 1 + math.Log(1/delta)/eps
-				if got := b.Threshold(); relErr(got, T) > 1e-15 {
+				if got := b.threshold(); relErr(got, T) > 1e-15 {
 					t.Fatalf("T = %v, want %v", got, T)
 				}
 				for i := int64(1); float64(i) <= 3*T+10; i++ {
@@ -136,14 +136,14 @@ func TestSbHReportingSampledClosedForms(t *testing.T) {
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s,eps=%g,tau=%g", c.scheme, c.eps, c.tau), func(t *testing.T) {
 			b := mustSbH(t, mustPrivacy(t, c.eps, c.delta), mustSampling(t, c.scheme, c.tau, 1, nil))
-			for i := int64(1); float64(i) <= 4*b.Threshold(); i++ {
+			for i := int64(1); float64(i) <= 4*b.threshold(); i++ {
 				x := float64(i)
 				got := b.Reporting(i)
 				want := c.closed(c.eps, c.delta, c.tau, x)
 				if relErr(got, want) > 1e-9 {
 					t.Fatalf("phi_%d = %.15g, closed form %.15g", i, got, want)
 				}
-				num := b.k.numericX(b.Q, b.breaks(identity, x), x)
+				num := b.k.numericX(b.q, b.breaks(identity, x), x)
 				if relErr(num, got) > 1e-10 {
 					t.Fatalf("quadrature phi_%d = %.15g, closed form %.15g", i, num, got)
 				}
@@ -165,7 +165,7 @@ func TestSbHExpectationAndMSEEq47Eq50(t *testing.T) {
 			p := mustPrivacy(t, eps, delta)
 			b := mustSbH(t, p, sanitize.Sampling{Scheme: sanitize.SchemeNone})
 			bs := mustSbH(t, p, mustSampling(t, sanitize.SchemePPSWOR, 0.01, 1, nil))
-			T := b.Threshold()
+			T := b.threshold()
 			for i := int64(1); float64(i) <= 4*T; i++ {
 				x := float64(i)
 				var e, mse float64
@@ -178,7 +178,7 @@ func TestSbHExpectationAndMSEEq47Eq50(t *testing.T) {
 					e = 0.5 * d * (T + 1/eps)
 					mse = x*x + d*(T*T/2-x*T-(x-T)/eps+1/(eps*eps))
 				}
-				st, err := b.Stats(identity, i)
+				st, err := b.stats(identity, i)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -188,7 +188,7 @@ func TestSbHExpectationAndMSEEq47Eq50(t *testing.T) {
 				if math.Abs(st.Bias-(e-x)) > 1e-9*x {
 					t.Fatalf("bias %g, want %g", st.Bias, e-x)
 				}
-				ss, err := bs.Stats(identity, i)
+				ss, err := bs.stats(identity, i)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -227,7 +227,7 @@ func TestSbHCentredVarianceMatchesClosedForm(t *testing.T) {
 				if !ok {
 					continue
 				}
-				st, err := b.Stats(g, i)
+				st, err := b.stats(g, i)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -255,7 +255,7 @@ func TestSbHHugeFrequencyNoCancellation(t *testing.T) {
 	}{{1e6, 1e-9}, {1e9, 1e-6}, {1e12, 1e-3}} {
 		t.Run(fmt.Sprintf("i=%d", c.i), func(t *testing.T) {
 			i := c.i
-			st, err := b.Stats(identity, i)
+			st, err := b.stats(identity, i)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -283,8 +283,8 @@ func simulateSbH(t *testing.T, b *SbH, g estimate.G, i int64, n int, seed uint64
 		}
 		x := float64(i) + z
 		var est float64
-		if x > b.Threshold() {
-			if q := b.Q(x); rng.Float64() < q {
+		if x > b.threshold() {
+			if q := b.q(x); rng.Float64() < q {
 				est = g.Eval(x) / q
 				r++
 			}
@@ -324,7 +324,7 @@ func TestSbHMonteCarlo(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			b := mustSbH(t, p, c.s)
 			for k, i := range []int64{8, 16, 30} {
-				st, err := b.Stats(c.g, i)
+				st, err := b.stats(c.g, i)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -345,17 +345,17 @@ func TestSbHMonteCarlo(t *testing.T) {
 
 // TestSbHValidation checks that invalid parameters cannot be used.
 func TestSbHValidation(t *testing.T) {
-	if _, err := NewSbH(sanitize.Privacy{Epsilon: 0, Delta: 0.1}, sanitize.Sampling{Scheme: sanitize.SchemeNone}); err == nil {
+	if _, err := newSbH(sanitize.Privacy{Epsilon: 0, Delta: 0.1}, sanitize.Sampling{Scheme: sanitize.SchemeNone}); err == nil {
 		t.Error("epsilon 0 accepted")
 	}
-	if _, err := NewSbH(mustPrivacy(t, 1, 0.1), sanitize.Sampling{Scheme: "bogus"}); err == nil {
+	if _, err := newSbH(mustPrivacy(t, 1, 0.1), sanitize.Sampling{Scheme: "bogus"}); err == nil {
 		t.Error("unknown scheme accepted")
 	}
 	b := mustSbH(t, mustPrivacy(t, 1, 0.1), sanitize.Sampling{Scheme: sanitize.SchemeNone})
-	if _, err := b.Stats(identity, 0); err == nil {
+	if _, err := b.stats(identity, 0); err == nil {
 		t.Error("frequency 0 accepted")
 	}
-	if _, err := b.Stats(estimate.G{}, 1); err == nil {
+	if _, err := b.stats(estimate.G{}, 1); err == nil {
 		t.Error("zero g accepted")
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// BreakPoints returns the global token partition of rows 1..n: the sorted,
+// breakPoints returns the global token partition of rows 1..n: the sorted,
 // distinct break points 0 = x_0 < x_1 < ... < x_K = n of all their pieces.
 // Every row's piece (Lo, Hi] is a union of consecutive global tokens
 // (x_{k-1}, x_k] on which the row's density is constant, so a row puts
@@ -14,7 +14,7 @@ import (
 // x_{k-1} < v <= x_k. For MethodDiscrete the tokens are the integers
 // (j-1, j]; for MethodMaxSeparation each row adds at most three points (its
 // b, c and i), so there are at most 3n + 1. Cost O(n L) time, O(n) memory.
-func (t *Table) BreakPoints(n int64) ([]float64, error) {
+func (t *Table) breakPoints(n int64) ([]float64, error) {
 	if err := checkFreq(n); err != nil {
 		return nil, fmt.Errorf("sanitize: break points: %w", err)
 	}

@@ -208,7 +208,7 @@ func TestConcurrentUse(t *testing.T) {
 	wg.Wait()
 }
 
-// BreakPoints is the common refinement: it contains every break point of
+// breakPoints is the common refinement: it contains every break point of
 // every row 1..n, is sorted and distinct, and has at most 3n + 1 points.
 func TestBreakPoints(t *testing.T) {
 	p := mustPrivacy(t, 0.4, 1e-5)
@@ -216,7 +216,7 @@ func TestBreakPoints(t *testing.T) {
 		t.Run(string(m), func(t *testing.T) {
 			tb := mustTable(t, p, mustSampling(t, SchemePPSWOR, 0.02, 1, nil), m)
 			n := int64(400)
-			pts, err := tb.BreakPoints(n)
+			pts, err := tb.breakPoints(n)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -42,10 +42,10 @@ func ledgerOf(rel []store.Release) []LedgerEntry {
 	return out
 }
 
-// MaxEpsilonBudget caps a dataset's epsilon budget: beyond it no guarantee
+// maxEpsilonBudget caps a dataset's epsilon budget: beyond it no guarantee
 // is meaningful (e^epsilon overflows float64 long before), and sums of
 // charges stay far from float64 overflow.
-const MaxEpsilonBudget = 1e6
+const maxEpsilonBudget = 1e6
 
 // CreateDataset creates a dataset with a budget; epsilon_budget > 0 and
 // 0 <= delta_budget <= 1.
@@ -53,8 +53,8 @@ func (s *Service) CreateDataset(ctx context.Context, name string, eps, delta flo
 	var es checks.Errors
 	if err := checks.Positive("epsilon_budget", eps); err != nil {
 		es.AddErr("epsilon_budget", err)
-	} else if eps > MaxEpsilonBudget {
-		es.Add("epsilon_budget", fmt.Sprintf("must be at most %g", float64(MaxEpsilonBudget)))
+	} else if eps > maxEpsilonBudget {
+		es.Add("epsilon_budget", fmt.Sprintf("must be at most %g", float64(maxEpsilonBudget)))
 	}
 	if !(delta >= 0) || delta > 1 {
 		es.Add("delta_budget", "must be at least 0 and at most 1")

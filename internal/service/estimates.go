@@ -38,7 +38,7 @@ func (sel Selection) match(key string) bool {
 
 // frequencySample loads a sample and refuses keys-only releases.
 func (s *Service) frequencySample(ctx context.Context, id string) (*Sample, error) {
-	smp, err := s.GetSample(ctx, id)
+	smp, err := s.getSample(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -193,10 +193,10 @@ type KeyEstimate struct {
 	Contribution float64
 }
 
-// KeyEstimates returns the KeyEstimate of every element of a frequencies
+// keyEstimates returns the KeyEstimate of every element of a frequencies
 // release, in the order of smp.Elements, with contributions from estimator e
 // (mle or biased_down); nil for a keys release.
-func (s *Service) KeyEstimates(ctx context.Context, smp *Sample, e estimate.Estimator) ([]KeyEstimate, error) {
+func (s *Service) keyEstimates(ctx context.Context, smp *Sample, e estimate.Estimator) ([]KeyEstimate, error) {
 	if smp.Spec.Release != ReleaseFrequencies || len(smp.Elements) == 0 {
 		return nil, nil
 	}
@@ -241,7 +241,7 @@ type RankedElement struct {
 // paper's sanitizers, so this is the sanitized order of Section 6 with the
 // frequency shown).
 func (s *Service) ordered(ctx context.Context, smp *Sample) ([]RankedElement, error) {
-	kes, err := s.KeyEstimates(ctx, smp, estimate.MLE)
+	kes, err := s.keyEstimates(ctx, smp, estimate.MLE)
 	if err != nil {
 		return nil, err
 	}

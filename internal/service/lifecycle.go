@@ -16,12 +16,12 @@ import (
 
 // Page limits of every listing.
 const (
-	DefaultPageLimit = 100
+	defaultPageLimit = 100
 	MaxPageLimit     = 1000
 )
 
 // Page asks for one page of a listing: up to Limit items (0 means
-// DefaultPageLimit) after Cursor, an opaque string from an earlier page's
+// defaultPageLimit) after Cursor, an opaque string from an earlier page's
 // next cursor ("" for the first page).
 type Page struct {
 	Limit  int
@@ -69,7 +69,7 @@ func decodeCursor(kind, s string) (store.Cursor, error) {
 func (p Page) limit() (int, error) {
 	switch {
 	case p.Limit == 0:
-		return DefaultPageLimit, nil
+		return defaultPageLimit, nil
 	case p.Limit < 1 || p.Limit > MaxPageLimit:
 		return 0, fieldErr("limit", "must be an integer from 1 to %d", MaxPageLimit)
 	}
@@ -228,8 +228,8 @@ func (s *Service) DeleteCounter(ctx context.Context, id string) error {
 	return storeErr(s.store.DeleteState(ctx, kindCounter, id), "deleting counter")
 }
 
-// PurgeExpired deletes expired samples and idempotency keys now.
-func (s *Service) PurgeExpired(ctx context.Context) (store.PurgeCount, error) {
+// purgeExpired deletes expired samples and idempotency keys now.
+func (s *Service) purgeExpired(ctx context.Context) (store.PurgeCount, error) {
 	n, err := s.store.PurgeExpired(ctx, time.Now())
 	if err != nil {
 		return n, fmt.Errorf("purging: %w", err)
@@ -248,7 +248,7 @@ func (s *Service) RunJanitor(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			n, err := s.PurgeExpired(ctx)
+			n, err := s.purgeExpired(ctx)
 			switch {
 			case err != nil && !errors.Is(err, context.Canceled):
 				s.log.Warn("purging expired rows failed", "error", err)
@@ -269,17 +269,17 @@ type BudgetError struct {
 	SpentEpsilon, SpentDelta         float64
 }
 
-// RemainingEpsilon is what is left of the epsilon budget.
-func (e *BudgetError) RemainingEpsilon() float64 { return max(0, e.BudgetEpsilon-e.SpentEpsilon) }
+// remainingEpsilon is what is left of the epsilon budget.
+func (e *BudgetError) remainingEpsilon() float64 { return max(0, e.BudgetEpsilon-e.SpentEpsilon) }
 
-// RemainingDelta is what is left of the delta budget.
-func (e *BudgetError) RemainingDelta() float64 { return max(0, e.BudgetDelta-e.SpentDelta) }
+// remainingDelta is what is left of the delta budget.
+func (e *BudgetError) remainingDelta() float64 { return max(0, e.BudgetDelta-e.SpentDelta) }
 
 // Error says what was asked, spent and remains; it names the dataset
 // (the client's own name) and no request data.
 func (e *BudgetError) Error() string {
 	return fmt.Sprintf("the release asks epsilon %g and delta %g but dataset %q has spent epsilon %g and delta %g of its budget (%g, %g): remaining epsilon %g and delta %g",
-		e.RequestedEpsilon, e.RequestedDelta, e.Dataset, e.SpentEpsilon, e.SpentDelta, e.BudgetEpsilon, e.BudgetDelta, e.RemainingEpsilon(), e.RemainingDelta())
+		e.RequestedEpsilon, e.RequestedDelta, e.Dataset, e.SpentEpsilon, e.SpentDelta, e.BudgetEpsilon, e.BudgetDelta, e.remainingEpsilon(), e.remainingDelta())
 }
 
 // Is makes errors.Is(err, ErrBudget) true.

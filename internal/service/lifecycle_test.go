@@ -56,20 +56,20 @@ func TestSampleRetention(t *testing.T) {
 	if !smp.ExpiresAt.Equal(smp.CreatedAt.Add(ttl)) {
 		t.Fatalf("expires_at %v, want created_at + %v", smp.ExpiresAt, ttl)
 	}
-	if got, err := svc.GetSample(ctx, smp.ID); err != nil || !got.ExpiresAt.Equal(smp.ExpiresAt) {
+	if got, err := svc.getSample(ctx, smp.ID); err != nil || !got.ExpiresAt.Equal(smp.ExpiresAt) {
 		t.Fatalf("before expiry: %v %v", got, err)
 	}
 	jctx, stop := context.WithCancel(ctx)
 	defer stop()
 	go svc.RunJanitor(jctx, 10*time.Millisecond)
 	time.Sleep(ttl + 100*time.Millisecond)
-	if _, err := svc.GetSample(ctx, smp.ID); !errors.Is(err, ErrNotFound) {
+	if _, err := svc.getSample(ctx, smp.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("after expiry: %v, want ErrNotFound", err)
 	}
 	if items, _, err := svc.ListSamples(ctx, Page{}); err != nil || len(items) != 0 {
 		t.Fatalf("listing after expiry: %d items, %v", len(items), err)
 	}
-	if n, err := svc.PurgeExpired(ctx); err != nil || n.Samples != 0 {
+	if n, err := svc.purgeExpired(ctx); err != nil || n.Samples != 0 {
 		t.Fatalf("the janitor left %d expired samples (%v)", n.Samples, err)
 	}
 	// Without a TTL samples do not expire.
@@ -105,7 +105,7 @@ func TestBudgetPrecheck(t *testing.T) {
 	if !errors.As(err, &be) || !errors.Is(err, ErrBudget) {
 		t.Fatalf("overspend: %v, want *BudgetError", err)
 	}
-	if be.RequestedEpsilon != 1.5 || be.SpentEpsilon != 0 || be.RemainingEpsilon() != 1 || be.RemainingDelta() != 1 {
+	if be.RequestedEpsilon != 1.5 || be.SpentEpsilon != 0 || be.remainingEpsilon() != 1 || be.remainingDelta() != 1 {
 		t.Fatalf("budget error %+v", be)
 	}
 	if _, err := svc.CreateSample(ctx, testSpec(t, "nope", 0.5), 10, untouched); !errors.Is(err, ErrNotFound) {

@@ -49,7 +49,7 @@ func firstQOne(s sanitize.Sampling) int64 {
 }
 
 // DefaultMaxTableWork is the default bound on one request's table work
-// (PWSD_MAX_TABLE_WORK), in window cells (see TableWork). Measured on the
+// (PWSD_MAX_TABLE_WORK), in window cells (see tableWork). Measured on the
 // reference machine, building estimator tables costs about 1.5 µs per cell,
 // so the default bounds one uncached table request to roughly 15 s of one
 // core; it admits L up to about 400 (e.g. epsilon 0.05 with delta 1e-6
@@ -60,7 +60,7 @@ const DefaultMaxTableWork = 10_000_000
 // estimator table (and its plots) whose max_frequency is not given.
 const DefaultTableFrequency = 100
 
-// TableWork estimates, before any computation, the work of the tables a
+// tableWork estimates, before any computation, the work of the tables a
 // request needs, in window cells. Every sanitizer or estimator row holds a
 // window of w = ceil(L(epsilon, delta)) + 1 cells (docs/algorithms.md), so the
 // work is w times the rows computed:
@@ -75,7 +75,7 @@ const DefaultTableFrequency = 100
 //     power of two (estimatorSize), or top+1 when smaller.
 //
 // The estimate depends on public parameters only, never on data.
-func TableWork(p sanitize.Privacy, smp sanitize.Sampling, rows, top int64, estimators int) (work, window float64) {
+func tableWork(p sanitize.Privacy, smp sanitize.Sampling, rows, top int64, estimators int) (work, window float64) {
 	window = math.Ceil(sanitize.L(p)) + 1
 	reach := float64(top)
 	if qOne := firstQOne(smp); qOne > 0 {
@@ -88,7 +88,7 @@ func TableWork(p sanitize.Privacy, smp sanitize.Sampling, rows, top int64, estim
 
 // bandCellCost is the cost of one window cell of the frequencies band path
 // (a sanitizer row, the lean biased-down pass and the MLE band: no
-// estimator table) in the unit of TableWork, a cell of an estimator table
+// estimator table) in the unit of tableWork, a cell of an estimator table
 // with its statistics. Measured on the reference machine (eps 0.2, delta
 // 1e-7, ppswor tau 2e-5, frequency 10^6, L = 70): the band path takes about
 // 25-30 ns per cell, a discrete estimator table with statistics 40-45 ns
@@ -96,13 +96,13 @@ func TableWork(p sanitize.Privacy, smp sanitize.Sampling, rows, top int64, estim
 // is the wide-window worst case), so a band cell counts as 1/16 of a cell.
 const bandCellCost = 1.0 / 16
 
-// FrequencyRowsWork is TableWork for a frequencies request (rows from..top,
+// FrequencyRowsWork is tableWork for a frequencies request (rows from..top,
 // rows = top - from + 1): when the rows are not stationary by top (the
 // estimator tables would be at least top+1 long) the request computes no
 // estimator table but reads the sanitizer rows 1..top plus about two windows
 // once, with the lean biased-down pass and the MLE band
 // (estimate.RowEstimates), and its work is those cells at bandCellCost;
-// otherwise it is TableWork with the two estimator tables (MLE and
+// otherwise it is tableWork with the two estimator tables (MLE and
 // biased-down) the rows are looked up in. Public parameters only.
 func FrequencyRowsWork(p sanitize.Privacy, smp sanitize.Sampling, rows, top int64) (work, window float64) {
 	window = math.Ceil(sanitize.L(p)) + 1
@@ -113,16 +113,16 @@ func FrequencyRowsWork(p sanitize.Privacy, smp sanitize.Sampling, rows, top int6
 	if est := math.Exp2(math.Ceil(math.Log2(math.Max(64, math.Min(float64(top)+1, 4*reach+64))))); est > float64(top) {
 		return bandCellCost * window * (float64(top) + float64(rows) + 2*window), window
 	}
-	return TableWork(p, smp, rows, top, 2)
+	return tableWork(p, smp, rows, top, 2)
 }
 
 // checkWork refuses, with a 422 naming the parameter responsible, a request
-// whose TableWork exceeds s.maxWork. epsField names epsilon as the client
+// whose tableWork exceeds s.maxWork. epsField names epsilon as the client
 // wrote it ("epsilon", "privacy.epsilon"); rowsField the rows or frequency
 // parameter. When even the smallest request (one row of frequency 1) is too
 // much, or rowsField is empty, epsilon is named: L is too large.
 func (s *Service) checkWork(p sanitize.Privacy, smp sanitize.Sampling, rows, top int64, estimators int, epsField, rowsField string) error {
-	return s.checkWorkOf(func(rows, top int64) (float64, float64) { return TableWork(p, smp, rows, top, estimators) },
+	return s.checkWorkOf(func(rows, top int64) (float64, float64) { return tableWork(p, smp, rows, top, estimators) },
 		rows, top, epsField, rowsField)
 }
 
@@ -161,7 +161,7 @@ func sampleEstimators(spec SampleSpec) int {
 
 // sampleFrequencyLimit returns the largest frequency an element of a release
 // under spec may have: the smaller of frequencyLimit(t) and the largest top
-// whose TableWork stays within s.maxWork (TableWork is non-decreasing in
+// whose tableWork stays within s.maxWork (tableWork is non-decreasing in
 // top, so a binary search finds it). It depends on public parameters only.
 func (s *Service) sampleFrequencyLimit(spec SampleSpec, t *sanitize.Table) int64 {
 	limit := frequencyLimit(t)
@@ -170,7 +170,7 @@ func (s *Service) sampleFrequencyLimit(spec SampleSpec, t *sanitize.Table) int64
 	}
 	est := sampleEstimators(spec)
 	fits := func(top int64) bool {
-		w, _ := TableWork(spec.Privacy, spec.Sampling, 0, top, est)
+		w, _ := tableWork(spec.Privacy, spec.Sampling, 0, top, est)
 		return w <= float64(s.maxWork)
 	}
 	if fits(limit) {

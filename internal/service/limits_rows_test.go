@@ -14,7 +14,7 @@ import (
 // estimator table (one pass over rows 1..top plus about two windows,
 // estimate.RowEstimates), so its work is those cells at bandCellCost; where
 // they are (q reaches 1 early), it looks the rows up in two estimator
-// tables and its work is TableWork's with two tables. Under the default
+// tables and its work is tableWork's with two tables. Under the default
 // limit the cold request (eps 0.2, delta 1e-7, ppswor tau 2e-5,
 // frequency 10^6) is admitted and a small-epsilon one (1e-4, L about 39,000) is still refused
 // naming epsilon.
@@ -38,14 +38,14 @@ func TestFrequencyRowsWork(t *testing.T) {
 		if w != want {
 			t.Fatalf("work %g, want %g", w, want)
 		}
-		if tw, _ := TableWork(p, ppswor, 1, 1_000_000, 2); !(w < tw/10) {
+		if tw, _ := tableWork(p, ppswor, 1, 1_000_000, 2); !(w < tw/10) {
 			t.Fatalf("band work %g is not far below the two-table work %g", w, tw)
 		}
 	})
 	t.Run("stationary rows use the tables", func(t *testing.T) {
 		p := priv(0.5, 1e-6)
 		w, _ := FrequencyRowsWork(p, none, 1, 1_000_000)
-		if tw, _ := TableWork(p, none, 1, 1_000_000, 2); w != tw {
+		if tw, _ := tableWork(p, none, 1, 1_000_000, 2); w != tw {
 			t.Fatalf("work %g, want TableWork %g", w, tw)
 		}
 	})

@@ -240,7 +240,7 @@ func (s *Service) attachKeys(ctx context.Context, smp *Sample) error {
 		smp.Spec.Estimator = ""
 		return nil
 	}
-	keys, err := s.KeyEstimates(ctx, smp, smp.Spec.Estimator)
+	keys, err := s.keyEstimates(ctx, smp, smp.Spec.Estimator)
 	if err != nil {
 		return err
 	}
@@ -254,7 +254,7 @@ func (s *Service) GetSampleView(ctx context.Context, id string, e estimate.Estim
 	if e != "" && e != estimate.MLE && e != estimate.BiasedDown {
 		return nil, fieldErr("estimator", "must be mle or biased_down")
 	}
-	smp, err := s.GetSample(ctx, id)
+	smp, err := s.getSample(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -265,8 +265,8 @@ func (s *Service) GetSampleView(ctx context.Context, id string, e estimate.Estim
 	return smp, nil
 }
 
-// GetSample returns a stored sample.
-func (s *Service) GetSample(ctx context.Context, id string) (*Sample, error) {
+// getSample returns a stored sample.
+func (s *Service) getSample(ctx context.Context, id string) (*Sample, error) {
 	smp, err := s.store.GetSample(ctx, id)
 	if err != nil {
 		return nil, storeErr(err, "reading sample")

@@ -38,7 +38,7 @@ type Config struct {
 	// request with its key (default 60s, the request timeout).
 	IdempotencyWait time.Duration
 	// MaxTableWork bounds one request's table work, estimated up front by
-	// TableWork (422 above it); 0 means DefaultMaxTableWork, negative none.
+	// tableWork (422 above it); 0 means DefaultMaxTableWork, negative none.
 	MaxTableWork int64
 	// CacheBytes bounds the memory of the estimator tables kept in memory
 	// (default DefaultCacheBytes); least recently used ones are dropped.

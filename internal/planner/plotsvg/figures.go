@@ -14,14 +14,14 @@ import (
 // each as an SVG file into dir (which must exist) and prints to w the
 // numbers the paper quotes next to ours.
 func WriteFigures(ctx context.Context, dir string, w io.Writer) error {
-	return planner.Figures(ctx, w, SaveTo(dir))
+	return planner.Figures(ctx, w, saveTo(dir))
 }
 
-// SaveTo returns a function that renders a chart and writes it as the file
+// saveTo returns a function that renders a chart and writes it as the file
 // name in dir; planner.Figures calls it once per figure.
-func SaveTo(dir string) func(name string, c planner.Chart) error {
+func saveTo(dir string) func(name string, c planner.Chart) error {
 	return func(name string, c planner.Chart) error {
-		svg, err := Render(c)
+		svg, err := render(c)
 		if err != nil {
 			return err
 		}

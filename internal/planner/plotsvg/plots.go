@@ -8,16 +8,16 @@ import (
 
 // Reporting renders planner.ReportingChart: q_i, pi_i and phi_i against the
 // frequency (the paper's Figures 1 and 4).
-func Reporting(d *planner.ReportingData) ([]byte, error) { return Render(planner.ReportingChart(d)) }
+func Reporting(d *planner.ReportingData) ([]byte, error) { return render(planner.ReportingChart(d)) }
 
 // Bias renders planner.BiasChart: the normalized bias of the PWS and
 // sampled-SbH estimates against the frequency (Figure 8, top).
-func Bias(d *planner.EstimatorData) ([]byte, error) { return Render(planner.BiasChart(d)) }
+func Bias(d *planner.EstimatorData) ([]byte, error) { return render(planner.BiasChart(d)) }
 
 // Variance renders planner.VarianceChart, normalized by g(i)^2 or not
 // (Figure 9).
 func Variance(d *planner.EstimatorData, normalized bool) ([]byte, error) {
-	return Render(planner.VarianceChart(d, normalized))
+	return render(planner.VarianceChart(d, normalized))
 }
 
 // errNoSweep is returned for a sweep plot of a plan computed without one.
@@ -30,15 +30,15 @@ func NRMSE(res *planner.PlanResult) ([]byte, error) {
 	if len(res.Sweep) == 0 {
 		return nil, errNoSweep
 	}
-	return Render(planner.PlanChart(res))
+	return render(planner.PlanChart(res))
 }
 
-// ReportedFraction renders planner.FractionChart: the expected fraction of
+// reportedFraction renders planner.FractionChart: the expected fraction of
 // keys reported against the sampling threshold (Figure 5); res must come
 // from a Plan with Sweep.
-func ReportedFraction(res *planner.PlanResult) ([]byte, error) {
+func reportedFraction(res *planner.PlanResult) ([]byte, error) {
 	if len(res.Sweep) == 0 {
 		return nil, errNoSweep
 	}
-	return Render(planner.FractionChart(res))
+	return render(planner.FractionChart(res))
 }

@@ -40,9 +40,9 @@ var palette = []color.RGBA{
 	{0, 0, 0, 255},       // black
 }
 
-// Render draws the chart as a self-contained SVG document (gonum.org/v1/plot,
+// render draws the chart as a self-contained SVG document (gonum.org/v1/plot,
 // vgsvg backend, default fonts, no external assets).
-func Render(c planner.Chart) (out []byte, err error) {
+func render(c planner.Chart) (out []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil { // gonum/plot panics on degenerate input
 			out, err = nil, fmt.Errorf("plotsvg: rendering chart %q: %v", c.Title, r)

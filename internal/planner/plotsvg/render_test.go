@@ -121,7 +121,7 @@ func TestPlotsAreValidSVG(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSVG(t, svg, "NRMSE")
-	if svg, err = ReportedFraction(res); err != nil {
+	if svg, err = reportedFraction(res); err != nil {
 		t.Fatal(err)
 	}
 	checkSVG(t, svg)
@@ -140,7 +140,7 @@ func TestChartDegenerateData(t *testing.T) {
 		{Title: "constant", LogX: true, LogY: true, Curves: []planner.Curve{{Label: "c", X: []float64{5, 5}, Y: []float64{2, 2}}}},
 	} {
 		t.Run(c.Title, func(t *testing.T) {
-			svg, err := Render(c)
+			svg, err := render(c)
 			if err != nil {
 				t.Fatalf("%s: %v", c.Title, err)
 			}
@@ -180,7 +180,7 @@ func TestSaveToWritesFigure(t *testing.T) {
 	c := planner.ReportingChart(d)
 	c.Title = "Figure 1a: reporting probability"
 	dir := t.TempDir()
-	if err := SaveTo(dir)("fig1a.svg", c); err != nil {
+	if err := saveTo(dir)("fig1a.svg", c); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "fig1a.svg"))
@@ -188,7 +188,7 @@ func TestSaveToWritesFigure(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSVG(t, b, "Figure 1")
-	if err := SaveTo(filepath.Join(dir, "missing"))("x.svg", c); err == nil {
+	if err := saveTo(filepath.Join(dir, "missing"))("x.svg", c); err == nil {
 		t.Fatal("writing into a missing directory succeeded")
 	}
 }

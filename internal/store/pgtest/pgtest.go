@@ -19,9 +19,9 @@ import (
 // EnvURL names the variable holding an administrative URL of a test server.
 const EnvURL = "PWSD_TEST_DATABASE_URL"
 
-// EnvRequire, when set to a non-empty value, turns a missing server into a
+// envRequire, when set to a non-empty value, turns a missing server into a
 // test failure instead of a skip.
-const EnvRequire = "PWSD_REQUIRE_POSTGRES"
+const envRequire = "PWSD_REQUIRE_POSTGRES"
 
 // Main runs a package's tests with a server available: when EnvURL is unset
 // it tries to start a private cluster and stops it after the tests. Call it
@@ -57,13 +57,13 @@ func repoScript() string {
 }
 
 // AdminURL returns the administrative URL, skipping (or failing, under
-// EnvRequire) when no server is available.
+// envRequire) when no server is available.
 func AdminURL(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv(EnvURL)
 	if u == "" {
-		if os.Getenv(EnvRequire) != "" {
-			t.Fatalf("%s is set but no PostgreSQL server is available (%s unset)", EnvRequire, EnvURL)
+		if os.Getenv(envRequire) != "" {
+			t.Fatalf("%s is set but no PostgreSQL server is available (%s unset)", envRequire, EnvURL)
 		}
 		t.Skipf("no PostgreSQL server: set %s", EnvURL)
 	}
