@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/pwsd/pwsd/internal/binenc"
 	"github.com/pwsd/pwsd/internal/sanitize"
@@ -44,23 +45,13 @@ var (
 	estimatorCodes = []Estimator{MLE, BiasedDown, Unbiased}
 )
 
-// codeOf returns v's index in list, or -1.
-func codeOf[T comparable](list []T, v T) int {
-	for i, x := range list {
-		if x == v {
-			return i
-		}
-	}
-	return -1
-}
-
 // statFloats is the number of floats per frequency's statistics.
 const statFloats = 6
 
 // MarshalBinary encodes the table (format TableFormat) for caching in a
 // store. It refuses a table whose g or estimator has no wire code.
 func (t *Table) MarshalBinary() ([]byte, error) {
-	gc, ec := codeOf(gKindCodes, t.G.Kind), codeOf(estimatorCodes, t.Estimator)
+	gc, ec := slices.Index(gKindCodes, t.G.Kind), slices.Index(estimatorCodes, t.Estimator)
 	if gc < 0 || ec < 0 {
 		return nil, fmt.Errorf("estimate: encoding table: unknown g %q or estimator %q", t.G.Kind, t.Estimator)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/pwsd/pwsd/internal/binenc"
 )
@@ -73,13 +74,14 @@ var (
 	algCodes  = []Algorithm{AlgorithmDwork, AlgorithmOptBern, AlgorithmPPDS}
 )
 
+// codeOf returns v's wire code, its index in list; every value a Config
+// can hold is listed (NewConfig validates them).
 func codeOf[T comparable](list []T, v T) byte {
-	for i, x := range list {
-		if x == v {
-			return byte(i)
-		}
+	i := slices.Index(list, v)
+	if i < 0 {
+		panic("panprivate: unknown wire code")
 	}
-	panic("panprivate: unknown wire code")
+	return byte(i)
 }
 
 // encodeBase writes the magic, version, configuration, key and counts.
