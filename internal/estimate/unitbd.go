@@ -237,10 +237,10 @@ func (u *unitBD) advance(upTo int64) error {
 			// token, in one pass that first adds the previous token's
 			// a_{j-1} m_{i,j-1} to each row's sa (deferred from the
 			// previous token: the same additions in the same order; a row
-			// retired meanwhile no longer needs its sa). The quotient is
-			// formed only when it can win: with S > 0, FMA(-a, S, d) < 0
-			// exactly when d/S < a, and a quotient d/S >= a rounds to a
-			// value >= a, so skipping the others changes nothing.
+			// retired meanwhile no longer needs its sa). Every quotient
+			// is formed (S >= m > 0, so it is finite) and min keeps the
+			// smallest, without branches: the minimum the general
+			// builder finds by forming only the quotients that can win.
 			a = math.Inf(1)
 			pend, hasPend := u.last, u.pending
 			for _, r := range act {
@@ -254,12 +254,7 @@ func (u *unitBD) advance(upTo int64) error {
 					}
 				}
 				if m := r.m[k]; m > 0 {
-					d, s := r.g-r.sa, r.s[k]
-					if math.FMA(-a, s, d) < 0 {
-						if v := d / s; v < a {
-							a = v
-						}
-					}
+					a = min(a, (r.g-r.sa)/r.s[k])
 				}
 			}
 			if math.IsInf(a, 1) {
