@@ -55,9 +55,16 @@ type shiftMark struct {
 func track(tr *builder, row sanitize.Row) shiftMark {
 	before := tr.shiftSince
 	tr.trackShift(row)
-	m := shiftMark{since: tr.shiftSince}
-	if tr.shiftSince != 0 && before == 0 {
-		m.pattern, m.pi = slices.Clone(tr.pattern), tr.patternPi
+	return tr.markSince(before)
+}
+
+// markSince is the tracker's state after a row as a shiftMark, given its
+// shiftSince before the row (the pattern is copied when the row began a
+// run of shifted copies).
+func (b *builder) markSince(before int64) shiftMark {
+	m := shiftMark{since: b.shiftSince}
+	if b.shiftSince != 0 && before == 0 {
+		m.pattern, m.pi = slices.Clone(b.pattern), b.patternPi
 	}
 	return m
 }
@@ -79,8 +86,9 @@ func (b *builder) adopt(m *shiftMark) {
 // may see rows past the last one fn takes), the row goroutine also runs
 // the shift tracking (trackShift) and fn gets tr's state after each row
 // (nil without). Successive calls reading successive ranges of rows must
-// share one tracker, which carries the previous row across them. Rows past the one where fn returns false may
-// be computed (a few batches) but are not delivered. The row goroutine
+// share one tracker, which carries the previous row across them. Rows past
+// the one where fn returns false may be computed (a few batches) but are
+// not delivered. The row goroutine
 // stops at the next row once ctx is cancelled, and pipeRows then returns
 // ctx's error. With one available core it runs in the caller's goroutine.
 // The Row and densities passed to fn are only valid during the call.
@@ -150,12 +158,10 @@ type unitItem struct {
 	err    error     // the row's pre or prepDense error
 	raw    []float64 // the dense masses as given, for i >= rawFrom; valid during fn
 	// Shift tracking done by pre on the row goroutine (buildUnit): the
-	// tracker's shiftSince after this row, and its pattern when this row
-	// set it (nil otherwise).
-	shiftSince int64
-	pattern    []sanitize.Piece
-	patternPi  float64
-	copied     bool // the tracker's verdict: the previous row shifted up by a cell, bit for bit
+	// tracker's state after this row, and its verdict that the row is the
+	// previous one shifted up by a cell, bit for bit.
+	mark   shiftMark
+	copied bool
 }
 
 // unitBatch carries prepared rows to the builder and, on the way back,

@@ -40,6 +40,29 @@ type unitRow struct {
 	aliased, lent bool
 }
 
+// ownBuffers makes r.m and r.s views of r's own buffers, w and w+1 long
+// (contents unspecified). Buffers r lent stay with the rows reading them.
+func (r *unitRow) ownBuffers(w int) {
+	if r.lent { // rows still active may read the old buffers
+		r.bufM, r.bufS, r.lent = nil, nil, false
+	}
+	r.aliased = false
+	if cap(r.bufM) < w || cap(r.bufS) < w+1 {
+		r.bufM, r.bufS = make([]float64, w, w+w/4+8), make([]float64, w+1, w+w/4+9)
+	}
+	r.m, r.s = r.bufM[:w], r.bufS[:w+1]
+}
+
+// share makes r's masses and suffix sums like's (r is like shifted up one
+// cell, bit for bit), marking the owner of the buffers as lent. r's own
+// buffers stay as they are (lent ones are dropped by ownBuffers).
+func (r *unitRow) share(like *unitRow) {
+	r.m, r.s, r.aliased = like.m, like.s, true
+	if !like.aliased {
+		like.lent = true
+	}
+}
+
 // unitBD is the biased-down builder (eq. 41) for Algorithm 4's unit cells:
 // token j is the cell (j-1, j], dense bands, no pieces, no tolerances. It
 // computes bit for bit what the general builder computes for such rows
@@ -111,14 +134,7 @@ func (u *unitBD) add(row sanitize.Row) error {
 	// would, so that a row far above n costs O(1) memory, not O(L).
 	w := int(max(min(i, u.n+1)-lo, 0))
 	r := takeOrNew(&u.pool)
-	if r.lent { // rows still active may read the old buffers
-		r.bufM, r.bufS, r.lent = nil, nil, false
-	}
-	r.aliased = false
-	if cap(r.bufM) < w || cap(r.bufS) < w+1 {
-		r.bufM, r.bufS = make([]float64, w, w+w/4+8), make([]float64, w+1, w+w/4+9)
-	}
-	r.m, r.s = r.bufM[:w], r.bufS[:w+1]
+	r.ownBuffers(w)
 	// One pass from the top: masses and suffix sums (s[k] = s[k+1] + m[k],
 	// zero cells included, as the general builder's sums over pieces).
 	k := int(i - lo) // cells k.. are filled (or summed into the tail)
@@ -162,11 +178,18 @@ func (u *unitBD) add(row sanitize.Row) error {
 		r.gOverPi = r.g / row.Pi
 	}
 	u.markCopy(r)
+	return u.activate(r)
+}
+
+// activate appends a checked row to the active rows (recording it as the
+// last original row unless it is a copy) and finalises every token it
+// makes final.
+func (u *unitBD) activate(r *unitRow) error {
 	if !r.copied {
 		u.lastOriginal = r.freq
 	}
 	u.rows = append(u.rows, r)
-	u.lastLo = max(u.lastLo, lo)
+	u.lastLo = max(u.lastLo, r.lo)
 	return u.advance(u.lastLo)
 }
 
@@ -334,26 +357,16 @@ func (u *unitBD) prepDense(r, like *unitRow, i int64, pi, lof float64, m []float
 		return errNotUnit
 	}
 	w := int(max(min(i, u.n+1)-lo, 0))
-	if r.lent { // rows still active may read the old buffers
-		r.bufM, r.bufS, r.lent = nil, nil, false
-	}
-	r.aliased = false
 	r.freq, r.lo, r.g, r.pi, r.sa, r.copied = i, lo, u.g.at(i), pi, 0, false
 	r.gOverPi = 0
 	if pi > 0 {
 		r.gOverPi = r.g / pi
 	}
 	if like != nil && like.freq == i-1 && like.lo == lo-1 && len(like.m) == w && like.pi == pi {
-		r.m, r.s, r.aliased = like.m, like.s, true
-		if !like.aliased {
-			like.lent = true
-		}
+		r.share(like)
 		return nil
 	}
-	if cap(r.bufM) < w || cap(r.bufS) < w+1 {
-		r.bufM, r.bufS = make([]float64, w, w+w/4+8), make([]float64, w+1, w+w/4+9)
-	}
-	r.m, r.s = r.bufM[:w], r.bufS[:w+1]
+	r.ownBuffers(w)
 	tail := 0.0
 	for k := len(m) - 1; k >= w; k-- {
 		if m[k] > 0 {
@@ -396,12 +409,7 @@ func (u *unitBD) link(r *unitRow) error {
 		u.pool = append(u.pool, r)
 		return errNotUnit
 	}
-	if !r.copied {
-		u.lastOriginal = r.freq
-	}
-	u.rows = append(u.rows, r)
-	u.lastLo = max(u.lastLo, r.lo)
-	return u.advance(u.lastLo)
+	return u.activate(r)
 }
 
 // buildUnit is BuildContext for MLE and biased-down tables of rows on unit
@@ -466,10 +474,7 @@ func buildUnit(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
 			}
 			before := tr.shiftSince
 			it.copied = tr.trackShiftDense(it.i, it.pi, int64(it.lo), m)
-			it.shiftSince = tr.shiftSince
-			if tr.shiftSince != 0 && before == 0 {
-				it.pattern, it.patternPi = slices.Clone(tr.pattern), tr.patternPi
-			}
+			it.mark = tr.markSince(before)
 			return nil
 		}
 		dense := func(it *unitItem) bool {
@@ -480,10 +485,7 @@ func buildUnit(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
 				err = it.err
 				return false
 			}
-			b.shiftSince = it.shiftSince
-			if it.pattern != nil {
-				b.pattern, b.patternPi = it.pattern, it.patternPi
-			}
+			b.adopt(&it.mark)
 			it.r.copied = it.copied
 			if err = u.link(it.r); err != nil {
 				return false

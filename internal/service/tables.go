@@ -208,7 +208,8 @@ func (s *Service) estimatorKey(t *sanitize.Table, spec estimate.Spec) string {
 // estimatorTable returns the estimator table of spec over t: from memory,
 // else from the store, else built (once under concurrency) and cached. A
 // stored table that does not decode (UnmarshalBinary is strict) is rebuilt
-// and overwritten.
+// and served from memory; the stored row stays (a put of an existing key
+// does nothing) until the cache evicts it.
 func (s *Service) estimatorTable(ctx context.Context, t *sanitize.Table, spec estimate.Spec) (*estimate.Table, error) {
 	key := s.estimatorKey(t, spec)
 	if et, ok := s.estimators.Get(key); ok {
