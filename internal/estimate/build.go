@@ -87,6 +87,15 @@ func BuildContext(ctx context.Context, src RowSource, spec Spec) (*Table, error)
 			return t, err
 		}
 	}
+	if ms, ok := src.(interface{ Method() sanitize.Method }); ok && ms.Method() == sanitize.MethodMaxSeparation &&
+		(spec.Estimator == MLE || spec.Estimator == BiasedDown) {
+		if ps, ok := src.(pieceSource); ok {
+			t, err := buildGrid(ctx, src, ps, spec)
+			if !errors.Is(err, errNotGrid) {
+				return t, err
+			}
+		}
+	}
 	b := newBuilder(spec)
 	b.ctx = ctx
 	if ms, ok := src.(interface{ Method() sanitize.Method }); ok && ms.Method() == sanitize.MethodMaxSeparation {

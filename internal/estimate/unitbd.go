@@ -22,6 +22,7 @@ var errNotUnit = errors.New("estimate: rows are not on unit cells")
 type unitRow struct {
 	freq    int64
 	lo      int64
+	last    int64 // the row retires once token last is final (freq on unit cells)
 	g       float64
 	pi      float64
 	gOverPi float64
@@ -108,10 +109,16 @@ type unitBD struct {
 	bounds            []float64 // keepBelow, keepBelow+1, ..., pos (once pos > keepBelow)
 	a                 []float64
 	done              bool
+	// gridded: tokens are not unit cells but those of the dense Algorithm
+	// 5 builder (buildGrid), whose upper ends the caller appends to bounds
+	// ahead of the rows; tokens is how many tokens to finalise (n on unit
+	// cells).
+	gridded bool
+	tokens  int64
 }
 
 func newUnitBD(g G, n, keepBelow int64) *unitBD {
-	return &unitBD{g: g, n: n, keepBelow: keepBelow, next: 1, bounds: []float64{float64(keepBelow)}}
+	return &unitBD{g: g, n: n, tokens: n, keepBelow: keepBelow, next: 1, bounds: []float64{float64(keepBelow)}}
 }
 
 // add takes the next row and finalises every token it makes final.
@@ -172,7 +179,7 @@ func (u *unitBD) add(row sanitize.Row) error {
 	if k != 0 {
 		return errNotUnit // the first piece starts the row
 	}
-	r.freq, r.lo, r.g, r.pi, r.sa = i, lo, u.g.at(i), row.Pi, 0
+	r.freq, r.lo, r.last, r.g, r.pi, r.sa = i, lo, i, u.g.at(i), row.Pi, 0
 	r.gOverPi = 0
 	if row.Pi > 0 {
 		r.gOverPi = r.g / row.Pi
@@ -216,7 +223,7 @@ func (u *unitBD) cancelled(freq int64, cells int) error {
 // advance finalises tokens up to min(upTo, n), checking the context every
 // ctxTokens tokens when rows are wide.
 func (u *unitBD) advance(upTo int64) error {
-	upTo = min(upTo, u.n)
+	upTo = min(upTo, u.tokens)
 	for j := u.pos + 1; j <= upTo; j++ {
 		act := u.rows[u.head:]
 		if u.ctx != nil && j%ctxTokens == 0 && len(act) >= ctxWide {
@@ -288,10 +295,12 @@ func (u *unitBD) advance(upTo int64) error {
 		u.last = a
 		if j > u.keepBelow {
 			u.a = append(u.a, a)
-			u.bounds = append(u.bounds, float64(j))
+			if !u.gridded {
+				u.bounds = append(u.bounds, float64(j))
+			}
 		}
 		u.pos = j
-		for u.head < len(u.rows) && u.rows[u.head].freq <= j {
+		for u.head < len(u.rows) && u.rows[u.head].last <= j {
 			if r := u.rows[u.head]; u.stats != nil && r.freq <= u.n {
 				u.stats[r.freq-1] = rowStats(r.freq, r.g, r.pi, r.m, u.a[r.lo:])
 			}
@@ -305,7 +314,7 @@ func (u *unitBD) advance(upTo int64) error {
 			u.rows, u.head = u.rows[:n], 0
 		}
 	}
-	if u.pos >= u.n {
+	if u.pos >= u.tokens {
 		u.done = true
 	}
 	return nil
@@ -357,7 +366,7 @@ func (u *unitBD) prepDense(r, like *unitRow, i int64, pi, lof float64, m []float
 		return errNotUnit
 	}
 	w := int(max(min(i, u.n+1)-lo, 0))
-	r.freq, r.lo, r.g, r.pi, r.sa, r.copied = i, lo, u.g.at(i), pi, 0, false
+	r.freq, r.lo, r.last, r.g, r.pi, r.sa, r.copied = i, lo, i, u.g.at(i), pi, 0, false
 	r.gOverPi = 0
 	if pi > 0 {
 		r.gOverPi = r.g / pi

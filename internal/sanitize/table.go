@@ -212,6 +212,24 @@ func (t *Table) UnitRows(from, to int64, fn func(i int64, pi, lo float64, m []fl
 	})
 }
 
+// PieceRows is Rows in the table's own form, for consumers that work on
+// the break points directly (the estimate package's Algorithm 5 builder):
+// fn gets row i's reporting probability pi, its break points x and masses
+// m, shifted by d (piece k is (x[k]+d, x[k+1]+d] with mass m[k]; Rows
+// leaves out the pieces with m[k] <= 0), and copied = true when the row is
+// the one fn got just before shifted up by one, bit for bit (both are the
+// same stored row of a stationary cycle of period 1). x and m are only
+// valid during the call and must not be modified.
+func (t *Table) PieceRows(from, to int64, fn func(i int64, pi float64, x, m []float64, d int64, copied bool) bool) error {
+	var prev *rowState
+	var prevD int64
+	return t.eachRow("piece rows", from, to, func(r *rowState, d int64) bool {
+		copied := r == prev && d == prevD+1
+		prev, prevD = r, d
+		return fn(r.i+d, r.pi, r.x, r.m, d, copied)
+	})
+}
+
 // eachRow calls fn with the row states (and shifts) of frequencies
 // from..to in ascending order until fn returns false; what names the
 // caller in errors.

@@ -1,0 +1,628 @@
+package estimate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"sort"
+
+	"github.com/pwsd/pwsd/internal/sanitize"
+)
+
+// The dense Algorithm 5 builder (docs/algorithms.md, "Dense tables for
+// max_separation").
+//
+// Algorithm 5 puts every break point on the grid 2^-20 (sanitize), so
+// positions, their differences and their shifts by whole frequencies are
+// exact in float64 below 2^33. The general builder compares positions with
+// a tolerance (tol) because it takes any row source; on grid positions
+// whose neighbours are all farther apart than that tolerance, each of its
+// comparisons has the exact comparison's outcome, so its tokens are the
+// exact union of the rows' break points and each row's mass on a token is
+// one piece's P or density times the token's length. The row goroutine
+// (gridProducer) computes exactly that: the tokens, and each row's masses
+// and remaining masses on its tokens as dense arrays, checking the
+// condition as it goes (errNotGrid, and the caller falls back to the
+// general builder, when it fails). The estimator loop is the unit-cell
+// builder's (unitBD) on token indices. The table is bit for bit the general
+// builder's (tested).
+//
+// Stationary rows (the same stored row of a cycle of period 1, shifted by
+// one per frequency) are not rebuilt: their break points that can be new
+// are known from the pattern, and a row whose tokens are the previous
+// row's shifted by one shares the previous row's masses.
+
+// errNotGrid reports rows the dense Algorithm 5 builder does not take
+// (positions off the grid or too close together for the general builder's
+// tolerance to be moot, mass below the finalised tokens); the caller falls
+// back to the general builder.
+var errNotGrid = errors.New("estimate: rows are not on a well-separated grid")
+
+// pieceSource is implemented by *sanitize.Table (PieceRows).
+type pieceSource interface {
+	PieceRows(from, to int64, fn func(i int64, pi float64, x, m []float64, d int64, copied bool) bool) error
+}
+
+// gridScale is Algorithm 5's position grid (sanitize's 2^20) and gridMax
+// the bound below which grid positions and their integer shifts are exact.
+const (
+	gridScale = 1 << 20
+	gridMax   = 1 << 33
+)
+
+// onGrid reports whether x is a grid position in [0, gridMax).
+func onGrid(x float64) bool {
+	v := x * gridScale
+	return x >= 0 && x < gridMax && v == math.Trunc(v)
+}
+
+// gridRun holds the pieces of a row read as pieces (not a copy); the rows
+// that copy it (a stationary run) share it, shifted.
+type gridRun struct {
+	pieces       []sanitize.Piece
+	dens, suffix []float64 // suffix has len(pieces)+1 entries; suffix[len] = 0
+	// The run's break points, ascending and distinct, and for each the
+	// smallest k >= 1 with point+k also a break point (0: none): the row
+	// shifted by s repeats point+s from the row shifted by s-k when k <= s.
+	// Computed for the first copy (kmin nil until then).
+	points []float64
+	kmin   []int64
+	refs   int // rows held that use the run
+}
+
+// copyPoints computes the run's points and kmin.
+func (run *gridRun) copyPoints() {
+	run.points = run.points[:0]
+	for _, q := range run.pieces {
+		if len(run.points) == 0 || run.points[len(run.points)-1] != q.Lo {
+			run.points = append(run.points, q.Lo)
+		}
+		run.points = append(run.points, q.Hi)
+	}
+	run.kmin = slices.Grow(run.kmin[:0], len(run.points))[:len(run.points)]
+	top := run.points[len(run.points)-1]
+	for k, v := range run.points {
+		run.kmin[k] = 0
+		for s := int64(1); v+float64(s) <= top; s++ {
+			if _, ok := slices.BinarySearch(run.points[k+1:], v+float64(s)); ok {
+				run.kmin[k] = s
+				break
+			}
+		}
+	}
+}
+
+// gridRow is a row the producer has read and not yet handed over.
+type gridRow struct {
+	freq    int64
+	pi      float64
+	lo, top float64 // support (lo, top]; top = 0 for a row with no pieces kept
+	run     *gridRun
+	sh      float64 // the row's pieces are run.pieces shifted by sh
+	keep    int     // pieces of the run with Lo + sh <= n+1 (the general builder's kept pieces)
+	copied  bool    // the row read before it shifted by one, bit for bit
+}
+
+// gridProducer computes, on the row goroutine, what the general builder
+// computes from the rows before its estimator loop: the tokens and each
+// row's mass and remaining mass on each of them (window.go's advance).
+type gridProducer struct {
+	n  int64
+	nf float64
+	u  *unitBD // fixed parameters (g, est) for the prepared rows
+
+	bounds  []float64 // bounds[k]: upper end of token k (1-based); bounds[0] = 0
+	sent    int       // bounds[1:sent+1] were handed over
+	pending []float64 // break points above pos not yet tokens, ascending, from ph
+	ph      int
+	pos     float64
+	lastLo  float64
+	rows    []*gridRow
+	head    int
+	free    []*gridRow
+
+	runs     []*gridRun // free list
+	tr       *builder // the shift tracker (trackShift), as the general builder's
+	trShift  float64  // tr.prev lags the last row by this shift (copies)
+	last     *gridRow // the row read last
+	lastSent *unitRow // the row handed over last (the previous frequency) and its
+	lastLo0  int64    // first token
+	done     bool
+	next     int64
+	shared   int // rows handed over sharing the previous row's masses (tests)
+}
+
+func newGridProducer(u *unitBD, n int64) *gridProducer {
+	return &gridProducer{n: n, nf: float64(n), u: u, bounds: []float64{0}, tr: &builder{}, next: 1}
+}
+
+// read takes the next row (see pieceSource) and finalises the tokens it
+// makes final; emit gets every row whose tokens are all final, in order.
+func (p *gridProducer) read(i int64, pi float64, x, m []float64, d int64, copied bool,
+	spare *[]*unitRow, emit func(*unitRow)) error {
+	if i != p.next {
+		return errors.New("estimate: row source delivered rows out of order")
+	}
+	p.next++
+	r := takeOrNew(&p.free)
+	*r = gridRow{freq: i, pi: pi}
+	if copied && p.last != nil && p.last.run != nil && p.last.freq == i-1 && p.last.top+1 < gridMax {
+		q := p.last
+		r.run, r.sh, r.copied = q.run, q.sh+1, true
+		r.run.refs++
+		if r.run.kmin == nil {
+			r.run.copyPoints()
+		}
+		p.trackCopy(i)
+	} else {
+		if err := p.readPieces(r, x, m, float64(d)); err != nil {
+			return err
+		}
+	}
+	if err := p.place(r); err != nil {
+		return err
+	}
+	p.last = r
+	p.rows = append(p.rows, r)
+	if err := p.advance(false); err != nil {
+		return err
+	}
+	p.retire(spare, emit)
+	return nil
+}
+
+// readPieces builds row r's pieces from the sanitizer's form, checks them
+// as the general builder does (checkRow, the same error) and runs the
+// shift tracker on them.
+func (p *gridProducer) readPieces(r *gridRow, x, m []float64, fd float64) error {
+	run := takeOrNew(&p.runs)
+	run.pieces, run.dens, run.suffix, run.points, run.kmin, run.refs = run.pieces[:0], run.dens[:0], run.suffix[:0], run.points[:0], nil, 0
+	for k, v := range m {
+		if v > 0 {
+			run.pieces = append(run.pieces, sanitize.Piece{Lo: x[k] + fd, Hi: x[k+1] + fd, P: v})
+		}
+	}
+	r.run = run
+	run.refs++
+	row := sanitize.Row{Frequency: r.freq, Pi: r.pi, Pieces: run.pieces}
+	if err := checkRow(row); err != nil {
+		return err
+	}
+	p.flushTracker()
+	p.tr.trackShift(row)
+	for _, q := range run.pieces {
+		if !onGrid(q.Lo) || !onGrid(q.Hi) || q.Hi == q.Lo {
+			return errNotGrid
+		}
+	}
+	run.dens = appendDens(run.dens, run.pieces)
+	run.suffix = slices.Grow(run.suffix, len(run.pieces)+1)[:len(run.pieces)+1]
+	run.suffix[len(run.pieces)] = 0
+	acc := 0.0
+	for k := len(run.pieces) - 1; k >= 0; k-- {
+		acc += run.pieces[k].P
+		run.suffix[k] = acc
+	}
+	return nil
+}
+
+// trackCopy is tr.trackShift for a row that is the previous one shifted up
+// by one, bit for bit: trackShift would find it a shifted copy. The
+// tracker's previous row is shifted lazily (flushTracker).
+func (p *gridProducer) trackCopy(i int64) {
+	tr := p.tr
+	if tr.shiftSince == 0 {
+		p.flushTracker()
+		f := i - 1
+		tr.shiftSince = f
+		tr.pattern = tr.pattern[:0]
+		for _, q := range tr.prev {
+			tr.pattern = append(tr.pattern, sanitize.Piece{Lo: q.Lo - float64(f), Hi: q.Hi - float64(f), P: q.P})
+		}
+		tr.patternPi = tr.prevPi
+	}
+	p.trShift++
+}
+
+// flushTracker applies the pending shift to the tracker's previous row.
+func (p *gridProducer) flushTracker() {
+	if p.trShift == 0 {
+		return
+	}
+	for k := range p.tr.prev {
+		p.tr.prev[k].Lo += p.trShift
+		p.tr.prev[k].Hi += p.trShift
+	}
+	p.trShift = 0
+}
+
+// place sets row r's support and kept pieces as the general builder's
+// addChecked would, and adds its break points to the pending ones.
+func (p *gridProducer) place(r *gridRow) error {
+	ps := r.run.pieces
+	if len(ps) == 0 {
+		r.lo = p.lastLo
+		return nil
+	}
+	lim := p.nf + 1 - r.sh
+	r.keep = len(ps)
+	for r.keep > 0 && ps[r.keep-1].Lo > lim {
+		r.keep--
+	}
+	if ps[0].Lo+r.sh < p.pos {
+		return errNotGrid // the general builder would cut the row
+	}
+	r.lo = ps[0].Lo + r.sh
+	if r.keep == 0 {
+		p.lastLo = max(p.lastLo, r.lo)
+		return nil
+	}
+	r.top = ps[r.keep-1].Hi + r.sh
+	p.lastLo = max(p.lastLo, r.lo)
+	if !r.copied {
+		for _, q := range ps[:r.keep] {
+			p.addPoint(q.Lo)
+			p.addPoint(q.Hi)
+		}
+		return nil
+	}
+	// A copy: point+sh is already pending (or final) when the row
+	// shifted by sh-k, read before, had point+k (kmin <= sh - run shift).
+	s := int64(r.sh)
+	for k, v := range r.run.points {
+		if km := r.run.kmin[k]; km == 0 || km > s {
+			if x := v + r.sh; x <= p.nf+1 {
+				p.addPoint(x)
+			}
+		}
+	}
+	return nil
+}
+
+// addPoint inserts break point x into the pending ones unless it is final
+// or already there (exact comparisons).
+func (p *gridProducer) addPoint(x float64) {
+	if x <= p.pos {
+		return
+	}
+	pend := p.pending[p.ph:]
+	k := len(pend)
+	for k > 0 && pend[k-1] > x { // new points are mostly near the top
+		k--
+	}
+	if k > 0 && pend[k-1] == x {
+		return
+	}
+	if p.ph > 1024 && 2*p.ph > len(p.pending) {
+		p.pending = p.pending[:copy(p.pending, p.pending[p.ph:])]
+		p.ph = 0
+	}
+	p.pending = slices.Insert(p.pending, p.ph+k, x)
+}
+
+// advance finalises the pending tokens up to lastLo (all of them when
+// exhausted) and at most n, checking that consecutive tokens lie farther
+// apart than the general builder's tolerance.
+func (p *gridProducer) advance(exhausted bool) error {
+	nTol := p.nf + tol(p.nf)
+	for p.ph < len(p.pending) {
+		t := p.pending[p.ph]
+		if t > p.nf {
+			if t <= nTol {
+				return errNotGrid
+			}
+			break
+		}
+		if !exhausted && t > p.lastLo {
+			break
+		}
+		if t-p.pos <= tol(t) {
+			return errNotGrid
+		}
+		p.bounds = append(p.bounds, t)
+		p.pos = t
+		p.ph++
+	}
+	if p.lastLo >= p.nf-tol(p.nf) && (p.ph == len(p.pending) || p.pending[p.ph] > nTol) {
+		p.done = true
+	}
+	return nil
+}
+
+// retire hands over, in order, the rows whose tokens are all final.
+func (p *gridProducer) retire(spare *[]*unitRow, emit func(*unitRow)) {
+	for p.head < len(p.rows) {
+		r := p.rows[p.head]
+		if r.top > p.pos {
+			return
+		}
+		p.handOver(r, len(p.bounds)-1, spare, emit)
+		p.rows[p.head] = nil
+		p.head++
+		if r.run.refs--; r.run.refs == 0 && r.run != p.last.run {
+			p.runs = append(p.runs, r.run)
+		}
+		p.free = append(p.free, r)
+	}
+	if p.head > 64 && 2*p.head > len(p.rows) {
+		n := copy(p.rows, p.rows[p.head:])
+		clear(p.rows[n:])
+		p.rows, p.head = p.rows[:n], 0
+	}
+}
+
+// finish hands over the rows still held (those with mass on the last
+// tokens and above n), their masses up to the last token.
+func (p *gridProducer) finish(spare *[]*unitRow, emit func(*unitRow)) {
+	for _, r := range p.rows[p.head:] {
+		p.handOver(r, len(p.bounds)-1, spare, emit)
+	}
+	p.rows, p.head = p.rows[:0], 0
+}
+
+// handOver prepares row r's dense masses and remaining masses on its
+// tokens up to token T and emits it (rows with no mass on those tokens
+// and above n are dropped).
+func (p *gridProducer) handOver(r *gridRow, T int, spare *[]*unitRow, emit func(*unitRow)) {
+	u := takeOrNew(spare)
+	g := p.u.g.at(r.freq)
+	*u = unitRow{freq: r.freq, g: g, pi: r.pi, bufM: u.bufM, bufS: u.bufS, lent: u.lent}
+	if r.pi > 0 {
+		u.gOverPi = g / r.pi
+	}
+	u.last = math.MaxInt64
+	k0, w := 0, 0
+	if r.keep > 0 {
+		// The first token is the one starting at lo (a final break point).
+		k0 = sort.SearchFloat64s(p.bounds, r.lo)
+		if k0 < len(p.bounds) && p.bounds[k0] == r.lo && k0 < T {
+			w = T - k0
+			if r.top <= p.bounds[T] {
+				k1 := sort.SearchFloat64s(p.bounds[k0:T+1], r.top) + k0 // bounds[k1] == top
+				w = k1 - k0
+				u.last = int64(k1)
+			}
+		}
+	}
+	if w == 0 && r.freq > p.n {
+		*spare = append(*spare, u)
+		return
+	}
+	u.lo = int64(k0)
+	if w == 0 {
+		u.last = 0
+		u.m, u.s = nil, nil
+		emit(u)
+		p.lastSent = nil
+		return
+	}
+	if l := p.lastSent; l != nil && r.copied && l.freq == r.freq-1 && len(l.m) == w && p.lastLo0+1 <= int64(k0) &&
+		p.sameTokens(int(p.lastLo0), k0, w) {
+		u.share(l)
+		p.shared++
+	} else {
+		u.ownBuffers(w)
+		p.fill(r, k0, u.m, u.s[:w])
+	}
+	p.lastSent, p.lastLo0 = u, int64(k0)
+	emit(u)
+}
+
+// sameTokens reports whether tokens b+1..b+w are tokens a+1..a+w shifted
+// up by one, bit for bit (so are their lower ends).
+func (p *gridProducer) sameTokens(a, b, w int) bool {
+	x, y := p.bounds[a:a+w+1], p.bounds[b:b+w+1]
+	for k := range x {
+		if y[k] != x[k]+1 {
+			return false
+		}
+	}
+	return true
+}
+
+// fill computes row r's mass m[k] and remaining mass s[k] on token k0+1+k
+// ((bounds[k0+k], bounds[k0+k+1]]) for k < len(m), exactly as the general
+// builder's rowState.advance does (same operations, same order) on
+// well-separated grid tokens.
+func (p *gridProducer) fill(r *gridRow, k0 int, m, s []float64) {
+	ps, dens, suf := r.run.pieces[:r.keep], r.run.dens, r.run.suffix
+	// The general builder's suffix sums fold the pieces above n+1 into
+	// its last entry from the top: the same additions as the run's.
+	cur := 0
+	for k := range m {
+		pos, t := p.bounds[k0+k]-r.sh, p.bounds[k0+k+1]-r.sh // exact
+		for cur < len(ps) && ps[cur].Hi <= pos {
+			cur++
+		}
+		if cur == len(ps) {
+			m[k], s[k] = 0, 0
+			continue
+		}
+		q := ps[cur]
+		if q.Lo >= pos {
+			s[k] = q.P + suf[cur+1]
+		} else {
+			s[k] = dens[cur]*(q.Hi-pos) + suf[cur+1]
+		}
+		switch {
+		case q.Lo >= t:
+			m[k] = 0
+		case q.Lo >= pos && q.Hi <= t:
+			m[k] = q.P
+		default:
+			m[k] = dens[cur] * (min(q.Hi, t) - max(q.Lo, pos))
+		}
+	}
+}
+
+// gridBatch carries the producer's output to the estimator loop: new
+// tokens' upper ends, then rows; on the way back, rows the loop retired.
+type gridBatch struct {
+	bounds   []float64
+	rows     []*unitRow
+	recycled []*unitRow
+}
+
+// buildGrid is BuildContext for MLE and biased-down tables of Algorithm 5
+// rows (see the top of this file). It returns errNotGrid, and the caller
+// falls back to the general builder, when the rows are not on a
+// well-separated grid.
+func buildGrid(ctx context.Context, src RowSource, ps pieceSource, spec Spec) (*Table, error) {
+	t, _, err := buildGridProducer(ctx, src, ps, spec)
+	return t, err
+}
+
+// buildGridProducer is buildGrid that also returns its producer (for the
+// tests' counts).
+func buildGridProducer(ctx context.Context, src RowSource, ps pieceSource, spec Spec) (*Table, *gridProducer, error) {
+	b := newBuilder(spec)
+	b.ctx = ctx
+	b.reserveTokens(3*spec.MaxFrequency + 64)
+	u := newUnitBD(spec.G, spec.MaxFrequency, 0)
+	u.ctx, u.est, u.stats = ctx, spec.Estimator, b.t.Frequencies
+	u.bounds, u.a = b.t.Bounds[:1], b.t.A[:0]
+	u.gridded, u.scanAlways, u.tokens = true, true, math.MaxInt64
+	p := newGridProducer(u, spec.MaxFrequency)
+	last := min(spec.MaxFrequency+maxLookahead, sanitize.MaxFrequency)
+
+	var perr error // the producer's error (row goroutine until the pipe ends)
+	var err error  // the estimator loop's
+	link := func(r *unitRow) bool {
+		if r.last == 0 { // no mass on any token: statistics now
+			if r.freq <= u.n {
+				u.stats[r.freq-1] = rowStats(r.freq, r.g, r.pi, nil, nil)
+			}
+			u.pool = append(u.pool, r)
+			u.next++
+			return true
+		}
+		u.next = r.freq // rows without mass above n were dropped
+		if err = u.link(r); err != nil {
+			if errors.Is(err, errNotUnit) {
+				err = errNotGrid
+			}
+			return false
+		}
+		return true
+	}
+	produce := func(send func(bounds []float64, rows []*unitRow, flush bool) bool, spare *[]*unitRow) {
+		var out []*unitRow
+		emit := func(r *unitRow) { out = append(out, r) }
+		e := ps.PieceRows(1, last, func(i int64, pi float64, x, m []float64, d int64, copied bool) bool {
+			if i%ctxEvery == 0 && ctx.Err() != nil {
+				perr = fmt.Errorf("estimate: %w", ctx.Err())
+				return false
+			}
+			if perr = p.read(i, pi, x, m, d, copied, spare, emit); perr != nil {
+				return false
+			}
+			if !send(p.bounds[p.sent+1:], out, false) {
+				return false
+			}
+			p.sent = len(p.bounds) - 1
+			out = out[:0]
+			return !p.done
+		})
+		if perr == nil && e != nil {
+			perr = fmt.Errorf("estimate: reading sanitizer rows: %w", e)
+		}
+		if perr == nil && !p.done {
+			perr = errNotGrid // the source ended or supports stopped: the general builder says which
+		}
+		if perr == nil {
+			p.finish(spare, emit)
+			send(p.bounds[p.sent+1:], out, true)
+			p.sent = len(p.bounds) - 1
+		}
+	}
+	consume := func(bounds []float64, rows []*unitRow) bool {
+		u.bounds = append(u.bounds, bounds...)
+		for _, r := range rows {
+			if !link(r) {
+				return false
+			}
+		}
+		return true
+	}
+	if runtime.GOMAXPROCS(0) < 2 {
+		var spare []*unitRow
+		produce(func(bounds []float64, rows []*unitRow, _ bool) bool {
+			ok := consume(bounds, rows)
+			spare = append(spare, u.pool...)
+			clear(u.pool)
+			u.pool = u.pool[:0]
+			return ok
+		}, &spare)
+	} else {
+		e := runPipe(ctx, func(pp *pipe[gridBatch]) error {
+			var spare []*unitRow
+			take := func() *gridBatch {
+				gb := pp.take()
+				spare = append(spare, gb.recycled...)
+				clear(gb.recycled)
+				clear(gb.rows)
+				gb.bounds, gb.rows, gb.recycled = gb.bounds[:0], gb.rows[:0], gb.recycled[:0]
+				return gb
+			}
+			gb := take()
+			produce(func(bounds []float64, rows []*unitRow, flush bool) bool {
+				if !pp.next() {
+					return false
+				}
+				gb.bounds = append(gb.bounds, bounds...)
+				gb.rows = append(gb.rows, rows...)
+				if flush || len(gb.rows) >= pipeBatchRows || len(gb.bounds) >= pipeBatchCells {
+					pp.send(gb)
+					gb = take()
+				}
+				return true
+			}, &spare)
+			if len(gb.rows) > 0 || len(gb.bounds) > 0 {
+				pp.send(gb)
+			}
+			return nil
+		}, func(gb *gridBatch, stopped bool) bool {
+			if stopped {
+				gb.recycled = append(gb.recycled, gb.rows...)
+				return false
+			}
+			ok := consume(gb.bounds, gb.rows)
+			gb.recycled = append(gb.recycled, u.pool...)
+			clear(u.pool)
+			u.pool = u.pool[:0]
+			return ok
+		})
+		if e != nil && perr == nil && err == nil {
+			return nil, nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
+		}
+	}
+	if perr != nil {
+		return nil, nil, perr
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	u.tokens = int64(len(u.bounds) - 1)
+	if err := u.advance(u.tokens); err != nil {
+		return nil, nil, err
+	}
+	if u.pos != u.tokens || u.next <= u.n {
+		return nil, nil, errors.New("estimate: internal error: the dense Algorithm 5 builder did not finalise every token")
+	}
+	b.t.Bounds, b.t.A = u.bounds, u.a
+	for _, a := range b.t.A {
+		if math.IsNaN(a) || math.IsInf(a, 0) {
+			return nil, nil, ErrNotFinite
+		}
+	}
+	p.flushTracker()
+	b.adopt(&shiftMark{since: p.tr.shiftSince, pattern: p.tr.pattern, pi: p.tr.patternPi})
+	if err := b.stationarity(src); err != nil {
+		return nil, nil, err
+	}
+	b.t.Tail = b.analyzeTail()
+	return b.t, p, nil
+}

@@ -1,0 +1,184 @@
+package estimate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/pwsd/pwsd/internal/sanitize"
+)
+
+// sameTable fails the test unless got is want bit for bit: bounds,
+// estimates, every frequency's statistics and the stationary tail.
+func sameTable(t *testing.T, got, want *Table) {
+	t.Helper()
+	if !slices.Equal(got.Bounds, want.Bounds) {
+		t.Fatalf("tokens differ: %d/%d tokens", len(got.A), len(want.A))
+	}
+	if !slices.Equal(got.A, want.A) {
+		for j := range want.A {
+			if got.A[j] != want.A[j] {
+				t.Fatalf("token %d (%g, %g]: estimate %v, want %v", j+1, want.Bounds[j], want.Bounds[j+1], got.A[j], want.A[j])
+			}
+		}
+	}
+	for i := range want.Frequencies {
+		if got.Frequencies[i] != want.Frequencies[i] {
+			t.Fatalf("frequency %d: %+v, want %+v", i+1, got.Frequencies[i], want.Frequencies[i])
+		}
+	}
+	if (got.Tail == nil) != (want.Tail == nil) || (got.Tail != nil && fmt.Sprint(*got.Tail) != fmt.Sprint(*want.Tail)) {
+		t.Fatalf("tail %+v, want %+v", got.Tail, want.Tail)
+	}
+}
+
+// TestBuildGridMatchesGeneral: for Algorithm 5 tables the dense builder
+// (buildGrid) gives exactly the general builder's table (bounds,
+// estimates, every frequency's statistics, stationary tail), on a grid of
+// parameters, functions g and both estimators it serves, with stationary
+// cases (q = 1 from some row on: copies share their masses) and ones that
+// never become stationary. It must take the dense path (no fallback).
+func TestBuildGridMatchesGeneral(t *testing.T) {
+	for _, pc := range []struct {
+		eps, delta float64
+		scheme     sanitize.Scheme
+		tau, power float64
+		g          G
+		n          int64
+	}{
+		{0.5, 1e-6, sanitize.SchemePPSWOR, 0.01, 1, G{Kind: GIdentity}, 6000},
+		{0.5, 1e-6, sanitize.SchemePPSWOR, 0.001, 1, G{Kind: GIdentity}, 2000},
+		{1, 1e-3, sanitize.SchemePriority, 0.002, 1, mustG("count"), 2000},
+		{0.2, 1e-7, sanitize.SchemePPSWOR, 2e-5, 1, G{Kind: GIdentity}, 1500},
+		{2, 1e-9, sanitize.SchemeNone, 0, 1, G{Kind: GIdentity}, 300},
+		{0.5, 1e-3, sanitize.SchemeNone, 0, 1, mustG("cap:40"), 400},
+		{0.3, 1e-5, sanitize.SchemePPSWOR, 1e-4, 2, mustG("power:0.5"), 1000},
+		{0.1, 1e-6, sanitize.SchemeNone, 0, 1, G{Kind: GIdentity}, 700},
+	} {
+		for _, est := range []Estimator{MLE, BiasedDown} {
+			name := fmt.Sprintf("eps=%g,delta=%g,%s,tau=%g,p=%g,g=%s,n=%d/%s", pc.eps, pc.delta, pc.scheme, pc.tau, pc.power, pc.g, pc.n, est)
+			t.Run(name, func(t *testing.T) {
+				smp, err := sanitize.NewSampling(pc.scheme, pc.tau, pc.power, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				mk := func() *sanitize.Table {
+					tab, err := sanitize.NewTable(mustPrivacy(pc.eps, pc.delta), smp, sanitize.MethodMaxSeparation)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return tab
+				}
+				spec := Spec{MaxFrequency: pc.n, G: pc.g, Estimator: est}
+				want, err := Build(generalSource{mk()}, spec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tab := mk()
+				got, err := buildGrid(context.Background(), tab, tab, spec)
+				if err != nil {
+					t.Fatalf("dense path: %v", err)
+				}
+				sameTable(t, got, want)
+				if pc.scheme == sanitize.SchemeNone && want.Tail == nil {
+					t.Fatal("a stationary case must exercise the tail")
+				}
+			})
+		}
+	}
+}
+
+// gridRowsSource serves hand-made rows as an Algorithm 5 table would:
+// Rows, Method and PieceRows (never flagging copies).
+type gridRowsSource struct{ rows []sanitize.Row }
+
+func (s gridRowsSource) Rows(from, to int64, fn func(sanitize.Row) bool) error {
+	return (&sliceSource{rows: s.rows}).Rows(from, to, fn)
+}
+func (s gridRowsSource) Method() sanitize.Method { return sanitize.MethodMaxSeparation }
+func (s gridRowsSource) PieceRows(from, to int64, fn func(i int64, pi float64, x, m []float64, d int64, copied bool) bool) error {
+	return s.Rows(from, to, func(r sanitize.Row) bool {
+		var x, m []float64
+		for k, p := range r.Pieces {
+			if k == 0 {
+				x = append(x, p.Lo)
+			} else if p.Lo != x[len(x)-1] {
+				m = append(m, 0) // a gap
+				x = append(x, p.Lo)
+			}
+			m = append(m, p.P)
+			x = append(x, p.Hi)
+		}
+		if len(x) == 0 {
+			x = []float64{0}
+		}
+		return fn(r.Frequency, r.Pi, x, m, 0, false)
+	})
+}
+
+// snapRows moves every break point of rows to the grid 2^-20 (rows keep
+// their masses; the pieces stay sorted and non-empty for these rows).
+func snapRows(rows []sanitize.Row) []sanitize.Row {
+	snap := func(x float64) float64 { return math.Round(x*gridScale) / gridScale }
+	for _, r := range rows {
+		for k := range r.Pieces {
+			r.Pieces[k].Lo, r.Pieces[k].Hi = snap(r.Pieces[k].Lo), snap(r.Pieces[k].Hi)
+		}
+	}
+	return rows
+}
+
+// TestBuildGridHandMadeRows: rows with row-specific break points and gaps
+// between pieces, on the grid: the dense builder equals the general one.
+// Off the grid it declines (errNotGrid) and Build falls back to the
+// general builder, so Build's table is still the general builder's.
+func TestBuildGridHandMadeRows(t *testing.T) {
+	for _, est := range []Estimator{MLE, BiasedDown} {
+		t.Run(string(est), func(t *testing.T) {
+			spec := Spec{MaxFrequency: 300, G: G{Kind: GIdentity}, Estimator: est}
+			rows := snapRows(fractionalRows(400, 12, 5))
+			want, err := Build(&sliceSource{rows: rows}, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := gridRowsSource{rows}
+			got, err := buildGrid(context.Background(), src, src, spec)
+			if err != nil {
+				t.Fatalf("dense path: %v", err)
+			}
+			sameTable(t, got, want)
+
+			off := fractionalRows(400, 12, 5)
+			if _, err := buildGrid(context.Background(), gridRowsSource{off}, gridRowsSource{off}, spec); !errors.Is(err, errNotGrid) {
+				t.Fatalf("off-grid rows: %v, want errNotGrid", err)
+			}
+			want, err = Build(&sliceSource{rows: off}, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err = Build(gridRowsSource{off}, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameTable(t, got, want)
+		})
+	}
+}
+
+// TestBuildGridNearTolerance: two break points one grid step apart where
+// the general builder's tolerance (1e-12 relative) exceeds the grid step
+// (positions above 2^20/1e12, about 953674) would be one token for it and
+// two for exact comparisons: the dense builder must decline.
+func TestBuildGridNearTolerance(t *testing.T) {
+	p := &gridProducer{n: 2e6, nf: 2e6, bounds: []float64{0}, pending: []float64{1e6, 1e6 + 1.0/gridScale}, lastLo: 1.5e6}
+	if err := p.advance(false); !errors.Is(err, errNotGrid) {
+		t.Fatalf("advance: %v, want errNotGrid", err)
+	}
+	p = &gridProducer{n: 2e6, nf: 2e6, bounds: []float64{0}, pending: []float64{1e5, 1e5 + 1.0/gridScale}, lastLo: 1.5e6}
+	if err := p.advance(false); err != nil || len(p.bounds) != 3 {
+		t.Fatalf("advance below the limit: %v, %d tokens", err, len(p.bounds)-1)
+	}
+}
