@@ -125,11 +125,11 @@ type gridProducer struct {
 	free    []*gridRow
 
 	runs     []*gridRun // free list
-	tr       *builder // the shift tracker (trackShift), as the general builder's
-	trShift  float64  // tr.prev lags the last row by this shift (copies)
-	last     *gridRow // the row read last
-	lastSent *unitRow // the row handed over last (the previous frequency) and its
-	lastLo0  int64    // first token
+	tr       *builder   // the shift tracker (trackShift), as the general builder's
+	trShift  float64    // tr.prev lags the last row by this shift (copies)
+	last     *gridRow   // the row read last
+	lastSent *unitRow   // the row handed over last (the previous frequency) and its
+	lastLo0  int64      // first token
 	done     bool
 	next     int64
 	shared   int // rows handed over sharing the previous row's masses (tests)
