@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/pwsd/pwsd/internal/hugepages"
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
 
@@ -70,7 +71,11 @@ type gridRun struct {
 	// Computed for the first copy (kmin nil until then).
 	points []float64
 	kmin   []int64
-	refs   int // rows held that use the run
+	// maxK is the largest kmin and front the points with kmin 0: from
+	// shift maxK on, a copy's only new break points are front shifted.
+	maxK  int64
+	front []float64
+	refs  int // rows held that use the run
 }
 
 // copyPoints computes the run's points and kmin.
@@ -84,6 +89,7 @@ func (run *gridRun) copyPoints() {
 	}
 	run.kmin = slices.Grow(run.kmin[:0], len(run.points))[:len(run.points)]
 	top := run.points[len(run.points)-1]
+	run.maxK, run.front = 0, run.front[:0]
 	for k, v := range run.points {
 		run.kmin[k] = 0
 		for s := int64(1); v+float64(s) <= top; s++ {
@@ -91,6 +97,10 @@ func (run *gridRun) copyPoints() {
 				run.kmin[k] = s
 				break
 			}
+		}
+		run.maxK = max(run.maxK, run.kmin[k])
+		if run.kmin[k] == 0 {
+			run.front = append(run.front, v)
 		}
 	}
 }
@@ -133,10 +143,13 @@ type gridProducer struct {
 	done     bool
 	next     int64
 	shared   int // rows handed over sharing the previous row's masses (tests)
+	// bounds[k] = bounds[k-perP] + 1 for every k >= perStart (shifted).
+	perP, perStart int
 }
 
 func newGridProducer(u *unitBD, n int64) *gridProducer {
-	return &gridProducer{n: n, nf: float64(n), u: u, bounds: []float64{0}, tr: &builder{}, next: 1}
+	bounds := hugepages.Make[float64](1, int(min(3*n+65, maxReservedTokens)))
+	return &gridProducer{n: n, nf: float64(n), u: u, bounds: bounds, tr: &builder{}, next: 1}
 }
 
 // read takes the next row (see pieceSource) and finalises the tokens it
@@ -272,6 +285,14 @@ func (p *gridProducer) place(r *gridRow) error {
 	// A copy: point+sh is already pending (or final) when the row
 	// shifted by sh-k, read before, had point+k (kmin <= sh - run shift).
 	s := int64(r.sh)
+	if s >= r.run.maxK {
+		for _, v := range r.run.front {
+			if x := v + r.sh; x <= p.nf+1 {
+				p.addPoint(x)
+			}
+		}
+		return nil
+	}
 	for k, v := range r.run.points {
 		if km := r.run.kmin[k]; km == 0 || km > s {
 			if x := v + r.sh; x <= p.nf+1 {
@@ -323,6 +344,9 @@ func (p *gridProducer) advance(exhausted bool) error {
 			return errNotGrid
 		}
 		p.bounds = append(p.bounds, t)
+		if k := len(p.bounds) - 1; k < p.perP || t != p.bounds[k-p.perP]+1 {
+			p.perStart = k + 1
+		}
 		p.pos = t
 		p.ph++
 	}
@@ -400,7 +424,7 @@ func (p *gridProducer) handOver(r *gridRow, T int, spare *[]*unitRow, emit func(
 		return
 	}
 	if l := p.lastSent; l != nil && r.copied && l.freq == r.freq-1 && len(l.m) == w && p.lastLo0+1 <= int64(k0) &&
-		p.sameTokens(int(p.lastLo0), k0, w) {
+		p.shifted(int(p.lastLo0), k0) {
 		u.share(l)
 		p.shared++
 	} else {
@@ -411,16 +435,23 @@ func (p *gridProducer) handOver(r *gridRow, T int, spare *[]*unitRow, emit func(
 	emit(u)
 }
 
-// sameTokens reports whether tokens b+1..b+w are tokens a+1..a+w shifted
-// up by one, bit for bit (so are their lower ends).
-func (p *gridProducer) sameTokens(a, b, w int) bool {
-	x, y := p.bounds[a:a+w+1], p.bounds[b:b+w+1]
-	for k := range x {
-		if y[k] != x[k]+1 {
-			return false
+// shifted reports whether every token from b+1 on (up to the last final
+// one) is token a+1.. shifted up by one, bit for bit (so are their lower
+// ends). It keeps, for the period perP = b-a, an index perStart from
+// which bounds[k] = bounds[k-perP] + 1 holds for every final k (advance
+// maintains it token by token), so a run of such rows costs O(1) each.
+func (p *gridProducer) shifted(a, b int) bool {
+	if b-a != p.perP {
+		// A new period: find where the relation starts, looking back
+		// from the last token no further than b.
+		p.perP = b - a
+		k := len(p.bounds) - 1
+		for k >= b && k >= p.perP && p.bounds[k] == p.bounds[k-p.perP]+1 {
+			k--
 		}
+		p.perStart = k + 1
 	}
-	return true
+	return a >= 0 && b >= p.perStart
 }
 
 // fill computes row r's mass m[k] and remaining mass s[k] on token k0+1+k
@@ -464,6 +495,7 @@ type gridBatch struct {
 	bounds   []float64
 	rows     []*unitRow
 	recycled []*unitRow
+	a        []float64 // the estimates when the rows were recycled (statsOwed)
 }
 
 // buildGrid is BuildContext for MLE and biased-down tables of Algorithm 5
@@ -557,10 +589,16 @@ func buildGridProducer(ctx context.Context, src RowSource, ps pieceSource, spec 
 			return ok
 		}, &spare)
 	} else {
-		e := runPipe(ctx, func(pp *pipe[gridBatch]) error {
+		// The row goroutine computes the retired rows' statistics when
+		// they come back for reuse (statsOwed): the two goroutines share
+		// the work instead of the token loop doing it all.
+		u.deferStats = true
+		owed := func(gb *gridBatch) { statsOwed(gb.recycled, gb.a, u.stats) }
+		e := runPipeDrain(ctx, func(pp *pipe[gridBatch]) error {
 			var spare []*unitRow
 			take := func() *gridBatch {
 				gb := pp.take()
+				owed(gb)
 				spare = append(spare, gb.recycled...)
 				clear(gb.recycled)
 				clear(gb.rows)
@@ -591,10 +629,13 @@ func buildGridProducer(ctx context.Context, src RowSource, ps pieceSource, spec 
 			}
 			ok := consume(gb.bounds, gb.rows)
 			gb.recycled = append(gb.recycled, u.pool...)
+			gb.a = u.a
 			clear(u.pool)
 			u.pool = u.pool[:0]
 			return ok
-		})
+		}, owed)
+		u.deferStats = false
+		statsOwed(u.pool, u.a, u.stats)
 		if e != nil && perr == nil && err == nil {
 			return nil, nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
 		}

@@ -92,7 +92,8 @@ func TestBuildGridMatchesGeneral(t *testing.T) {
 }
 
 // gridRowsSource serves hand-made rows as an Algorithm 5 table would:
-// Rows, Method and PieceRows (never flagging copies).
+// Rows, Method and PieceRows, which flags a row as copied when it is the
+// row before it shifted up by one, bit for bit.
 type gridRowsSource struct{ rows []sanitize.Row }
 
 func (s gridRowsSource) Rows(from, to int64, fn func(sanitize.Row) bool) error {
@@ -100,7 +101,14 @@ func (s gridRowsSource) Rows(from, to int64, fn func(sanitize.Row) bool) error {
 }
 func (s gridRowsSource) Method() sanitize.Method { return sanitize.MethodMaxSeparation }
 func (s gridRowsSource) PieceRows(from, to int64, fn func(i int64, pi float64, x, m []float64, d int64, copied bool) bool) error {
+	var prev sanitize.Row
 	return s.Rows(from, to, func(r sanitize.Row) bool {
+		copied := r.Frequency > from && r.Pi == prev.Pi && len(r.Pieces) == len(prev.Pieces)
+		for k := 0; copied && k < len(r.Pieces); k++ {
+			p, q := r.Pieces[k], prev.Pieces[k]
+			copied = p.P == q.P && p.Lo == q.Lo+1 && p.Hi == q.Hi+1
+		}
+		prev = r.Clone()
 		var x, m []float64
 		for k, p := range r.Pieces {
 			if k == 0 {
@@ -115,7 +123,7 @@ func (s gridRowsSource) PieceRows(from, to int64, fn func(i int64, pi float64, x
 		if len(x) == 0 {
 			x = []float64{0}
 		}
-		return fn(r.Frequency, r.Pi, x, m, 0, false)
+		return fn(r.Frequency, r.Pi, x, m, 0, copied)
 	})
 }
 
@@ -180,5 +188,61 @@ func TestBuildGridNearTolerance(t *testing.T) {
 	p = &gridProducer{n: 2e6, nf: 2e6, bounds: []float64{0}, pending: []float64{1e5, 1e5 + 1.0/gridScale}, lastLo: 1.5e6}
 	if err := p.advance(false); err != nil || len(p.bounds) != 3 {
 		t.Fatalf("advance below the limit: %v, %d tokens", err, len(p.bounds)-1)
+	}
+}
+
+// stationaryRows is a hand-made table whose rows from s on are one
+// pattern shifted (pieces (i-3, i-2], (i-2, i-1.5], (i-1.5, i]) and whose
+// row s-1 has a break point inside the supports of rows s and s+1 only, so
+// that row s+1 spans as many tokens as row s but not the same tokens
+// shifted by one: it must not share row s's masses.
+func stationaryRows(n, s int) []sanitize.Row {
+	var rows []sanitize.Row
+	for i := 1; i <= n; i++ {
+		fi := float64(i)
+		var ps []sanitize.Piece
+		if i >= s {
+			ps = []sanitize.Piece{{Lo: fi - 3, Hi: fi - 2, P: 0.1}, {Lo: fi - 2, Hi: fi - 1.5, P: 0.2}, {Lo: fi - 1.5, Hi: fi, P: 0.3}}
+		} else {
+			lo := max(0, fi-3)
+			c := fi - 0.5
+			if i == s-1 {
+				c = fi - 0.25 // in the supports of rows s and s+1 only
+			}
+			ps = []sanitize.Piece{{Lo: lo, Hi: fi - 1, P: 0.2}, {Lo: fi - 1, Hi: c, P: 0.2}, {Lo: c, Hi: fi, P: 0.2}}
+			if lo == fi-1 {
+				ps = ps[1:]
+			}
+		}
+		pi := 0.0
+		for _, p := range ps {
+			pi += p.P
+		}
+		rows = append(rows, sanitize.Row{Frequency: int64(i), Pi: pi, Pieces: ps})
+	}
+	return rows
+}
+
+// TestBuildGridCopiesCheckTokens: copies share masses only where the
+// tokens repeat (stationaryRows); the table is the general builder's.
+func TestBuildGridCopiesCheckTokens(t *testing.T) {
+	for _, est := range []Estimator{MLE, BiasedDown} {
+		t.Run(string(est), func(t *testing.T) {
+			rows := stationaryRows(80, 10)
+			spec := Spec{MaxFrequency: 60, G: G{Kind: GIdentity}, Estimator: est}
+			want, err := Build(&sliceSource{rows: rows}, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := gridRowsSource{rows}
+			got, p, err := buildGridProducer(context.Background(), src, src, spec)
+			if err != nil {
+				t.Fatalf("dense path: %v", err)
+			}
+			sameTable(t, got, want)
+			if p.shared < 40 {
+				t.Fatalf("%d rows shared masses, want most copies to", p.shared)
+			}
+		})
 	}
 }

@@ -329,6 +329,14 @@ func (p *pipe[B]) send(b *B) { p.full <- b }
 // or ctx's error when the rows stopped for the context before consume
 // stopped them.
 func runPipe[B any](ctx context.Context, produce func(p *pipe[B]) error, consume func(b *B, stopped bool) bool) error {
+	return runPipeDrain(ctx, produce, consume, nil)
+}
+
+// runPipeDrain is runPipe that, once the producer has ended and every batch
+// is consumed, calls leftover (when not nil) with each batch back in the
+// free list that the producer did not take again (what the consumer put in
+// them for the producer).
+func runPipeDrain[B any](ctx context.Context, produce func(p *pipe[B]) error, consume func(b *B, stopped bool) bool, leftover func(b *B)) error {
 	p := &pipe[B]{ctx: ctx, free: make(chan *B, pipeBatches), full: make(chan *B, pipeBatches)}
 	for range pipeBatches {
 		p.free <- new(B)
@@ -366,7 +374,17 @@ func runPipe[B any](ctx context.Context, produce func(p *pipe[B]) error, consume
 		p.free <- b
 	}
 	drained = true
-	if err := <-errc; err != nil {
+	err := <-errc
+	for leftover != nil {
+		select {
+		case b := <-p.free:
+			leftover(b)
+			continue
+		default:
+		}
+		break
+	}
+	if err != nil {
 		return err
 	}
 	if p.cancelled.Load() && !stopped {

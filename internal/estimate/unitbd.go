@@ -26,7 +26,6 @@ type unitRow struct {
 	g       float64
 	pi      float64
 	gOverPi float64
-	sa      float64
 	m, s    []float64
 	// copied: the row is the previous one shifted up by one cell, bit
 	// for bit (same reporting probability, masses and width, lo one
@@ -39,6 +38,10 @@ type unitRow struct {
 	// reuse), since rows still active may read them.
 	bufM, bufS    []float64
 	aliased, lent bool
+	// needStats: retired by a builder that defers statistics
+	// (unitBD.deferStats); whoever recycles the row computes them first
+	// (statsOwed).
+	needStats bool
 }
 
 // ownBuffers makes r.m and r.s views of r's own buffers, w and w+1 long
@@ -62,6 +65,37 @@ func (r *unitRow) share(like *unitRow) {
 	if !like.aliased {
 		like.lent = true
 	}
+}
+
+// unitActive is an active row as the token loop sees it: its first cell,
+// running sum sa, g and g/pi, and views of its masses and suffix sums.
+type unitActive struct {
+	lo          int64
+	sa, g, gOPi float64
+	m, s        []float64
+}
+
+// bdStep is one row's part of the biased-down token loop at token j: it
+// adds the previous token's a m to sa (pend is that a, or 0 when nothing
+// is pending: adding 0 m leaves sa as it is, since sa is never -0;
+// deferred, the same additions in the same order) and returns (g - sa) /
+// S on the token, or inf (+Inf) when the row has no mass there. Every quotient is formed (S >= m >
+// 0, so it is finite) and the caller's min keeps the smallest, without
+// branches: the minimum the general builder finds by forming only the
+// quotients that can win.
+func (r *unitActive) bdStep(j int64, pend, inf float64) float64 {
+	q := inf
+	if k := j - 1 - r.lo; k >= 0 {
+		if k >= 1 {
+			if m := r.m[k-1]; m > 0 {
+				r.sa += pend * m
+			}
+		}
+		if m := r.m[k]; m > 0 {
+			q = (r.g - r.sa) / r.s[k]
+		}
+	}
+	return q
 }
 
 // unitBD is the biased-down builder (eq. 41) for Algorithm 4's unit cells:
@@ -89,6 +123,10 @@ type unitBD struct {
 	n         int64 // finalise tokens 1..n
 	keepBelow int64
 	rows      []*unitRow // active rows, ascending frequency, from head
+	// act[x] is rows[x]'s state the token loop reads and writes, in one
+	// contiguous slice (the loop streams through it instead of visiting
+	// every row's struct): same indices, same head.
+	act []unitActive
 	head      int
 	pool      []*unitRow
 	next      int64 // next expected row
@@ -115,6 +153,12 @@ type unitBD struct {
 	// cells).
 	gridded bool
 	tokens  int64
+	// Rows retired whose statistics wait for a full batch (flushStats).
+	statQ    []statsJob
+	statRows []*unitRow
+	// deferStats leaves the statistics of retired rows to whoever
+	// recycles them (needStats; buildGrid's row goroutine).
+	deferStats bool
 }
 
 func newUnitBD(g G, n, keepBelow int64) *unitBD {
@@ -179,7 +223,7 @@ func (u *unitBD) add(row sanitize.Row) error {
 	if k != 0 {
 		return errNotUnit // the first piece starts the row
 	}
-	r.freq, r.lo, r.last, r.g, r.pi, r.sa = i, lo, i, u.g.at(i), row.Pi, 0
+	r.freq, r.lo, r.last, r.g, r.pi = i, lo, i, u.g.at(i), row.Pi
 	r.gOverPi = 0
 	if row.Pi > 0 {
 		r.gOverPi = r.g / row.Pi
@@ -196,6 +240,7 @@ func (u *unitBD) activate(r *unitRow) error {
 		u.lastOriginal = r.freq
 	}
 	u.rows = append(u.rows, r)
+	u.act = append(u.act, unitActive{lo: r.lo, g: r.g, gOPi: r.gOverPi, m: r.m, s: r.s})
 	u.lastLo = max(u.lastLo, r.lo)
 	return u.advance(u.lastLo)
 }
@@ -225,7 +270,7 @@ func (u *unitBD) cancelled(freq int64, cells int) error {
 func (u *unitBD) advance(upTo int64) error {
 	upTo = min(upTo, u.tokens)
 	for j := u.pos + 1; j <= upTo; j++ {
-		act := u.rows[u.head:]
+		act := u.act[u.head:]
 		if u.ctx != nil && j%ctxTokens == 0 && len(act) >= ctxWide {
 			if err := u.ctx.Err(); err != nil {
 				return fmt.Errorf("estimate: %w", err)
@@ -241,7 +286,7 @@ func (u *unitBD) advance(upTo int64) error {
 			// position: take it without scanning.
 			head := int64(-1)
 			if len(act) > 0 {
-				head = act[0].freq
+				head = u.rows[u.head].freq
 			}
 			best, found := -1, false
 			if len(act) > 0 && len(act) == u.prevLen && head == u.prevHead+1 && u.lastOriginal < head && j > 1 && !u.scanAlways {
@@ -249,7 +294,8 @@ func (u *unitBD) advance(upTo int64) error {
 				u.shortcuts++
 			} else {
 				bestM := 0.0
-				for x, r := range act {
+				for x := range act {
+					r := &act[x]
 					if k := j - 1 - r.lo; k >= 0 {
 						if m := r.m[k]; m > 0 && (!found || m > bestM*(1+tieTol)) {
 							best, bestM, found = x, m, true
@@ -259,7 +305,7 @@ func (u *unitBD) advance(upTo int64) error {
 			}
 			a = u.last
 			if found {
-				a = act[best].gOverPi
+				a = act[best].gOPi
 			}
 			u.prevBest, u.prevFound, u.prevLen, u.prevHead = best, found, len(act), head
 		} else {
@@ -271,22 +317,24 @@ func (u *unitBD) advance(upTo int64) error {
 			// is formed (S >= m > 0, so it is finite) and min keeps the
 			// smallest, without branches: the minimum the general
 			// builder finds by forming only the quotients that can win.
-			a = math.Inf(1)
-			pend, hasPend := u.last, u.pending
-			for _, r := range act {
-				k := j - 1 - r.lo
-				if k < 0 {
-					continue
-				}
-				if hasPend && k >= 1 {
-					if m := r.m[k-1]; m > 0 {
-						r.sa += pend * m
-					}
-				}
-				if m := r.m[k]; m > 0 {
-					a = min(a, (r.g-r.sa)/r.s[k])
-				}
+			// Two running minima (even and odd rows) halve the chain of
+			// dependent min operations; min is exact, so the minimum of
+			// the two is the same value.
+			inf := math.Inf(1)
+			a0, a1 := inf, inf
+			pend := 0.0
+			if u.pending {
+				pend = u.last
 			}
+			x := 0
+			for ; x+1 < len(act); x += 2 {
+				a0 = min(a0, act[x].bdStep(j, pend, inf))
+				a1 = min(a1, act[x+1].bdStep(j, pend, inf))
+			}
+			if x < len(act) {
+				a0 = min(a0, act[x].bdStep(j, pend, inf))
+			}
+			a = min(a0, a1)
 			if math.IsInf(a, 1) {
 				a = u.last
 			}
@@ -301,23 +349,67 @@ func (u *unitBD) advance(upTo int64) error {
 		}
 		u.pos = j
 		for u.head < len(u.rows) && u.rows[u.head].last <= j {
-			if r := u.rows[u.head]; u.stats != nil && r.freq <= u.n {
-				u.stats[r.freq-1] = rowStats(r.freq, r.g, r.pi, r.m, u.a[r.lo:])
+			if r := u.rows[u.head]; u.stats != nil && r.freq <= u.n && u.deferStats {
+				r.needStats = true
+				u.pool = append(u.pool, r)
+			} else if u.stats != nil && r.freq <= u.n {
+				// Statistics in batches (rowStatsBatch); the row is
+				// recycled once they are computed.
+				u.statQ = append(u.statQ, statsJob{freq: r.freq, g: r.g, pi: r.pi, masses: r.m, a: u.a[r.lo:], out: &u.stats[r.freq-1]})
+				u.statRows = append(u.statRows, r)
+				if len(u.statQ) == statsBatch {
+					u.flushStats()
+				}
+			} else {
+				u.pool = append(u.pool, r)
 			}
-			u.pool = append(u.pool, u.rows[u.head])
 			u.rows[u.head] = nil
+			u.act[u.head] = unitActive{}
 			u.head++
 		}
 		if u.head > 64 && 2*u.head > len(u.rows) {
 			n := copy(u.rows, u.rows[u.head:])
 			clear(u.rows[n:])
-			u.rows, u.head = u.rows[:n], 0
+			copy(u.act, u.act[u.head:])
+			clear(u.act[n:])
+			u.rows, u.act, u.head = u.rows[:n], u.act[:n], 0
 		}
 	}
 	if u.pos >= u.tokens {
 		u.done = true
+		u.flushStats()
 	}
 	return nil
+}
+
+// statsOwed computes the statistics of the rows flagged needStats (in
+// batches, rowStatsBatch) into stats, reading the estimates from a (the
+// retiring builder's estimates when it retired them), and clears the flag.
+func statsOwed(rows []*unitRow, a []float64, stats []FrequencyStats) {
+	var jobs [statsBatch]statsJob
+	n := 0
+	for _, r := range rows {
+		if !r.needStats {
+			continue
+		}
+		r.needStats = false
+		jobs[n] = statsJob{freq: r.freq, g: r.g, pi: r.pi, masses: r.m, a: a[r.lo:], out: &stats[r.freq-1]}
+		if n++; n == statsBatch {
+			rowStatsBatch(jobs[:n])
+			n = 0
+		}
+	}
+	rowStatsBatch(jobs[:n])
+}
+
+// flushStats computes the queued rows' statistics and recycles the rows.
+func (u *unitBD) flushStats() {
+	rowStatsBatch(u.statQ)
+	clear(u.statQ)
+	u.statQ = u.statQ[:0]
+	u.pool = append(u.pool, u.statRows...)
+	clear(u.statRows)
+	u.statRows = u.statRows[:0]
 }
 
 // table returns the stored tokens as a (partial) estimator table.
@@ -366,7 +458,7 @@ func (u *unitBD) prepDense(r, like *unitRow, i int64, pi, lof float64, m []float
 		return errNotUnit
 	}
 	w := int(max(min(i, u.n+1)-lo, 0))
-	r.freq, r.lo, r.last, r.g, r.pi, r.sa, r.copied = i, lo, i, u.g.at(i), pi, 0, false
+	r.freq, r.lo, r.last, r.g, r.pi, r.copied = i, lo, i, u.g.at(i), pi, false
 	r.gOverPi = 0
 	if pi > 0 {
 		r.gOverPi = r.g / pi
