@@ -126,14 +126,14 @@ type unitBD struct {
 	// act[x] is rows[x]'s state the token loop reads and writes, in one
 	// contiguous slice (the loop streams through it instead of visiting
 	// every row's struct): same indices, same head.
-	act []unitActive
-	head      int
-	pool      []*unitRow
-	next      int64 // next expected row
-	lastLo    int64 // largest row support start read
-	pos       int64 // tokens 1..pos are final
-	last      float64
-	pending   bool // biased-down: rows' sa still lack last times their mass on token pos
+	act     []unitActive
+	head    int
+	pool    []*unitRow
+	next    int64 // next expected row
+	lastLo  int64 // largest row support start read
+	pos     int64 // tokens 1..pos are final
+	last    float64
+	pending bool // biased-down: rows' sa still lack last times their mass on token pos
 	// MLE on shifted copies (see advance): the argmax of the last token,
 	// as an index into the active rows, with the first active row's
 	// frequency and the number of active rows then; lastOriginal is the
