@@ -426,6 +426,7 @@ func (p *gridProducer) handOver(r *gridRow, T int, spare *[]*unitRow, emit func(
 	if l := p.lastSent; l != nil && r.copied && l.freq == r.freq-1 && len(l.m) == w && p.lastLo0+1 <= int64(k0) &&
 		p.shifted(int(p.lastLo0), k0) {
 		u.share(l)
+		u.copied = true // for the MLE shortcut (unitBD.activate)
 		p.shared++
 	} else {
 		u.ownBuffers(w)
@@ -516,7 +517,7 @@ func buildGridProducer(ctx context.Context, src RowSource, ps pieceSource, spec 
 	u := newUnitBD(spec.G, spec.MaxFrequency, 0)
 	u.ctx, u.est, u.stats = ctx, spec.Estimator, b.t.Frequencies
 	u.bounds, u.a = b.t.Bounds[:1], b.t.A[:0]
-	u.gridded, u.scanAlways, u.tokens = true, true, math.MaxInt64
+	u.gridded, u.tokens = true, math.MaxInt64
 	p := newGridProducer(u, spec.MaxFrequency)
 	last := min(spec.MaxFrequency+maxLookahead, sanitize.MaxFrequency)
 

@@ -67,6 +67,15 @@ func (r *unitRow) share(like *unitRow) {
 	}
 }
 
+// mleMemo is the MLE argmax scan's outcome on token j: the position best
+// among the n active rows (found: some row has mass there) and the first
+// active row's frequency head.
+type mleMemo struct {
+	j, head int64
+	best, n int
+	found   bool
+}
+
 // unitActive is an active row as the token loop sees it: its first cell,
 // running sum sa, g and g/pi, and views of its masses and suffix sums.
 type unitActive struct {
@@ -138,15 +147,19 @@ type unitBD struct {
 	// as an index into the active rows, with the first active row's
 	// frequency and the number of active rows then; lastOriginal is the
 	// frequency of the last row linked that is not a copy.
-	prevBest, prevLen int
-	prevFound         bool
-	prevHead          int64
-	lastOriginal      int64
-	scanAlways        bool      // never take the shortcut (the reference the tests compare with)
-	shortcuts         int       // tokens whose argmax the shortcut took
-	bounds            []float64 // keepBelow, keepBelow+1, ..., pos (once pos > keepBelow)
-	a                 []float64
-	done              bool
+	// memo[j % copyP] is the argmax scan's outcome on token j, kept for
+	// the copyP tokens after it; lastOriginal is the frequency of the
+	// last row linked that is not a copy of the row before it with its
+	// first token copyP tokens higher (1 on unit cells; buildGrid's rows
+	// set it from the first copy of a run).
+	memo         []mleMemo
+	copyP        int64
+	lastOriginal int64
+	scanAlways   bool      // never take the shortcut (the reference the tests compare with)
+	shortcuts    int       // tokens whose argmax the shortcut took
+	bounds       []float64 // keepBelow, keepBelow+1, ..., pos (once pos > keepBelow)
+	a            []float64
+	done         bool
 	// gridded: tokens are not unit cells but those of the dense Algorithm
 	// 5 builder (buildGrid), whose upper ends the caller appends to bounds
 	// ahead of the rows; tokens is how many tokens to finalise (n on unit
@@ -162,7 +175,9 @@ type unitBD struct {
 }
 
 func newUnitBD(g G, n, keepBelow int64) *unitBD {
-	return &unitBD{g: g, n: n, tokens: n, keepBelow: keepBelow, next: 1, bounds: []float64{float64(keepBelow)}}
+	u := &unitBD{g: g, n: n, tokens: n, keepBelow: keepBelow, next: 1, bounds: []float64{float64(keepBelow)}}
+	u.setPeriod(1)
+	return u
 }
 
 // add takes the next row and finalises every token it makes final.
@@ -236,7 +251,20 @@ func (u *unitBD) add(row sanitize.Row) error {
 // last original row unless it is a copy) and finalises every token it
 // makes final.
 func (u *unitBD) activate(r *unitRow) error {
-	if !r.copied {
+	isCopy := r.copied
+	if isCopy && u.gridded {
+		// A copy is one for the shortcut when its tokens step by the
+		// run's period: a new step starts a new period.
+		isCopy = false
+		if k := len(u.rows); k > u.head && u.rows[k-1].freq == r.freq-1 {
+			if step := r.lo - u.rows[k-1].lo; step == u.copyP {
+				isCopy = true
+			} else if step > 0 && step <= maxCopyPeriod {
+				u.setPeriod(step)
+			}
+		}
+	}
+	if !isCopy {
 		u.lastOriginal = r.freq
 	}
 	u.rows = append(u.rows, r)
@@ -259,6 +287,19 @@ func (u *unitBD) markCopy(r *unitRow) {
 	}
 }
 
+// maxCopyPeriod bounds the period (tokens per unit) the MLE shortcut
+// follows.
+const maxCopyPeriod = 64
+
+// setPeriod makes the MLE shortcut compare token j with token j-P.
+func (u *unitBD) setPeriod(P int64) {
+	u.copyP = P
+	u.memo = slices.Grow(u.memo[:0], int(P))[:P]
+	for k := range u.memo {
+		u.memo[k] = mleMemo{j: -1}
+	}
+}
+
 // cancelled reports the context's error every ctxEvery rows and on every
 // row of at least ctxWide cells.
 func (u *unitBD) cancelled(freq int64, cells int) error {
@@ -278,19 +319,22 @@ func (u *unitBD) advance(upTo int64) error {
 		}
 		var a float64
 		if u.est == MLE {
-			// When the active rows are the previous token's shifted up
-			// by one row and every one of them is a bit-for-bit copy of
-			// the row before it (the stationary rows, q_i = 1), each
-			// row's mass on this token is its predecessor's on the
-			// previous token, so the scan below would pick the same
-			// position: take it without scanning.
+			// When the active rows are those of token j-P (P = copyP:
+			// 1 on unit cells, the period of a stationary run's tokens
+			// otherwise) shifted up by one row and every one of them is
+			// a bit-for-bit copy of the row before it with its tokens P
+			// higher (the stationary rows, q_i = 1), each row's mass on
+			// this token is its predecessor's on token j-P, so the scan
+			// below would pick the same position: take it without
+			// scanning.
 			head := int64(-1)
 			if len(act) > 0 {
 				head = u.rows[u.head].freq
 			}
 			best, found := -1, false
-			if len(act) > 0 && len(act) == u.prevLen && head == u.prevHead+1 && u.lastOriginal < head && j > 1 && !u.scanAlways {
-				best, found = u.prevBest, u.prevFound
+			mm := &u.memo[j%u.copyP]
+			if len(act) > 0 && mm.j == j-u.copyP && len(act) == mm.n && head == mm.head+1 && u.lastOriginal < head && !u.scanAlways {
+				best, found = mm.best, mm.found
 				u.shortcuts++
 			} else {
 				bestM := 0.0
@@ -303,11 +347,11 @@ func (u *unitBD) advance(upTo int64) error {
 					}
 				}
 			}
+			*mm = mleMemo{j: j, head: head, best: best, n: len(act), found: found}
 			a = u.last
 			if found {
 				a = act[best].gOPi
 			}
-			u.prevBest, u.prevFound, u.prevLen, u.prevHead = best, found, len(act), head
 		} else {
 			// a = min of (g - sa) / S over the rows with mass on the
 			// token, in one pass that first adds the previous token's
