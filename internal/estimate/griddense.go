@@ -310,18 +310,26 @@ func (p *gridProducer) addPoint(x float64) {
 		return
 	}
 	pend := p.pending[p.ph:]
-	k := len(pend)
-	for k > 0 && pend[k-1] > x { // new points are mostly near the top
-		k--
-	}
-	if k > 0 && pend[k-1] == x {
+	k, found := slices.BinarySearch(pend, x)
+	if found {
 		return
+	}
+	switch {
+	case k == len(pend): // the common case: above every pending point
+		p.pending = append(p.pending, x)
+	case p.ph > 0 && k < len(pend)/2:
+		// Near the bottom (a copy's new lowest point): move the points
+		// below x down into the slot of a finalised one.
+		copy(p.pending[p.ph-1:], pend[:k])
+		p.ph--
+		p.pending[p.ph+k] = x
+	default:
+		p.pending = slices.Insert(p.pending, p.ph+k, x)
 	}
 	if p.ph > 1024 && 2*p.ph > len(p.pending) {
 		p.pending = p.pending[:copy(p.pending, p.pending[p.ph:])]
 		p.ph = 0
 	}
-	p.pending = slices.Insert(p.pending, p.ph+k, x)
 }
 
 // advance finalises the pending tokens up to lastLo (all of them when
@@ -497,6 +505,7 @@ type gridBatch struct {
 	rows     []*unitRow
 	recycled []*unitRow
 	a        []float64 // the estimates when the rows were recycled (statsOwed)
+	pp       *pipe[gridBatch]
 }
 
 // buildGrid is BuildContext for MLE and biased-down tables of Algorithm 5
@@ -590,15 +599,17 @@ func buildGridProducer(ctx context.Context, src RowSource, ps pieceSource, spec 
 			return ok
 		}, &spare)
 	} else {
-		// The row goroutine computes the retired rows' statistics when
-		// they come back for reuse (statsOwed): the two goroutines share
-		// the work instead of the token loop doing it all.
+		// The retired rows' statistics are computed by the token loop
+		// when no rows wait for it, otherwise by the row goroutine when
+		// the rows come back for reuse (statsOwed): the two goroutines
+		// share the work.
 		u.deferStats = true
 		owed := func(gb *gridBatch) { statsOwed(gb.recycled, gb.a, u.stats) }
 		e := runPipeDrain(ctx, func(pp *pipe[gridBatch]) error {
 			var spare []*unitRow
 			take := func() *gridBatch {
 				gb := pp.take()
+				gb.pp = pp
 				owed(gb)
 				spare = append(spare, gb.recycled...)
 				clear(gb.recycled)
@@ -629,6 +640,11 @@ func buildGridProducer(ctx context.Context, src RowSource, ps pieceSource, spec 
 				return false
 			}
 			ok := consume(gb.bounds, gb.rows)
+			if gb.pp.backlog() == 0 {
+				// The row goroutine is behind: compute the statistics
+				// here rather than wait.
+				statsOwed(u.pool, u.a, u.stats)
+			}
 			gb.recycled = append(gb.recycled, u.pool...)
 			gb.a = u.a
 			clear(u.pool)

@@ -313,6 +313,9 @@ func (p *pipe[B]) next() bool {
 	return true
 }
 
+// backlog is how many filled batches wait for the consumer.
+func (p *pipe[B]) backlog() int { return len(p.full) }
+
 // take waits for an empty batch (the producer clears it).
 func (p *pipe[B]) take() *B { return <-p.free }
 

@@ -25,10 +25,20 @@ func (b *builder) retireHead() {
 // rowStats returns the Section 7.1 statistics of a row with probabilities
 // masses on consecutive tokens whose estimates are a.
 func rowStats(freq int64, g, pi float64, masses, a []float64) FrequencyStats {
+	return statsWithE(freq, g, pi, masses, a, expectedOf(masses, a))
+}
+
+// expectedOf is E_i = sum_k masses[k] a[k], summed in order from 0.
+func expectedOf(masses, a []float64) float64 {
 	e := 0.0
 	for k, m := range masses {
 		e += m * a[k]
 	}
+	return e
+}
+
+// statsWithE is rowStats given E_i = expectedOf(masses, a).
+func statsWithE(freq int64, g, pi float64, masses, a []float64, e float64) FrequencyStats {
 	notRep := math.Max(0, 1-pi) // pi may exceed 1 by rounding
 	mse := notRep * g * g
 	v := notRep * e * e
@@ -45,13 +55,16 @@ func rowStats(freq int64, g, pi float64, masses, a []float64) FrequencyStats {
 // row's sums wait on each addition's latency).
 const statsBatch = 4
 
-// statsJob is one row for rowStatsBatch: rowStats' arguments and where the
-// result goes.
+// statsJob is one row for rowStatsBatch: rowStats' arguments, E_i when
+// the caller has it (hasE: expectedOf(masses, a) bit for bit, as the
+// biased-down loop's running sum is), and where the result goes.
 type statsJob struct {
 	freq   int64
 	g, pi  float64
 	masses []float64
 	a      []float64
+	e      float64
+	hasE   bool
 	out    *FrequencyStats
 }
 
@@ -59,27 +72,46 @@ type statsJob struct {
 // its out, bit for bit: each row's sums are the same additions in the same
 // order, only the rows' loops are interleaved.
 func rowStatsBatch(jobs []statsJob) {
+	var e [statsBatch]float64
 	if len(jobs) != statsBatch {
 		for _, j := range jobs {
-			*j.out = rowStats(j.freq, j.g, j.pi, j.masses, j.a)
+			if !j.hasE {
+				j.e = expectedOf(j.masses, j.a)
+			}
+			*j.out = statsWithE(j.freq, j.g, j.pi, j.masses, j.a, j.e)
 		}
 		return
 	}
 	n := min(len(jobs[0].masses), len(jobs[1].masses), len(jobs[2].masses), len(jobs[3].masses))
 	m0, m1, m2, m3 := jobs[0].masses[:n], jobs[1].masses[:n], jobs[2].masses[:n], jobs[3].masses[:n]
 	a0, a1, a2, a3 := jobs[0].a[:n], jobs[1].a[:n], jobs[2].a[:n], jobs[3].a[:n]
-	var e [statsBatch]float64
-	for k := range n {
-		e[0] += m0[k] * a0[k]
-		e[1] += m1[k] * a1[k]
-		e[2] += m2[k] * a2[k]
-		e[3] += m3[k] * a3[k]
+	switch {
+	case jobs[0].hasE && jobs[1].hasE && jobs[2].hasE && jobs[3].hasE:
+		for x, j := range jobs {
+			e[x] = j.e
+		}
+	case !jobs[0].hasE && !jobs[1].hasE && !jobs[2].hasE && !jobs[3].hasE:
+		for k := range n {
+			e[0] += m0[k] * a0[k]
+			e[1] += m1[k] * a1[k]
+			e[2] += m2[k] * a2[k]
+			e[3] += m3[k] * a3[k]
+		}
+		for x, j := range jobs {
+			for k := n; k < len(j.masses); k++ {
+				e[x] += j.masses[k] * j.a[k]
+			}
+		}
+	default:
+		for x, j := range jobs {
+			e[x] = j.e
+			if !j.hasE {
+				e[x] = expectedOf(j.masses, j.a)
+			}
+		}
 	}
 	var mse, v [statsBatch]float64
 	for x, j := range jobs {
-		for k := n; k < len(j.masses); k++ {
-			e[x] += j.masses[k] * j.a[k]
-		}
 		notRep := math.Max(0, 1-j.pi)
 		mse[x] = notRep * j.g * j.g
 		v[x] = notRep * e[x] * e[x]

@@ -42,6 +42,9 @@ type unitRow struct {
 	// (unitBD.deferStats); whoever recycles the row computes them first
 	// (statsOwed).
 	needStats bool
+	// e, hasE: E_i from the biased-down loop's running sum (statsJob).
+	e    float64
+	hasE bool
 }
 
 // ownBuffers makes r.m and r.s views of r's own buffers, w and w+1 long
@@ -393,16 +396,29 @@ func (u *unitBD) advance(upTo int64) error {
 		}
 		u.pos = j
 		for u.head < len(u.rows) && u.rows[u.head].last <= j {
-			if r := u.rows[u.head]; u.stats != nil && r.freq <= u.n && u.deferStats {
-				r.needStats = true
-				u.pool = append(u.pool, r)
-			} else if u.stats != nil && r.freq <= u.n {
-				// Statistics in batches (rowStatsBatch); the row is
-				// recycled once they are computed.
-				u.statQ = append(u.statQ, statsJob{freq: r.freq, g: r.g, pi: r.pi, masses: r.m, a: u.a[r.lo:], out: &u.stats[r.freq-1]})
-				u.statRows = append(u.statRows, r)
-				if len(u.statQ) == statsBatch {
-					u.flushStats()
+			if r := u.rows[u.head]; u.stats != nil && r.freq <= u.n {
+				// E_i is the biased-down running sum sa plus the last
+				// token's a m, which the next token would have added:
+				// rowStats' sum, the same additions in the same order
+				// (zero masses add nothing).
+				r.hasE, r.e = u.est != MLE, 0
+				if w := len(r.m); r.hasE && w > 0 {
+					r.e = u.act[u.head].sa
+					if m := r.m[w-1]; m > 0 {
+						r.e += a * m
+					}
+				}
+				if u.deferStats {
+					r.needStats = true
+					u.pool = append(u.pool, r)
+				} else {
+					// Statistics in batches (rowStatsBatch); the row is
+					// recycled once they are computed.
+					u.statQ = append(u.statQ, statsJob{freq: r.freq, g: r.g, pi: r.pi, masses: r.m, a: u.a[r.lo:], e: r.e, hasE: r.hasE, out: &u.stats[r.freq-1]})
+					u.statRows = append(u.statRows, r)
+					if len(u.statQ) == statsBatch {
+						u.flushStats()
+					}
 				}
 			} else {
 				u.pool = append(u.pool, r)
@@ -437,7 +453,7 @@ func statsOwed(rows []*unitRow, a []float64, stats []FrequencyStats) {
 			continue
 		}
 		r.needStats = false
-		jobs[n] = statsJob{freq: r.freq, g: r.g, pi: r.pi, masses: r.m, a: a[r.lo:], out: &stats[r.freq-1]}
+		jobs[n] = statsJob{freq: r.freq, g: r.g, pi: r.pi, masses: r.m, a: a[r.lo:], e: r.e, hasE: r.hasE, out: &stats[r.freq-1]}
 		if n++; n == statsBatch {
 			rowStatsBatch(jobs[:n])
 			n = 0
