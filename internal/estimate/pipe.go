@@ -170,6 +170,8 @@ type unitBatch struct {
 	items    []unitItem
 	raw      []float64
 	recycled []*unitRow
+	a        []float64 // the estimates when the rows were recycled (statsOwed)
+	pp       *pipe[unitBatch]
 }
 
 // pipeDense reads the dense rows from..to of us, runs pre (the checks that
@@ -223,10 +225,24 @@ func (u *unitBD) pipeDense(ctx context.Context, us unitSource, from, to, rawFrom
 			return fn(&it)
 		})
 	}
-	return runPipe(ctx, func(p *pipe[unitBatch]) error {
+	// A builder with statistics leaves the retired rows' statistics to
+	// the row goroutine when it is behind (statsOwed, as buildGrid).
+	u.deferStats = u.stats != nil
+	defer func() {
+		u.deferStats = false
+		statsOwed(u.pool, u.a, u.stats)
+	}()
+	owed := func(b *unitBatch) {
+		if u.stats != nil {
+			statsOwed(b.recycled, b.a, u.stats)
+		}
+	}
+	return runPipeDrain(ctx, func(p *pipe[unitBatch]) error {
 		var spare []*unitRow
 		take := func() *unitBatch {
 			b := p.take()
+			b.pp = p
+			owed(b)
 			spare = append(spare, b.recycled...)
 			clear(b.recycled)
 			b.items, b.raw, b.recycled = b.items[:0], b.raw[:0], b.recycled[:0]
@@ -272,11 +288,15 @@ func (u *unitBD) pipeDense(ctx context.Context, us unitSource, from, to, rawFrom
 			stopped = !fn(it)
 		}
 		clear(b.items)
+		if u.stats != nil && b.pp.backlog() == 0 {
+			statsOwed(u.pool, u.a, u.stats) // the row goroutine is behind
+		}
 		b.recycled = append(b.recycled, u.pool...)
+		b.a = u.a
 		clear(u.pool)
 		u.pool = u.pool[:0]
 		return !stopped
-	})
+	}, owed)
 }
 
 // takeOrNew pops the last element of *pool (a free list of recycled
