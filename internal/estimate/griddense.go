@@ -63,8 +63,10 @@ func onGrid(x float64) bool {
 // gridRun holds the pieces of a row read as pieces (not a copy); the rows
 // that copy it (a stationary run) share it, shifted.
 type gridRun struct {
-	pieces       []sanitize.Piece
-	dens, suffix []float64 // suffix has len(pieces)+1 entries; suffix[len] = 0
+	pieces       []sanitize.Piece // those with Lo <= n+1
+	dens, suffix []float64        // suffix has len(pieces)+1 entries; suffix[len] is the mass above
+	any          bool             // the row has pieces (lo0 is the first one's Lo)
+	lo0          float64
 	// The run's break points, ascending and distinct, and for each the
 	// smallest k >= 1 with point+k also a break point (0: none): the row
 	// shifted by s repeats point+s from the row shifted by s-k when k <= s.
@@ -88,17 +90,32 @@ func (run *gridRun) copyPoints() {
 		run.points = append(run.points, q.Hi)
 	}
 	run.kmin = slices.Grow(run.kmin[:0], len(run.points))[:len(run.points)]
-	top := run.points[len(run.points)-1]
-	run.maxK, run.front = 0, run.front[:0]
-	for k, v := range run.points {
-		run.kmin[k] = 0
-		for s := int64(1); v+float64(s) <= top; s++ {
-			if _, ok := slices.BinarySearch(run.points[k+1:], v+float64(s)); ok {
-				run.kmin[k] = s
-				break
+	// point+s (s a whole number) has point's fractional part: within each
+	// class of equal fractional parts (exact on the grid), kmin is the gap
+	// to the next point of the class. O(P log P), not O(P * span).
+	order := make([]int, len(run.points))
+	for k := range order {
+		order[k] = k
+	}
+	frac := func(k int) float64 { v := run.points[k]; return v - math.Floor(v) }
+	slices.SortFunc(order, func(x, y int) int {
+		if fx, fy := frac(x), frac(y); fx != fy {
+			if fx < fy {
+				return -1
 			}
+			return 1
+		}
+		return x - y // points ascend with their index
+	})
+	run.maxK, run.front = 0, run.front[:0]
+	for o, k := range order {
+		run.kmin[k] = 0
+		if o+1 < len(order) && frac(order[o+1]) == frac(k) {
+			run.kmin[k] = int64(run.points[order[o+1]] - run.points[k])
 		}
 		run.maxK = max(run.maxK, run.kmin[k])
+	}
+	for k, v := range run.points {
 		if run.kmin[k] == 0 {
 			run.front = append(run.front, v)
 		}
@@ -135,11 +152,12 @@ type gridProducer struct {
 	free    []*gridRow
 
 	runs     []*gridRun // free list
-	tr       *builder   // the shift tracker (trackShift), as the general builder's
-	trShift  float64    // tr.prev lags the last row by this shift (copies)
-	last     *gridRow   // the row read last
-	lastSent *unitRow   // the row handed over last (the previous frequency) and its
-	lastLo0  int64      // first token
+	scratch  []sanitize.Piece
+	tr       *builder // the shift tracker (trackShift), as the general builder's
+	trShift  float64  // tr.prev lags the last row by this shift (copies)
+	last     *gridRow // the row read last
+	lastSent *unitRow // the row handed over last (the previous frequency) and its
+	lastLo0  int64    // first token
 	done     bool
 	next     int64
 	shared   int // rows handed over sharing the previous row's masses (tests)
@@ -191,31 +209,49 @@ func (p *gridProducer) read(i int64, pi float64, x, m []float64, d int64, copied
 // as the general builder does (checkRow, the same error) and runs the
 // shift tracker on them.
 func (p *gridProducer) readPieces(r *gridRow, x, m []float64, fd float64) error {
-	run := takeOrNew(&p.runs)
-	run.pieces, run.dens, run.suffix, run.points, run.kmin, run.refs = run.pieces[:0], run.dens[:0], run.suffix[:0], run.points[:0], nil, 0
+	full := p.scratch[:0]
 	for k, v := range m {
 		if v > 0 {
-			run.pieces = append(run.pieces, sanitize.Piece{Lo: x[k] + fd, Hi: x[k+1] + fd, P: v})
+			full = append(full, sanitize.Piece{Lo: x[k] + fd, Hi: x[k+1] + fd, P: v})
 		}
 	}
-	r.run = run
-	run.refs++
-	row := sanitize.Row{Frequency: r.freq, Pi: r.pi, Pieces: run.pieces}
+	p.scratch = full
+	row := sanitize.Row{Frequency: r.freq, Pi: r.pi, Pieces: full}
 	if err := checkRow(row); err != nil {
 		return err
 	}
 	p.flushTracker()
 	p.tr.trackShift(row)
+	run := takeOrNew(&p.runs)
+	r.run = run
+	run.refs++
+	run.points, run.kmin, run.front = run.points[:0], nil, run.front[:0]
+	run.any = len(full) > 0
+	if run.any {
+		run.lo0 = full[0].Lo
+	}
+	// Only the pieces that can meet a token (Lo <= n+1) are kept, the
+	// mass above folded into the last suffix sum from the top, as the
+	// general builder does: a wide row far above n costs O(n - lo).
+	keep, tail := len(full), 0.0
+	for keep > 0 && full[keep-1].Lo > p.nf+1 {
+		keep--
+		tail += full[keep].P
+	}
+	run.pieces = append(run.pieces[:0], full[:keep]...)
+	if run.any && !onGrid(run.lo0) {
+		return errNotGrid
+	}
 	for _, q := range run.pieces {
 		if !onGrid(q.Lo) || !onGrid(q.Hi) || q.Hi == q.Lo {
 			return errNotGrid
 		}
 	}
-	run.dens = appendDens(run.dens, run.pieces)
-	run.suffix = slices.Grow(run.suffix, len(run.pieces)+1)[:len(run.pieces)+1]
-	run.suffix[len(run.pieces)] = 0
-	acc := 0.0
-	for k := len(run.pieces) - 1; k >= 0; k-- {
+	run.dens = appendDens(run.dens[:0], run.pieces)
+	run.suffix = slices.Grow(run.suffix[:0], keep+1)[:keep+1]
+	run.suffix[keep] = tail
+	acc := tail
+	for k := keep - 1; k >= 0; k-- {
 		acc += run.pieces[k].P
 		run.suffix[k] = acc
 	}
@@ -256,7 +292,7 @@ func (p *gridProducer) flushTracker() {
 // addChecked would, and adds its break points to the pending ones.
 func (p *gridProducer) place(r *gridRow) error {
 	ps := r.run.pieces
-	if len(ps) == 0 {
+	if !r.run.any {
 		r.lo = p.lastLo
 		return nil
 	}
@@ -265,16 +301,15 @@ func (p *gridProducer) place(r *gridRow) error {
 	for r.keep > 0 && ps[r.keep-1].Lo > lim {
 		r.keep--
 	}
-	if ps[0].Lo+r.sh < p.pos {
+	if r.run.lo0+r.sh < p.pos {
 		return errNotGrid // the general builder would cut the row
 	}
-	r.lo = ps[0].Lo + r.sh
+	r.lo = r.run.lo0 + r.sh
+	p.lastLo = max(p.lastLo, r.lo)
 	if r.keep == 0 {
-		p.lastLo = max(p.lastLo, r.lo)
 		return nil
 	}
 	r.top = ps[r.keep-1].Hi + r.sh
-	p.lastLo = max(p.lastLo, r.lo)
 	if !r.copied {
 		for _, q := range ps[:r.keep] {
 			p.addPoint(q.Lo)

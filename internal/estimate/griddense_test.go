@@ -57,6 +57,9 @@ func TestBuildGridMatchesGeneral(t *testing.T) {
 		{0.5, 1e-3, sanitize.SchemeNone, 0, 1, mustG("cap:40"), 400},
 		{0.3, 1e-5, sanitize.SchemePPSWOR, 1e-4, 2, mustG("power:0.5"), 1000},
 		{0.1, 1e-6, sanitize.SchemeNone, 0, 1, G{Kind: GIdentity}, 700},
+		// Rows far wider than the table: their pieces above n+1 fold.
+		{0.02, 1e-6, sanitize.SchemeNone, 0, 1, G{Kind: GIdentity}, 5},
+		{0.05, 1e-5, sanitize.SchemePPSWOR, 0.01, 1, mustG("cap:10"), 30},
 	} {
 		for _, est := range []Estimator{MLE, BiasedDown} {
 			name := fmt.Sprintf("eps=%g,delta=%g,%s,tau=%g,p=%g,g=%s,n=%d/%s", pc.eps, pc.delta, pc.scheme, pc.tau, pc.power, pc.g, pc.n, est)
@@ -78,13 +81,25 @@ func TestBuildGridMatchesGeneral(t *testing.T) {
 					t.Fatal(err)
 				}
 				tab := mk()
-				got, err := buildGrid(context.Background(), tab, tab, spec)
+				got, p, err := buildGridProducer(context.Background(), tab, tab, spec)
 				if err != nil {
 					t.Fatalf("dense path: %v", err)
 				}
 				sameTable(t, got, want)
-				if pc.scheme == sanitize.SchemeNone && want.Tail == nil {
-					t.Fatal("a stationary case must exercise the tail")
+				if pc.scheme != sanitize.SchemeNone || pc.n < 100 {
+					return
+				}
+				if want.Tail == nil || p.shared < int(pc.n)/3 {
+					t.Fatalf("a stationary case must exercise the tail and shared masses (%d rows shared)", p.shared)
+				}
+				// Wide rows (small eps) reach the rows that are all
+				// copies late in a table of this size.
+				most := len(got.A) / 2
+				if pc.eps < 0.5 {
+					most = 50
+				}
+				if est == MLE && p.u.shortcuts < most {
+					t.Fatalf("the MLE shortcut took %d of %d tokens, want %d", p.u.shortcuts, len(got.A), most)
 				}
 			})
 		}
@@ -223,26 +238,57 @@ func stationaryRows(n, s int) []sanitize.Row {
 	return rows
 }
 
+// gapRows is a hand-made table whose rows below s have whole-number
+// break points only and whose rows from s on are one pattern shifted
+// ((i-3, i-2.5], (i-2.5, i-0.5], (i-0.5, i]): the break point i-2.5 of
+// row s+1 is new although i-0.5 repeats two rows later, so a copy must
+// add the points whose next repeat (kmin) lies beyond its shift.
+func gapRows(n, s int) []sanitize.Row {
+	var rows []sanitize.Row
+	for i := 1; i <= n; i++ {
+		fi := float64(i)
+		ps := []sanitize.Piece{{Lo: fi - 3, Hi: fi - 2.5, P: 0.1}, {Lo: fi - 2.5, Hi: fi - 0.5, P: 0.2}, {Lo: fi - 0.5, Hi: fi, P: 0.3}}
+		if i < s {
+			ps = []sanitize.Piece{{Lo: max(0, fi-3), Hi: fi - 1, P: 0.3}, {Lo: fi - 1, Hi: fi, P: 0.3}}
+			if i == 1 {
+				ps = ps[1:]
+			}
+		}
+		pi := 0.0
+		for _, p := range ps {
+			pi += p.P
+		}
+		rows = append(rows, sanitize.Row{Frequency: int64(i), Pi: pi, Pieces: ps})
+	}
+	return rows
+}
+
 // TestBuildGridCopiesCheckTokens: copies share masses only where the
-// tokens repeat (stationaryRows); the table is the general builder's.
+// tokens repeat (stationaryRows) and add the break points that are new
+// to them (gapRows); the table is the general builder's.
 func TestBuildGridCopiesCheckTokens(t *testing.T) {
-	for _, est := range []Estimator{MLE, BiasedDown} {
-		t.Run(string(est), func(t *testing.T) {
-			rows := stationaryRows(80, 10)
-			spec := Spec{MaxFrequency: 60, G: G{Kind: GIdentity}, Estimator: est}
-			want, err := Build(&sliceSource{rows: rows}, spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			src := gridRowsSource{rows}
-			got, p, err := buildGridProducer(context.Background(), src, src, spec)
-			if err != nil {
-				t.Fatalf("dense path: %v", err)
-			}
-			sameTable(t, got, want)
-			if p.shared < 40 {
-				t.Fatalf("%d rows shared masses, want most copies to", p.shared)
-			}
-		})
+	for _, c := range []struct {
+		name string
+		rows []sanitize.Row
+	}{{"stationaryRows", stationaryRows(80, 10)}, {"gapRows", gapRows(80, 10)}} {
+		for _, est := range []Estimator{MLE, BiasedDown} {
+			t.Run(c.name+"/"+string(est), func(t *testing.T) {
+				rows := c.rows
+				spec := Spec{MaxFrequency: 60, G: G{Kind: GIdentity}, Estimator: est}
+				want, err := Build(&sliceSource{rows: rows}, spec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				src := gridRowsSource{rows}
+				got, p, err := buildGridProducer(context.Background(), src, src, spec)
+				if err != nil {
+					t.Fatalf("dense path: %v", err)
+				}
+				sameTable(t, got, want)
+				if p.shared < 40 {
+					t.Fatalf("%d rows shared masses, want most copies to", p.shared)
+				}
+			})
+		}
 	}
 }
