@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -290,5 +291,43 @@ func TestBuildGridCopiesCheckTokens(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// countingPieces counts the rows a piece source delivers.
+type countingPieces struct {
+	*sanitize.Table
+	rows int64
+}
+
+func (c *countingPieces) PieceRows(from, to int64, fn func(i int64, pi float64, x, m []float64, d int64, copied bool) bool) error {
+	return c.Table.PieceRows(from, to, func(i int64, pi float64, x, m []float64, d int64, copied bool) bool {
+		c.rows++
+		return fn(i, pi, x, m, d, copied)
+	})
+}
+
+// TestBuildGridStopsWhenCancelled: with a cancelled context the dense
+// Algorithm 5 builder reads at most ctxEvery rows before returning the
+// context's error, with one core or two.
+func TestBuildGridStopsWhenCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, procs := range []int{1, 2} {
+		t.Run(fmt.Sprint("procs=", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			tab, err := sanitize.NewTable(mustPrivacy(0.5, 1e-6), mustSampling(sanitize.SchemePPSWOR, 1e-5, nil), sanitize.MethodMaxSeparation)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := &countingPieces{Table: tab}
+			_, err = BuildContext(ctx, src, Spec{MaxFrequency: 1e6, G: G{Kind: GIdentity}, Estimator: BiasedDown})
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("err = %v, want context.Canceled", err)
+			}
+			if src.rows == 0 || src.rows > ctxEvery {
+				t.Fatalf("read %d rows after cancellation, want 1 to %d (the dense path)", src.rows, ctxEvery)
+			}
+		})
 	}
 }
