@@ -266,30 +266,34 @@ func gapRows(n, s int) []sanitize.Row {
 
 // TestBuildGridCopiesCheckTokens: copies share masses only where the
 // tokens repeat (stationaryRows) and add the break points that are new
-// to them (gapRows); the table is the general builder's.
+// to them (gapRows); the table is the general builder's, with the rows
+// computed on a second goroutine or (one core) in line.
 func TestBuildGridCopiesCheckTokens(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		rows []sanitize.Row
 	}{{"stationaryRows", stationaryRows(80, 10)}, {"gapRows", gapRows(80, 10)}} {
 		for _, est := range []Estimator{MLE, BiasedDown} {
-			t.Run(c.name+"/"+string(est), func(t *testing.T) {
-				rows := c.rows
-				spec := Spec{MaxFrequency: 60, G: G{Kind: GIdentity}, Estimator: est}
-				want, err := Build(&sliceSource{rows: rows}, spec)
-				if err != nil {
-					t.Fatal(err)
-				}
-				src := gridRowsSource{rows}
-				got, p, err := buildGridProducer(context.Background(), src, src, spec)
-				if err != nil {
-					t.Fatalf("dense path: %v", err)
-				}
-				sameTable(t, got, want)
-				if p.shared < 40 {
-					t.Fatalf("%d rows shared masses, want most copies to", p.shared)
-				}
-			})
+			for _, procs := range []int{1, 2} {
+				t.Run(fmt.Sprintf("%s/%s/procs=%d", c.name, est, procs), func(t *testing.T) {
+					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+					rows := c.rows
+					spec := Spec{MaxFrequency: 60, G: G{Kind: GIdentity}, Estimator: est}
+					want, err := Build(&sliceSource{rows: rows}, spec)
+					if err != nil {
+						t.Fatal(err)
+					}
+					src := gridRowsSource{rows}
+					got, p, err := buildGridProducer(context.Background(), src, src, spec)
+					if err != nil {
+						t.Fatalf("dense path: %v", err)
+					}
+					sameTable(t, got, want)
+					if p.shared < 40 {
+						t.Fatalf("%d rows shared masses, want most copies to", p.shared)
+					}
+				})
+			}
 		}
 	}
 }
