@@ -13,8 +13,8 @@ import (
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
 
-// The dense Algorithm 5 builder (docs/algorithms.md, "Dense tables for
-// max_separation").
+// The dense Algorithm 5 builder (docs/algorithms.md, "How the estimator
+// tables are built").
 //
 // Algorithm 5 puts every break point on the grid 2^-20 (sanitize), so
 // positions, their differences and their shifts by whole frequencies are
