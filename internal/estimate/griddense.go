@@ -141,8 +141,13 @@ type gridProducer struct {
 	nf float64
 	u  *unitBD // fixed parameters (g, est) for the prepared rows
 
-	bounds  []float64 // bounds[k]: upper end of token k (1-based); bounds[0] = 0
-	sent    int       // bounds[1:sent+1] were handed over
+	// bounds[k-boff] is the upper end of token k (1-based; token 0's is
+	// 0), kept from token boff on: trim drops the tokens nothing reads
+	// any more.
+	bounds  []float64
+	boff    int
+	slack   int // trim's slack (trimSlack; small in tests)
+	sent    int // tokens 1..sent were handed over
 	pending []float64 // break points above pos not yet tokens, ascending, from ph
 	ph      int
 	pos     float64
@@ -387,7 +392,7 @@ func (p *gridProducer) advance(exhausted bool) error {
 			return errNotGrid
 		}
 		p.bounds = append(p.bounds, t)
-		if k := len(p.bounds) - 1; k < p.perP || t != p.bounds[k-p.perP]+1 {
+		if k := p.lastTok(); k-p.perP < p.boff || t != p.bound(k-p.perP)+1 {
 			p.perStart = k + 1
 		}
 		p.pos = t
@@ -399,6 +404,34 @@ func (p *gridProducer) advance(exhausted bool) error {
 	return nil
 }
 
+// lastTok is the index of the last final token (0: none yet).
+func (p *gridProducer) lastTok() int { return p.boff + len(p.bounds) - 1 }
+
+// bound is token k's upper end (k >= boff).
+func (p *gridProducer) bound(k int) float64 { return p.bounds[k-p.boff] }
+
+// trimSlack is how many unread tokens trim lets accumulate before it
+// moves the kept ones down.
+const trimSlack = 1 << 14
+
+// trim drops the tokens below every one still read: the token whose upper
+// end is the oldest held row's lower end (fill reads from there), the
+// same for the row handed over last (shifted compares with it), the
+// first token not yet sent, and the period's look-back.
+func (p *gridProducer) trim() {
+	need := min(p.sent+1, p.lastTok()-p.perP)
+	if p.lastSent != nil {
+		need = min(need, int(p.lastLo0))
+	}
+	if p.head < len(p.rows) {
+		need = min(need, sort.SearchFloat64s(p.bounds, p.rows[p.head].lo)+p.boff)
+	}
+	if d := need - p.boff; d > p.slack && 2*d > len(p.bounds) {
+		p.bounds = p.bounds[:copy(p.bounds, p.bounds[d:])]
+		p.boff = need
+	}
+}
+
 // retire hands over, in order, the rows whose tokens are all final.
 func (p *gridProducer) retire(spare *[]*unitRow, emit func(*unitRow)) {
 	for p.head < len(p.rows) {
@@ -406,7 +439,7 @@ func (p *gridProducer) retire(spare *[]*unitRow, emit func(*unitRow)) {
 		if r.top > p.pos {
 			return
 		}
-		p.handOver(r, len(p.bounds)-1, spare, emit)
+		p.handOver(r, p.lastTok(), spare, emit)
 		p.rows[p.head] = nil
 		p.head++
 		if r.run.refs--; r.run.refs == 0 && r.run != p.last.run {
@@ -425,7 +458,7 @@ func (p *gridProducer) retire(spare *[]*unitRow, emit func(*unitRow)) {
 // tokens and above n), their masses up to the last token.
 func (p *gridProducer) finish(spare *[]*unitRow, emit func(*unitRow)) {
 	for _, r := range p.rows[p.head:] {
-		p.handOver(r, len(p.bounds)-1, spare, emit)
+		p.handOver(r, p.lastTok(), spare, emit)
 	}
 	p.rows, p.head = p.rows[:0], 0
 }
@@ -444,11 +477,11 @@ func (p *gridProducer) handOver(r *gridRow, T int, spare *[]*unitRow, emit func(
 	k0, w := 0, 0
 	if r.keep > 0 {
 		// The first token is the one starting at lo (a final break point).
-		k0 = sort.SearchFloat64s(p.bounds, r.lo)
-		if k0 < len(p.bounds) && p.bounds[k0] == r.lo && k0 < T {
+		k0 = sort.SearchFloat64s(p.bounds, r.lo) + p.boff
+		if k0 <= T && p.bound(k0) == r.lo && k0 < T {
 			w = T - k0
-			if r.top <= p.bounds[T] {
-				k1 := sort.SearchFloat64s(p.bounds[k0:T+1], r.top) + k0 // bounds[k1] == top
+			if r.top <= p.bound(T) {
+				k1 := sort.SearchFloat64s(p.bounds[k0-p.boff:T-p.boff+1], r.top) + k0 // bound(k1) == top
 				w = k1 - k0
 				u.last = int64(k1)
 			}
@@ -489,8 +522,8 @@ func (p *gridProducer) shifted(a, b int) bool {
 		// A new period: find where the relation starts, looking back
 		// from the last token no further than b.
 		p.perP = b - a
-		k := len(p.bounds) - 1
-		for k >= b && k >= p.perP && p.bounds[k] == p.bounds[k-p.perP]+1 {
+		k := p.lastTok()
+		for k >= b && k-p.perP >= p.boff && p.bound(k) == p.bound(k-p.perP)+1 {
 			k--
 		}
 		p.perStart = k + 1
@@ -508,7 +541,7 @@ func (p *gridProducer) fill(r *gridRow, k0 int, m, s []float64) {
 	// its last entry from the top: the same additions as the run's.
 	cur := 0
 	for k := range m {
-		pos, t := p.bounds[k0+k]-r.sh, p.bounds[k0+k+1]-r.sh // exact
+		pos, t := p.bounds[k0-p.boff+k]-r.sh, p.bounds[k0-p.boff+k+1]-r.sh // exact
 		for cur < len(ps) && ps[cur].Hi <= pos {
 			cur++
 		}
@@ -548,13 +581,13 @@ type gridBatch struct {
 // falls back to the general builder, when the rows are not on a
 // well-separated grid.
 func buildGrid(ctx context.Context, src RowSource, ps pieceSource, spec Spec) (*Table, error) {
-	t, _, err := buildGridProducer(ctx, src, ps, spec)
+	t, _, err := buildGridProducer(ctx, src, ps, spec, trimSlack)
 	return t, err
 }
 
 // buildGridProducer is buildGrid that also returns its producer (for the
-// tests' counts).
-func buildGridProducer(ctx context.Context, src RowSource, ps pieceSource, spec Spec) (*Table, *gridProducer, error) {
+// tests' counts), with trim's slack given.
+func buildGridProducer(ctx context.Context, src RowSource, ps pieceSource, spec Spec, slack int) (*Table, *gridProducer, error) {
 	b := newBuilder(spec)
 	b.ctx = ctx
 	b.reserveTokens(3*spec.MaxFrequency + 64)
@@ -563,6 +596,7 @@ func buildGridProducer(ctx context.Context, src RowSource, ps pieceSource, spec 
 	u.bounds, u.a = b.t.Bounds[:1], b.t.A[:0]
 	u.gridded, u.tokens = true, math.MaxInt64
 	p := newGridProducer(u, spec.MaxFrequency)
+	p.slack = slack
 	last := min(spec.MaxFrequency+maxLookahead, sanitize.MaxFrequency)
 
 	var perr error // the producer's error (row goroutine until the pipe ends)
@@ -596,11 +630,12 @@ func buildGridProducer(ctx context.Context, src RowSource, ps pieceSource, spec 
 			if perr = p.read(i, pi, x, m, d, copied, spare, emit); perr != nil {
 				return false
 			}
-			if !send(p.bounds[p.sent+1:], out, false) {
+			if !send(p.bounds[p.sent+1-p.boff:], out, false) {
 				return false
 			}
-			p.sent = len(p.bounds) - 1
+			p.sent = p.lastTok()
 			out = out[:0]
+			p.trim()
 			return !p.done
 		})
 		if perr == nil && e != nil {
@@ -611,8 +646,8 @@ func buildGridProducer(ctx context.Context, src RowSource, ps pieceSource, spec 
 		}
 		if perr == nil {
 			p.finish(spare, emit)
-			send(p.bounds[p.sent+1:], out, true)
-			p.sent = len(p.bounds) - 1
+			send(p.bounds[p.sent+1-p.boff:], out, true)
+			p.sent = p.lastTok()
 		}
 	}
 	consume := func(bounds []float64, rows []*unitRow) bool {
