@@ -146,8 +146,8 @@ type gridProducer struct {
 	// any more.
 	bounds  []float64
 	boff    int
-	slack   int // trim's slack (trimSlack; small in tests)
-	sent    int // tokens 1..sent were handed over
+	slack   int       // trim's slack (trimSlack; small in tests)
+	sent    int       // tokens 1..sent were handed over
 	pending []float64 // break points above pos not yet tokens, ascending, from ph
 	ph      int
 	pos     float64
