@@ -316,10 +316,7 @@ func (p *gridProducer) place(r *gridRow) error {
 	}
 	r.top = ps[r.keep-1].Hi + r.sh
 	if !r.copied {
-		for _, q := range ps[:r.keep] {
-			p.addPoint(q.Lo)
-			p.addPoint(q.Hi)
-		}
+		p.mergePoints(ps[:r.keep])
 		return nil
 	}
 	// A copy: point+sh is already pending (or final) when the row
@@ -365,6 +362,34 @@ func (p *gridProducer) addPoint(x float64) {
 		p.pending[p.ph+k] = x
 	default:
 		p.pending = slices.Insert(p.pending, p.ph+k, x)
+	}
+	if p.ph > 1024 && 2*p.ph > len(p.pending) {
+		p.pending = p.pending[:copy(p.pending, p.pending[p.ph:])]
+		p.ph = 0
+	}
+}
+
+// mergePoints adds the pieces' end points (sorted, as in a row) to the
+// pending break points in one walk over both: consecutive rows share
+// almost all their break points, so most are found, in order, and the few
+// new ones (Algorithm 5 adds at most three per row) are inserted.
+func (p *gridProducer) mergePoints(ps []sanitize.Piece) {
+	i := p.ph
+	add := func(x float64) {
+		if x <= p.pos {
+			return
+		}
+		for i < len(p.pending) && p.pending[i] < x {
+			i++
+		}
+		if i < len(p.pending) && p.pending[i] == x {
+			return
+		}
+		p.pending = slices.Insert(p.pending, i, x) // i stays on x: the next piece's Lo may repeat it
+	}
+	for _, q := range ps {
+		add(q.Lo)
+		add(q.Hi)
 	}
 	if p.ph > 1024 && 2*p.ph > len(p.pending) {
 		p.pending = p.pending[:copy(p.pending, p.pending[p.ph:])]
@@ -594,16 +619,37 @@ func buildGridProducer(ctx context.Context, src RowSource, ps pieceSource, spec 
 	u := newUnitBD(spec.G, spec.MaxFrequency, 0)
 	u.ctx, u.est, u.stats = ctx, spec.Estimator, b.t.Frequencies
 	u.bounds, u.a = b.t.Bounds[:1], b.t.A[:0]
-	u.gridded, u.tokens = true, math.MaxInt64
 	p := newGridProducer(u, spec.MaxFrequency)
 	p.slack = slack
-	last := min(spec.MaxFrequency+maxLookahead, sanitize.MaxFrequency)
+	if err := runGrid(ctx, ps, u, p); err != nil {
+		return nil, nil, err
+	}
+	b.t.Bounds, b.t.A = u.bounds, u.a
+	for _, a := range b.t.A {
+		if math.IsNaN(a) || math.IsInf(a, 0) {
+			return nil, nil, ErrNotFinite
+		}
+	}
+	p.flushTracker()
+	b.adopt(&shiftMark{since: p.tr.shiftSince, pattern: p.tr.pattern, pi: p.tr.patternPi})
+	if err := b.stationarity(src); err != nil {
+		return nil, nil, err
+	}
+	b.t.Tail = b.analyzeTail()
+	return b.t, p, nil
+}
 
+// runGrid runs the dense Algorithm 5 builder: p reads the rows of ps (on
+// a second goroutine when there are two cores) and u's token loop
+// finalises every token up to p's n; u.bounds gets the tokens' upper ends.
+func runGrid(ctx context.Context, ps pieceSource, u *unitBD, p *gridProducer) error {
+	u.gridded, u.tokens = true, math.MaxInt64
+	last := min(p.n+maxLookahead, sanitize.MaxFrequency)
 	var perr error // the producer's error (row goroutine until the pipe ends)
 	var err error  // the estimator loop's
 	link := func(r *unitRow) bool {
 		if r.last == 0 { // no mass on any token: statistics now
-			if r.freq <= u.n {
+			if u.stats != nil && r.freq <= u.n {
 				u.stats[r.freq-1] = rowStats(r.freq, r.g, r.pi, nil, nil)
 			}
 			u.pool = append(u.pool, r)
@@ -673,7 +719,7 @@ func buildGridProducer(ctx context.Context, src RowSource, ps pieceSource, spec 
 		// when no rows wait for it, otherwise by the row goroutine when
 		// the rows come back for reuse (statsOwed): the two goroutines
 		// share the work.
-		u.deferStats = true
+		u.deferStats = u.stats != nil
 		owed := func(gb *gridBatch) { statsOwed(gb.recycled, gb.a, u.stats) }
 		e := runPipeDrain(ctx, func(pp *pipe[gridBatch]) error {
 			var spare []*unitRow
@@ -724,33 +770,21 @@ func buildGridProducer(ctx context.Context, src RowSource, ps pieceSource, spec 
 		u.deferStats = false
 		statsOwed(u.pool, u.a, u.stats)
 		if e != nil && perr == nil && err == nil {
-			return nil, nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
+			return fmt.Errorf("estimate: reading sanitizer rows: %w", e)
 		}
 	}
 	if perr != nil {
-		return nil, nil, perr
+		return perr
 	}
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	u.tokens = int64(len(u.bounds) - 1)
 	if err := u.advance(u.tokens); err != nil {
-		return nil, nil, err
+		return err
 	}
 	if u.pos != u.tokens || u.next <= u.n {
-		return nil, nil, errors.New("estimate: internal error: the dense Algorithm 5 builder did not finalise every token")
+		return errors.New("estimate: internal error: the dense Algorithm 5 builder did not finalise every token")
 	}
-	b.t.Bounds, b.t.A = u.bounds, u.a
-	for _, a := range b.t.A {
-		if math.IsNaN(a) || math.IsInf(a, 0) {
-			return nil, nil, ErrNotFinite
-		}
-	}
-	p.flushTracker()
-	b.adopt(&shiftMark{since: p.tr.shiftSince, pattern: p.tr.pattern, pi: p.tr.patternPi})
-	if err := b.stationarity(src); err != nil {
-		return nil, nil, err
-	}
-	b.t.Tail = b.analyzeTail()
-	return b.t, p, nil
+	return nil
 }
