@@ -594,11 +594,10 @@ func (p *gridProducer) fill(r *gridRow, k0 int, m, s []float64) {
 // gridBatch carries the producer's output to the estimator loop: new
 // tokens' upper ends, then rows; on the way back, rows the loop retired.
 type gridBatch struct {
-	bounds   []float64
-	rows     []*unitRow
-	recycled []*unitRow
-	a        []float64 // the estimates when the rows were recycled (statsOwed)
-	pp       *pipe[gridBatch]
+	bounds []float64
+	rows   []*unitRow
+	rowReturn
+	pp *pipe[gridBatch]
 }
 
 // buildGrid is BuildContext for MLE and biased-down tables of Algorithm 5
@@ -717,20 +716,17 @@ func runGrid(ctx context.Context, ps pieceSource, u *unitBD, p *gridProducer) er
 	} else {
 		// The retired rows' statistics are computed by the token loop
 		// when no rows wait for it, otherwise by the row goroutine when
-		// the rows come back for reuse (statsOwed): the two goroutines
-		// share the work.
-		u.deferStats = u.stats != nil
-		owed := func(gb *gridBatch) { statsOwed(gb.recycled, gb.a, u.stats) }
+		// the rows come back for reuse: the two goroutines share the work
+		// (shareStats, rowReturn).
+		end := u.shareStats()
 		e := runPipeDrain(ctx, func(pp *pipe[gridBatch]) error {
 			var spare []*unitRow
 			take := func() *gridBatch {
 				gb := pp.take()
 				gb.pp = pp
-				owed(gb)
-				spare = append(spare, gb.recycled...)
-				clear(gb.recycled)
+				gb.takeBack(u.stats, &spare)
 				clear(gb.rows)
-				gb.bounds, gb.rows, gb.recycled = gb.bounds[:0], gb.rows[:0], gb.recycled[:0]
+				gb.bounds, gb.rows = gb.bounds[:0], gb.rows[:0]
 				return gb
 			}
 			gb := take()
@@ -756,19 +752,10 @@ func runGrid(ctx context.Context, ps pieceSource, u *unitBD, p *gridProducer) er
 				return false
 			}
 			ok := consume(gb.bounds, gb.rows)
-			if gb.pp.backlog() == 0 {
-				// The row goroutine is behind: compute the statistics
-				// here rather than wait.
-				statsOwed(u.pool, u.a, u.stats)
-			}
-			gb.recycled = append(gb.recycled, u.pool...)
-			gb.a = u.a
-			clear(u.pool)
-			u.pool = u.pool[:0]
+			gb.giveBack(u, gb.pp.backlog() == 0)
 			return ok
-		}, owed)
-		u.deferStats = false
-		statsOwed(u.pool, u.a, u.stats)
+		}, func(gb *gridBatch) { statsOwed(gb.recycled, gb.a, u.stats) })
+		end()
 		if e != nil && perr == nil && err == nil {
 			return fmt.Errorf("estimate: reading sanitizer rows: %w", e)
 		}

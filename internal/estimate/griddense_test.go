@@ -43,72 +43,40 @@ func sameTable(t *testing.T, got, want *Table) {
 // cases (q = 1 from some row on: copies share their masses) and ones that
 // never become stationary. It must take the dense path (no fallback).
 func TestBuildGridMatchesGeneral(t *testing.T) {
-	for _, pc := range []struct {
-		eps, delta float64
-		scheme     sanitize.Scheme
-		tau, power float64
-		g          G
-		n          int64
-	}{
-		{0.5, 1e-6, sanitize.SchemePPSWOR, 0.01, 1, G{Kind: GIdentity}, 6000},
-		{0.5, 1e-6, sanitize.SchemePPSWOR, 0.001, 1, G{Kind: GIdentity}, 2000},
-		{1, 1e-3, sanitize.SchemePriority, 0.002, 1, mustG("count"), 2000},
-		{0.2, 1e-7, sanitize.SchemePPSWOR, 2e-5, 1, G{Kind: GIdentity}, 1500},
-		{2, 1e-9, sanitize.SchemeNone, 0, 1, G{Kind: GIdentity}, 300},
-		{0.5, 1e-3, sanitize.SchemeNone, 0, 1, mustG("cap:40"), 400},
-		{0.3, 1e-5, sanitize.SchemePPSWOR, 1e-4, 2, mustG("power:0.5"), 1000},
-		{0.1, 1e-6, sanitize.SchemeNone, 0, 1, G{Kind: GIdentity}, 700},
+	cases := append(slices.Clone(builderCases),
+		builderCase{0.5, 1e-6, sanitize.SchemePPSWOR, 0.01, 1, G{Kind: GIdentity}, 6000},
+		builderCase{0.1, 1e-6, sanitize.SchemeNone, 0, 1, G{Kind: GIdentity}, 700},
 		// Rows far wider than the table: their pieces above n+1 fold.
-		{0.02, 1e-6, sanitize.SchemeNone, 0, 1, G{Kind: GIdentity}, 5},
-		{0.05, 1e-5, sanitize.SchemePPSWOR, 0.01, 1, mustG("cap:10"), 30},
-	} {
-		for _, est := range []Estimator{MLE, BiasedDown} {
-			name := fmt.Sprintf("eps=%g,delta=%g,%s,tau=%g,p=%g,g=%s,n=%d/%s", pc.eps, pc.delta, pc.scheme, pc.tau, pc.power, pc.g, pc.n, est)
-			t.Run(name, func(t *testing.T) {
-				smp, err := sanitize.NewSampling(pc.scheme, pc.tau, pc.power, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				mk := func() *sanitize.Table {
-					tab, err := sanitize.NewTable(mustPrivacy(pc.eps, pc.delta), smp, sanitize.MethodMaxSeparation)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return tab
-				}
-				spec := Spec{MaxFrequency: pc.n, G: pc.g, Estimator: est}
-				want, err := Build(generalSource{mk()}, spec)
-				if err != nil {
-					t.Fatal(err)
-				}
-				tab := mk()
-				// A small slack makes the producer drop old tokens often.
-				got, p, err := buildGridProducer(context.Background(), tab, tab, spec, 7)
-				if err != nil {
-					t.Fatalf("dense path: %v", err)
-				}
-				sameTable(t, got, want)
-				if pc.n >= 1000 && p.boff == 0 {
-					t.Fatal("the producer never dropped old tokens")
-				}
-				if pc.scheme != sanitize.SchemeNone || pc.n < 100 {
-					return
-				}
-				if want.Tail == nil || p.shared < int(pc.n)/3 {
-					t.Fatalf("a stationary case must exercise the tail and shared masses (%d rows shared)", p.shared)
-				}
-				// Wide rows (small eps) reach the rows that are all
-				// copies late in a table of this size.
-				most := len(got.A) / 2
-				if pc.eps < 0.5 {
-					most = 50
-				}
-				if est == MLE && p.u.shortcuts < most {
-					t.Fatalf("the MLE shortcut took %d of %d tokens, want %d", p.u.shortcuts, len(got.A), most)
-				}
-			})
+		builderCase{0.02, 1e-6, sanitize.SchemeNone, 0, 1, G{Kind: GIdentity}, 5},
+		builderCase{0.05, 1e-5, sanitize.SchemePPSWOR, 0.01, 1, mustG("cap:10"), 30},
+	)
+	runBuilderCases(t, cases, sanitize.MethodMaxSeparation, func(t *testing.T, pc builderCase, mk func() *sanitize.Table, spec Spec, want *Table) {
+		tab := mk()
+		// A small slack makes the producer drop old tokens often.
+		got, p, err := buildGridProducer(context.Background(), tab, tab, spec, 7)
+		if err != nil {
+			t.Fatalf("dense path: %v", err)
 		}
-	}
+		sameTable(t, got, want)
+		if pc.n >= 1000 && p.boff == 0 {
+			t.Fatal("the producer never dropped old tokens")
+		}
+		if pc.scheme != sanitize.SchemeNone || pc.n < 100 {
+			return
+		}
+		if want.Tail == nil || p.shared < int(pc.n)/3 {
+			t.Fatalf("a stationary case must exercise the tail and shared masses (%d rows shared)", p.shared)
+		}
+		// Wide rows (small eps) reach the rows that are all copies late
+		// in a table of this size.
+		most := len(got.A) / 2
+		if pc.eps < 0.5 {
+			most = 50
+		}
+		if spec.Estimator == MLE && p.u.shortcuts < most {
+			t.Fatalf("the MLE shortcut took %d of %d tokens, want %d", p.u.shortcuts, len(got.A), most)
+		}
+	})
 }
 
 // gridRowsSource serves hand-made rows as an Algorithm 5 table would:
@@ -211,6 +179,15 @@ func TestBuildGridNearTolerance(t *testing.T) {
 	}
 }
 
+// rowOf is row i with pieces ps, its reporting probability their sum.
+func rowOf(i int, ps []sanitize.Piece) sanitize.Row {
+	pi := 0.0
+	for _, p := range ps {
+		pi += p.P
+	}
+	return sanitize.Row{Frequency: int64(i), Pi: pi, Pieces: ps}
+}
+
 // stationaryRows is a hand-made table whose rows from s on are one
 // pattern shifted (pieces (i-3, i-2], (i-2, i-1.5], (i-1.5, i]) and whose
 // row s-1 has a break point inside the supports of rows s and s+1 only, so
@@ -234,11 +211,7 @@ func stationaryRows(n, s int) []sanitize.Row {
 				ps = ps[1:]
 			}
 		}
-		pi := 0.0
-		for _, p := range ps {
-			pi += p.P
-		}
-		rows = append(rows, sanitize.Row{Frequency: int64(i), Pi: pi, Pieces: ps})
+		rows = append(rows, rowOf(i, ps))
 	}
 	return rows
 }
@@ -259,11 +232,7 @@ func gapRows(n, s int) []sanitize.Row {
 				ps = ps[1:]
 			}
 		}
-		pi := 0.0
-		for _, p := range ps {
-			pi += p.P
-		}
-		rows = append(rows, sanitize.Row{Frequency: int64(i), Pi: pi, Pieces: ps})
+		rows = append(rows, rowOf(i, ps))
 	}
 	return rows
 }

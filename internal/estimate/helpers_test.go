@@ -1,9 +1,11 @@
 package estimate
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"testing"
 
 	"github.com/pwsd/pwsd/internal/sanitize"
 	"github.com/pwsd/pwsd/internal/sanitize/sanitizetest"
@@ -320,3 +322,62 @@ func priority(tau float64) func(int64) float64 {
 }
 
 func qNone(int64) float64 { return 1 }
+
+// tableMaker returns a function that makes a fresh sanitizer table (no
+// cached rows) of the given parameters, failing t on error.
+func tableMaker(t *testing.T, p sanitize.Privacy, smp sanitize.Sampling, m sanitize.Method) func() *sanitize.Table {
+	return func() *sanitize.Table {
+		tab, err := sanitize.NewTable(p, smp, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tab
+	}
+}
+
+// builderCase is one point of the parameter grid on which the unit-cell
+// and dense builders are compared with the general one.
+type builderCase struct {
+	eps, delta float64
+	scheme     sanitize.Scheme
+	tau, power float64
+	g          G
+	n          int64
+}
+
+// builderCases is the grid both comparisons share: every scheme,
+// stationary tables (none) and tables that never become stationary, each
+// kind of g.
+var builderCases = []builderCase{
+	{0.5, 1e-6, sanitize.SchemePPSWOR, 0.001, 1, G{Kind: GIdentity}, 2000},
+	{1, 1e-3, sanitize.SchemePriority, 0.002, 1, mustG("count"), 2000},
+	{0.2, 1e-7, sanitize.SchemePPSWOR, 2e-5, 1, G{Kind: GIdentity}, 1500},
+	{2, 1e-9, sanitize.SchemeNone, 0, 1, G{Kind: GIdentity}, 300},
+	{0.5, 1e-3, sanitize.SchemeNone, 0, 1, mustG("cap:40"), 400},
+	{0.3, 1e-5, sanitize.SchemePPSWOR, 1e-4, 2, mustG("power:0.5"), 1000},
+}
+
+// runBuilderCases runs fn as a subtest for each case and each of MLE and
+// biased-down, with a maker of fresh sanitizer tables of method m, the
+// case's spec and the general builder's table for it.
+func runBuilderCases(t *testing.T, cases []builderCase, m sanitize.Method,
+	fn func(t *testing.T, pc builderCase, mk func() *sanitize.Table, spec Spec, want *Table)) {
+	for _, pc := range cases {
+		for _, est := range []Estimator{MLE, BiasedDown} {
+			name := fmt.Sprintf("eps=%g,delta=%g,%s,tau=%g,p=%g,g=%s,n=%d/%s", pc.eps, pc.delta, pc.scheme, pc.tau, pc.power, pc.g, pc.n, est)
+			t.Run(name, func(t *testing.T) {
+				smp, err := sanitize.NewSampling(pc.scheme, pc.tau, pc.power, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				mk := tableMaker(t, mustPrivacy(pc.eps, pc.delta), smp, m)
+				spec := Spec{MaxFrequency: pc.n, G: pc.g, Estimator: est}
+				want, err := Build(generalSource{mk()}, spec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fn(t, pc, mk, spec, want)
+			})
+		}
+	}
+}

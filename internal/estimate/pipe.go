@@ -167,11 +167,52 @@ type unitItem struct {
 // unitBatch carries prepared rows to the builder and, on the way back,
 // rows the builder has retired.
 type unitBatch struct {
-	items    []unitItem
-	raw      []float64
+	items []unitItem
+	raw   []float64
+	rowReturn
+	pp *pipe[unitBatch]
+}
+
+// rowReturn is what a batch carries back to the row goroutine: the rows
+// the token loop retired, and the estimates that the statistics they may
+// still owe read (needStats, statsOwed).
+type rowReturn struct {
 	recycled []*unitRow
-	a        []float64 // the estimates when the rows were recycled (statsOwed)
-	pp       *pipe[unitBatch]
+	a        []float64
+}
+
+// giveBack, in the token loop, puts u's retired rows in the batch going
+// back, first computing the statistics they owe when behind (the row
+// goroutine has no batch waiting: better than waiting for it).
+func (rr *rowReturn) giveBack(u *unitBD, behind bool) {
+	if behind {
+		statsOwed(u.pool, u.a, u.stats)
+	}
+	rr.recycled = append(rr.recycled, u.pool...)
+	rr.a = u.a
+	clear(u.pool)
+	u.pool = u.pool[:0]
+}
+
+// takeBack, on the row goroutine, computes the statistics the returned
+// rows owe into stats and moves the rows to spare.
+func (rr *rowReturn) takeBack(stats []FrequencyStats, spare *[]*unitRow) {
+	statsOwed(rr.recycled, rr.a, stats)
+	*spare = append(*spare, rr.recycled...)
+	clear(rr.recycled)
+	rr.recycled = rr.recycled[:0]
+}
+
+// shareStats makes u leave the statistics of the rows it retires to
+// whoever recycles them (deferStats) when it computes statistics at all,
+// until the returned function, which computes those still owed by the
+// rows u holds.
+func (u *unitBD) shareStats() (end func()) {
+	u.deferStats = u.stats != nil
+	return func() {
+		u.deferStats = false
+		statsOwed(u.pool, u.a, u.stats)
+	}
 }
 
 // pipeDense reads the dense rows from..to of us, runs pre (the checks that
@@ -225,27 +266,16 @@ func (u *unitBD) pipeDense(ctx context.Context, us unitSource, from, to, rawFrom
 			return fn(&it)
 		})
 	}
-	// A builder with statistics leaves the retired rows' statistics to
-	// the row goroutine when it is behind (statsOwed, as buildGrid).
-	u.deferStats = u.stats != nil
-	defer func() {
-		u.deferStats = false
-		statsOwed(u.pool, u.a, u.stats)
-	}()
-	owed := func(b *unitBatch) {
-		if u.stats != nil {
-			statsOwed(b.recycled, b.a, u.stats)
-		}
-	}
+	// A builder with statistics shares them with the row goroutine
+	// (shareStats, rowReturn).
+	defer u.shareStats()()
 	return runPipeDrain(ctx, func(p *pipe[unitBatch]) error {
 		var spare []*unitRow
 		take := func() *unitBatch {
 			b := p.take()
 			b.pp = p
-			owed(b)
-			spare = append(spare, b.recycled...)
-			clear(b.recycled)
-			b.items, b.raw, b.recycled = b.items[:0], b.raw[:0], b.recycled[:0]
+			b.takeBack(u.stats, &spare)
+			b.items, b.raw = b.items[:0], b.raw[:0]
 			return b
 		}
 		b := take()
@@ -288,15 +318,9 @@ func (u *unitBD) pipeDense(ctx context.Context, us unitSource, from, to, rawFrom
 			stopped = !fn(it)
 		}
 		clear(b.items)
-		if u.stats != nil && b.pp.backlog() == 0 {
-			statsOwed(u.pool, u.a, u.stats) // the row goroutine is behind
-		}
-		b.recycled = append(b.recycled, u.pool...)
-		b.a = u.a
-		clear(u.pool)
-		u.pool = u.pool[:0]
+		b.giveBack(u, b.pp.backlog() == 0)
 		return !stopped
-	}, owed)
+	}, func(b *unitBatch) { statsOwed(b.recycled, b.a, u.stats) })
 }
 
 // takeOrNew pops the last element of *pool (a free list of recycled

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"testing"
 
 	"github.com/pwsd/pwsd/internal/sanitize"
@@ -199,61 +198,14 @@ func (s generalSource) StationaryFrom() (int64, bool) { return s.t.StationaryFro
 // functions g and both estimators it serves, including stationary ones
 // (q = 1, whose tails extend the table).
 func TestBuildUnitMatchesGeneral(t *testing.T) {
-	for _, pc := range []struct {
-		eps, delta float64
-		scheme     sanitize.Scheme
-		tau, power float64
-		g          G
-		n          int64
-	}{
-		{0.5, 1e-6, sanitize.SchemePPSWOR, 0.001, 1, G{Kind: GIdentity}, 2000},
-		{1, 1e-3, sanitize.SchemePriority, 0.002, 1, mustG("count"), 2000},
-		{0.2, 1e-7, sanitize.SchemePPSWOR, 2e-5, 1, G{Kind: GIdentity}, 1500},
-		{2, 1e-9, sanitize.SchemeNone, 0, 1, G{Kind: GIdentity}, 300},
-		{0.5, 1e-3, sanitize.SchemeNone, 0, 1, mustG("cap:40"), 400},
-		{0.3, 1e-5, sanitize.SchemePPSWOR, 1e-4, 2, mustG("power:0.5"), 1000},
-	} {
-		for _, est := range []Estimator{MLE, BiasedDown} {
-			name := fmt.Sprintf("eps=%g,delta=%g,%s,tau=%g,p=%g,g=%s,n=%d/%s", pc.eps, pc.delta, pc.scheme, pc.tau, pc.power, pc.g, pc.n, est)
-			t.Run(name, func(t *testing.T) {
-				smp, err := sanitize.NewSampling(pc.scheme, pc.tau, pc.power, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				p := mustPrivacy(pc.eps, pc.delta)
-				mk := func() *sanitize.Table {
-					tab, err := sanitize.NewTable(p, smp, sanitize.MethodDiscrete)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return tab
-				}
-				spec := Spec{MaxFrequency: pc.n, G: pc.g, Estimator: est}
-				want, err := Build(generalSource{mk()}, spec)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := buildUnit(context.Background(), mk(), spec)
-				if err != nil {
-					t.Fatalf("unit path: %v", err)
-				}
-				if !slices.Equal(got.Bounds, want.Bounds) || !slices.Equal(got.A, want.A) {
-					t.Fatalf("tokens or estimates differ: %d/%d tokens", len(got.A), len(want.A))
-				}
-				if !slices.Equal(got.Frequencies, want.Frequencies) {
-					for i := range want.Frequencies {
-						if got.Frequencies[i] != want.Frequencies[i] {
-							t.Fatalf("frequency %d: %+v, want %+v", i+1, got.Frequencies[i], want.Frequencies[i])
-						}
-					}
-				}
-				if (got.Tail == nil) != (want.Tail == nil) || (got.Tail != nil && fmt.Sprint(*got.Tail) != fmt.Sprint(*want.Tail)) {
-					t.Fatalf("tail %+v, want %+v", got.Tail, want.Tail)
-				}
-				if pc.scheme == sanitize.SchemeNone && want.Tail == nil {
-					t.Fatal("a stationary case must exercise the tail")
-				}
-			})
+	runBuilderCases(t, builderCases, sanitize.MethodDiscrete, func(t *testing.T, pc builderCase, mk func() *sanitize.Table, spec Spec, want *Table) {
+		got, err := buildUnit(context.Background(), mk(), spec)
+		if err != nil {
+			t.Fatalf("unit path: %v", err)
 		}
-	}
+		sameTable(t, got, want)
+		if pc.scheme == sanitize.SchemeNone && want.Tail == nil {
+			t.Fatal("a stationary case must exercise the tail")
+		}
+	})
 }

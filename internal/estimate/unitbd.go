@@ -446,6 +446,9 @@ func (u *unitBD) advance(upTo int64) error {
 // batches, rowStatsBatch) into stats, reading the estimates from a (the
 // retiring builder's estimates when it retired them), and clears the flag.
 func statsOwed(rows []*unitRow, a []float64, stats []FrequencyStats) {
+	if stats == nil {
+		return // no row owes any
+	}
 	var jobs [statsBatch]statsJob
 	n := 0
 	for _, r := range rows {

@@ -45,13 +45,7 @@ func TestBuildUnitDenseEqualsPieces(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				mk := func() *sanitize.Table {
-					tab, err := sanitize.NewTable(mustPrivacy(pc.eps, pc.delta), smp, sanitize.MethodDiscrete)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return tab
-				}
+				mk := tableMaker(t, mustPrivacy(pc.eps, pc.delta), smp, sanitize.MethodDiscrete)
 				spec := Spec{MaxFrequency: pc.n, G: pc.g, Estimator: est}
 				dense, err := buildUnit(context.Background(), mk(), spec)
 				if err != nil {
