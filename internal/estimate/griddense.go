@@ -185,7 +185,9 @@ func (p *gridProducer) read(i int64, pi float64, x, m []float64, d int64, copied
 	p.next++
 	r := takeOrNew(&p.free)
 	*r = gridRow{freq: i, pi: pi}
-	if copied && p.last != nil && p.last.run != nil && p.last.freq == i-1 && p.last.top+1 < gridMax {
+	// A copy of a row with pieces (the tracker, like trackShift, finds
+	// no shift between rows without pieces).
+	if copied && p.last != nil && p.last.run.any && p.last.freq == i-1 && p.last.top+1 < gridMax {
 		q := p.last
 		r.run, r.sh, r.copied = q.run, q.sh+1, true
 		r.run.refs++
@@ -203,11 +205,10 @@ func (p *gridProducer) read(i int64, pi float64, x, m []float64, d int64, copied
 	}
 	p.last = r
 	p.rows = append(p.rows, r)
-	if err := p.advance(false); err != nil {
+	if err := p.advance(); err != nil {
 		return err
 	}
-	p.retire(spare, emit)
-	return nil
+	return p.retire(spare, emit)
 }
 
 // readPieces builds row r's pieces from the sanitizer's form, checks them
@@ -319,8 +320,9 @@ func (p *gridProducer) place(r *gridRow) error {
 		p.mergePoints(ps[:r.keep])
 		return nil
 	}
-	// A copy: point+sh is already pending (or final) when the row
-	// shifted by sh-k, read before, had point+k (kmin <= sh - run shift).
+	// A copy (the run's row shifted by sh): its point+sh is already
+	// pending or final when kmin(point) = k <= sh, since the run's row
+	// shifted by sh-k, read before, had point+k there.
 	s := int64(r.sh)
 	if s >= r.run.maxK {
 		for _, v := range r.run.front {
@@ -363,6 +365,12 @@ func (p *gridProducer) addPoint(x float64) {
 	default:
 		p.pending = slices.Insert(p.pending, p.ph+k, x)
 	}
+	p.compactPending()
+}
+
+// compactPending moves the pending break points to the front of their
+// slice once the finalised ones before them are the larger part.
+func (p *gridProducer) compactPending() {
 	if p.ph > 1024 && 2*p.ph > len(p.pending) {
 		p.pending = p.pending[:copy(p.pending, p.pending[p.ph:])]
 		p.ph = 0
@@ -391,16 +399,14 @@ func (p *gridProducer) mergePoints(ps []sanitize.Piece) {
 		add(q.Lo)
 		add(q.Hi)
 	}
-	if p.ph > 1024 && 2*p.ph > len(p.pending) {
-		p.pending = p.pending[:copy(p.pending, p.pending[p.ph:])]
-		p.ph = 0
-	}
+	p.compactPending()
 }
 
-// advance finalises the pending tokens up to lastLo (all of them when
-// exhausted) and at most n, checking that consecutive tokens lie farther
-// apart than the general builder's tolerance.
-func (p *gridProducer) advance(exhausted bool) error {
+// advance finalises the pending tokens up to lastLo and at most n,
+// checking that consecutive tokens lie farther apart than the general
+// builder's tolerance. (A source that ends early is left to the general
+// builder: buildGrid then returns errNotGrid.)
+func (p *gridProducer) advance() error {
 	nTol := p.nf + tol(p.nf)
 	for p.ph < len(p.pending) {
 		t := p.pending[p.ph]
@@ -410,7 +416,7 @@ func (p *gridProducer) advance(exhausted bool) error {
 			}
 			break
 		}
-		if !exhausted && t > p.lastLo {
+		if t > p.lastLo {
 			break
 		}
 		if t-p.pos <= tol(t) {
@@ -458,13 +464,15 @@ func (p *gridProducer) trim() {
 }
 
 // retire hands over, in order, the rows whose tokens are all final.
-func (p *gridProducer) retire(spare *[]*unitRow, emit func(*unitRow)) {
+func (p *gridProducer) retire(spare *[]*unitRow, emit func(*unitRow)) error {
 	for p.head < len(p.rows) {
 		r := p.rows[p.head]
 		if r.top > p.pos {
-			return
+			break
 		}
-		p.handOver(r, p.lastTok(), spare, emit)
+		if err := p.handOver(r, p.lastTok(), spare, emit); err != nil {
+			return err
+		}
 		p.rows[p.head] = nil
 		p.head++
 		if r.run.refs--; r.run.refs == 0 && r.run != p.last.run {
@@ -477,21 +485,25 @@ func (p *gridProducer) retire(spare *[]*unitRow, emit func(*unitRow)) {
 		clear(p.rows[n:])
 		p.rows, p.head = p.rows[:n], 0
 	}
+	return nil
 }
 
 // finish hands over the rows still held (those with mass on the last
 // tokens and above n), their masses up to the last token.
-func (p *gridProducer) finish(spare *[]*unitRow, emit func(*unitRow)) {
+func (p *gridProducer) finish(spare *[]*unitRow, emit func(*unitRow)) error {
 	for _, r := range p.rows[p.head:] {
-		p.handOver(r, p.lastTok(), spare, emit)
+		if err := p.handOver(r, p.lastTok(), spare, emit); err != nil {
+			return err
+		}
 	}
 	p.rows, p.head = p.rows[:0], 0
+	return nil
 }
 
 // handOver prepares row r's dense masses and remaining masses on its
 // tokens up to token T and emits it (rows with no mass on those tokens
 // and above n are dropped).
-func (p *gridProducer) handOver(r *gridRow, T int, spare *[]*unitRow, emit func(*unitRow)) {
+func (p *gridProducer) handOver(r *gridRow, T int, spare *[]*unitRow, emit func(*unitRow)) error {
 	u := takeOrNew(spare)
 	g := p.u.g.at(r.freq)
 	*u = unitRow{freq: r.freq, g: g, pi: r.pi, bufM: u.bufM, bufS: u.bufS, lent: u.lent}
@@ -503,7 +515,7 @@ func (p *gridProducer) handOver(r *gridRow, T int, spare *[]*unitRow, emit func(
 	if r.keep > 0 {
 		// The first token is the one starting at lo (a final break point).
 		k0 = sort.SearchFloat64s(p.bounds, r.lo) + p.boff
-		if k0 <= T && p.bound(k0) == r.lo && k0 < T {
+		if k0 < T && p.bound(k0) == r.lo {
 			w = T - k0
 			if r.top <= p.bound(T) {
 				k1 := sort.SearchFloat64s(p.bounds[k0-p.boff:T-p.boff+1], r.top) + k0 // bound(k1) == top
@@ -514,7 +526,12 @@ func (p *gridProducer) handOver(r *gridRow, T int, spare *[]*unitRow, emit func(
 	}
 	if w == 0 && r.freq > p.n {
 		*spare = append(*spare, u)
-		return
+		return nil
+	}
+	if w == 0 && r.keep > 0 {
+		// Every row up to n ends at or below n, on a final token, and
+		// its support starts on one.
+		return errors.New("estimate: internal error: a row's support does not start on a token")
 	}
 	u.lo = int64(k0)
 	if w == 0 {
@@ -522,7 +539,7 @@ func (p *gridProducer) handOver(r *gridRow, T int, spare *[]*unitRow, emit func(
 		u.m, u.s = nil, nil
 		emit(u)
 		p.lastSent = nil
-		return
+		return nil
 	}
 	if l := p.lastSent; l != nil && r.copied && l.freq == r.freq-1 && len(l.m) == w && p.lastLo0+1 <= int64(k0) &&
 		p.shifted(int(p.lastLo0), k0) {
@@ -535,6 +552,7 @@ func (p *gridProducer) handOver(r *gridRow, T int, spare *[]*unitRow, emit func(
 	}
 	p.lastSent, p.lastLo0 = u, int64(k0)
 	emit(u)
+	return nil
 }
 
 // shifted reports whether every token from b+1 on (up to the last final
@@ -690,7 +708,9 @@ func runGrid(ctx context.Context, ps pieceSource, u *unitBD, p *gridProducer) er
 			perr = errNotGrid // the source ended or supports stopped: the general builder says which
 		}
 		if perr == nil {
-			p.finish(spare, emit)
+			perr = p.finish(spare, emit)
+		}
+		if perr == nil {
 			send(p.bounds[p.sent+1-p.boff:], out, true)
 			p.sent = p.lastTok()
 		}

@@ -170,11 +170,11 @@ func TestBuildGridHandMadeRows(t *testing.T) {
 // two for exact comparisons: the dense builder must decline.
 func TestBuildGridNearTolerance(t *testing.T) {
 	p := &gridProducer{n: 2e6, nf: 2e6, bounds: []float64{0}, pending: []float64{1e6, 1e6 + 1.0/gridScale}, lastLo: 1.5e6}
-	if err := p.advance(false); !errors.Is(err, errNotGrid) {
+	if err := p.advance(); !errors.Is(err, errNotGrid) {
 		t.Fatalf("advance: %v, want errNotGrid", err)
 	}
 	p = &gridProducer{n: 2e6, nf: 2e6, bounds: []float64{0}, pending: []float64{1e5, 1e5 + 1.0/gridScale}, lastLo: 1.5e6}
-	if err := p.advance(false); err != nil || p.lastTok() != 2 {
+	if err := p.advance(); err != nil || p.lastTok() != 2 {
 		t.Fatalf("advance below the limit: %v, %d tokens", err, p.lastTok())
 	}
 }
