@@ -91,10 +91,10 @@ type unitActive struct {
 // adds the previous token's a m to sa (pend is that a, or 0 when nothing
 // is pending: adding 0 m leaves sa as it is, since sa is never -0;
 // deferred, the same additions in the same order) and returns (g - sa) /
-// S on the token, or inf (+Inf) when the row has no mass there. Every quotient is formed (S >= m >
-// 0, so it is finite) and the caller's min keeps the smallest, without
-// branches: the minimum the general builder finds by forming only the
-// quotients that can win.
+// S on the token, or inf (+Inf) when the row has no mass there. Every
+// quotient is formed (S >= m > 0, so it is finite) and the caller's min
+// keeps the smallest, without branches: the minimum the general builder
+// finds by forming only the quotients that can win.
 func (r *unitActive) bdStep(j int64, pend, inf float64) float64 {
 	q := inf
 	if k := j - 1 - r.lo; k >= 0 {
@@ -146,15 +146,12 @@ type unitBD struct {
 	pos     int64 // tokens 1..pos are final
 	last    float64
 	pending bool // biased-down: rows' sa still lack last times their mass on token pos
-	// MLE on shifted copies (see advance): the argmax of the last token,
-	// as an index into the active rows, with the first active row's
-	// frequency and the number of active rows then; lastOriginal is the
-	// frequency of the last row linked that is not a copy.
-	// memo[j % copyP] is the argmax scan's outcome on token j, kept for
-	// the copyP tokens after it; lastOriginal is the frequency of the
-	// last row linked that is not a copy of the row before it with its
-	// first token copyP tokens higher (1 on unit cells; buildGrid's rows
-	// set it from the first copy of a run).
+	// MLE on shifted copies (see advance): memo[j % copyP] is the argmax
+	// scan's outcome on token j, kept for the copyP tokens after it;
+	// lastOriginal is the frequency of the last row linked that is not a
+	// copy of the row before it with its first token copyP tokens higher
+	// (copyP is 1 on unit cells; buildGrid's rows set it from the first
+	// copy of a run).
 	memo         []mleMemo
 	copyP        int64
 	lastOriginal int64
@@ -309,7 +306,7 @@ func (u *unitBD) cancelled(freq int64, cells int) error {
 	return checkCancelled(u.ctx, freq, cells)
 }
 
-// advance finalises tokens up to min(upTo, n), checking the context every
+// advance finalises tokens up to min(upTo, tokens), checking the context every
 // ctxTokens tokens when rows are wide.
 func (u *unitBD) advance(upTo int64) error {
 	upTo = min(upTo, u.tokens)
@@ -358,13 +355,8 @@ func (u *unitBD) advance(upTo int64) error {
 		} else {
 			// a = min of (g - sa) / S over the rows with mass on the
 			// token, in one pass that first adds the previous token's
-			// a_{j-1} m_{i,j-1} to each row's sa (deferred from the
-			// previous token: the same additions in the same order; a row
-			// retired meanwhile no longer needs its sa). Every quotient
-			// is formed (S >= m > 0, so it is finite) and min keeps the
-			// smallest, without branches: the minimum the general
-			// builder finds by forming only the quotients that can win.
-			// Two running minima (even and odd rows) halve the chain of
+			// a_{j-1} m_{i,j-1} to each row's sa (bdStep; a row retired
+			// meanwhile no longer needs its sa). Two running minima (even and odd rows) halve the chain of
 			// dependent min operations; min is exact, so the minimum of
 			// the two is the same value.
 			inf := math.Inf(1)
