@@ -548,7 +548,11 @@ func (p *gridProducer) handOver(r *gridRow, T int, spare *[]*unitRow, emit func(
 		p.shared++
 	} else {
 		u.ownBuffers(w)
-		p.fill(r, k0, u.m, u.s[:w])
+		rem := u.s[:w]
+		if p.u.est == MLE {
+			rem = nil // the MLE reads no remaining masses
+		}
+		p.fill(r, k0, u.m, rem)
 	}
 	p.lastSent, p.lastLo0 = u, int64(k0)
 	emit(u)
@@ -574,10 +578,10 @@ func (p *gridProducer) shifted(a, b int) bool {
 	return a >= 0 && b >= p.perStart
 }
 
-// fill computes row r's mass m[k] and remaining mass s[k] on token k0+1+k
-// ((bounds[k0+k], bounds[k0+k+1]]) for k < len(m), exactly as the general
-// builder's rowState.advance does (same operations, same order) on
-// well-separated grid tokens.
+// fill computes row r's mass m[k] and remaining mass s[k] (when s is not
+// nil) on token k0+1+k ((bounds[k0+k], bounds[k0+k+1]]) for k < len(m),
+// exactly as the general builder's rowState.advance does (same operations,
+// same order) on well-separated grid tokens.
 func (p *gridProducer) fill(r *gridRow, k0 int, m, s []float64) {
 	ps, dens, suf := r.run.pieces[:r.keep], r.run.dens, r.run.suffix
 	// The general builder's suffix sums fold the pieces above n+1 into
@@ -589,14 +593,19 @@ func (p *gridProducer) fill(r *gridRow, k0 int, m, s []float64) {
 			cur++
 		}
 		if cur == len(ps) {
-			m[k], s[k] = 0, 0
+			m[k] = 0
+			if s != nil {
+				s[k] = 0
+			}
 			continue
 		}
 		q := ps[cur]
-		if q.Lo >= pos {
-			s[k] = q.P + suf[cur+1]
-		} else {
-			s[k] = dens[cur]*(q.Hi-pos) + suf[cur+1]
+		if s != nil {
+			if q.Lo >= pos {
+				s[k] = q.P + suf[cur+1]
+			} else {
+				s[k] = dens[cur]*(q.Hi-pos) + suf[cur+1]
+			}
 		}
 		switch {
 		case q.Lo >= t:
