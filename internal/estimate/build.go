@@ -88,7 +88,7 @@ func BuildContext(ctx context.Context, src RowSource, spec Spec) (*Table, error)
 		}
 	}
 	if ms, ok := src.(interface{ Method() sanitize.Method }); ok && ms.Method() == sanitize.MethodMaxSeparation &&
-		(spec.Estimator == MLE || spec.Estimator == BiasedDown) {
+		(spec.Estimator == MLE || spec.Estimator == BiasedDown) && mostlyStationary(src, spec.MaxFrequency) {
 		if ps, ok := src.(pieceSource); ok {
 			t, err := buildGrid(ctx, src, ps, spec)
 			if !errors.Is(err, errNotGrid) {
@@ -112,4 +112,19 @@ func BuildContext(ctx context.Context, src RowSource, spec Spec) (*Table, error)
 	}
 	b.t.Tail = b.analyzeTail()
 	return b.t, nil
+}
+
+// mostlyStationary reports whether most rows up to n can be stationary
+// copies: q_i is constant from n/2 on at the latest. The dense Algorithm
+// 5 builder (buildGrid) pays off there, where copies share their masses;
+// on rows that all differ its dense rows cost about what the general
+// builder's pieces do, with more of the work on the row goroutine, which
+// also computes the sanitizer rows.
+func mostlyStationary(src RowSource, n int64) bool {
+	cq, ok := src.(interface{ ConstantQFrom() (int64, bool) })
+	if !ok {
+		return true
+	}
+	from, ok := cq.ConstantQFrom()
+	return ok && from <= n/2
 }

@@ -293,7 +293,7 @@ func TestBuildGridStopsWhenCancelled(t *testing.T) {
 	for _, procs := range []int{1, 2} {
 		t.Run(fmt.Sprint("procs=", procs), func(t *testing.T) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-			tab, err := sanitize.NewTable(mustPrivacy(0.5, 1e-6), mustSampling(sanitize.SchemePPSWOR, 1e-5, nil), sanitize.MethodMaxSeparation)
+			tab, err := sanitize.NewTable(mustPrivacy(0.5, 1e-6), mustSampling(sanitize.SchemePPSWOR, 0.01, nil), sanitize.MethodMaxSeparation)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -306,5 +306,35 @@ func TestBuildGridStopsWhenCancelled(t *testing.T) {
 				t.Fatalf("read %d rows after cancellation, want 1 to %d (the dense path)", src.rows, ctxEvery)
 			}
 		})
+	}
+}
+
+// TestMostlyStationary: Build takes the dense Algorithm 5 builder when q
+// is constant from n/2 on at the latest (most rows can be copies), and the
+// general builder for rows that never settle within the table.
+func TestMostlyStationary(t *testing.T) {
+	for _, c := range []struct {
+		scheme sanitize.Scheme
+		tau    float64
+		n      int64
+		want   bool
+	}{
+		{sanitize.SchemeNone, 0, 10, true},
+		{sanitize.SchemePPSWOR, 0.01, 1e6, true},
+		{sanitize.SchemePPSWOR, 0.01, 1000, false},
+		{sanitize.SchemePPSWOR, 1e-7, 1e6, false},
+		{sanitize.SchemePriority, 0.002, 2000, true},
+	} {
+		tab, err := sanitize.NewTable(mustPrivacy(0.5, 1e-6), mustSampling(c.scheme, c.tau, nil), sanitize.MethodMaxSeparation)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := mostlyStationary(tab, c.n); got != c.want {
+			from, ok := tab.ConstantQFrom()
+			t.Errorf("%s tau %g n %d: %v, want %v (q constant from %d, %v)", c.scheme, c.tau, c.n, got, c.want, from, ok)
+		}
+	}
+	if !mostlyStationary(&sliceSource{}, 10) {
+		t.Error("a source that cannot tell must take the dense path (it falls back when it must)")
 	}
 }

@@ -95,6 +95,14 @@ func (t *Table) Sampling() Sampling {
 // Method returns the table's sanitizer.
 func (t *Table) Method() Method { return t.m }
 
+// ConstantQFrom returns the first frequency from which the sampling
+// probability q_i no longer changes (as Sampling.Q computes it), and false
+// when it never becomes constant. Rows can be stationary (StationaryFrom)
+// only from there on; unlike StationaryFrom it computes no rows.
+func (t *Table) ConstantQFrom() (int64, bool) {
+	return t.qConst, t.qConst != never
+}
+
 // StationaryFrom returns the first frequency s from which rows are shifted
 // copies, once the table has detected it: row i >= s has the pieces of row
 // s + ((i-s) mod p) moved up by the multiple of p that separates them, with
