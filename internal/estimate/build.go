@@ -80,15 +80,15 @@ func BuildContext(ctx context.Context, src RowSource, spec Spec) (*Table, error)
 	if src == nil {
 		return nil, errors.New("estimate: nil row source")
 	}
-	if ms, ok := src.(interface{ Method() sanitize.Method }); ok && ms.Method() == sanitize.MethodDiscrete &&
-		(spec.Estimator == MLE || spec.Estimator == BiasedDown) {
+	method := methodOf(src)
+	if method == sanitize.MethodDiscrete && (spec.Estimator == MLE || spec.Estimator == BiasedDown) {
 		t, err := buildUnit(ctx, src, spec)
 		if !errors.Is(err, errNotUnit) {
 			return t, err
 		}
 	}
-	if ms, ok := src.(interface{ Method() sanitize.Method }); ok && ms.Method() == sanitize.MethodMaxSeparation &&
-		(spec.Estimator == MLE || spec.Estimator == BiasedDown) && mostlyStationary(src, spec.MaxFrequency) {
+	if method == sanitize.MethodMaxSeparation && (spec.Estimator == MLE || spec.Estimator == BiasedDown) &&
+		mostlyStationary(src, spec.MaxFrequency) {
 		if ps, ok := src.(pieceSource); ok {
 			t, err := buildGrid(ctx, src, ps, spec)
 			if !errors.Is(err, errNotGrid) {
@@ -98,7 +98,7 @@ func BuildContext(ctx context.Context, src RowSource, spec Spec) (*Table, error)
 	}
 	b := newBuilder(spec)
 	b.ctx = ctx
-	if ms, ok := src.(interface{ Method() sanitize.Method }); ok && ms.Method() == sanitize.MethodMaxSeparation {
+	if method == sanitize.MethodMaxSeparation {
 		// Algorithm 5 adds at most three break points per row (b, c and
 		// i): room for them all up front, instead of growing the two
 		// slices of 3n entries by copying (each copy touches fresh pages).
@@ -112,6 +112,15 @@ func BuildContext(ctx context.Context, src RowSource, spec Spec) (*Table, error)
 	}
 	b.t.Tail = b.analyzeTail()
 	return b.t, nil
+}
+
+// methodOf is the sanitizer of a source that tells it (sanitize.Table
+// does), "" otherwise.
+func methodOf(src RowSource) sanitize.Method {
+	if ms, ok := src.(interface{ Method() sanitize.Method }); ok {
+		return ms.Method()
+	}
+	return ""
 }
 
 // mostlyStationary reports whether most rows up to n can be stationary

@@ -47,16 +47,13 @@ type pieceSource interface {
 	PieceRows(from, to int64, fn func(i int64, pi float64, x, m []float64, d int64, copied bool) bool) error
 }
 
-// gridScale is Algorithm 5's position grid (sanitize's 2^20) and gridMax
-// the bound below which grid positions and their integer shifts are exact.
-const (
-	gridScale = 1 << 20
-	gridMax   = 1 << 33
-)
+// gridMax bounds the positions on Algorithm 5's grid whose integer shifts
+// are exact (sanitize.GridScale).
+const gridMax = float64(sanitize.MaxFrequency)
 
 // onGrid reports whether x is a grid position in [0, gridMax).
 func onGrid(x float64) bool {
-	v := x * gridScale
+	v := x * sanitize.GridScale
 	return x >= 0 && x < gridMax && v == math.Trunc(v)
 }
 
@@ -735,11 +732,11 @@ func runGrid(ctx context.Context, ps pieceSource, u *unitBD, p *gridProducer) er
 	}
 	if runtime.GOMAXPROCS(0) < 2 {
 		var spare []*unitRow
+		var back rowReturn // in line: nothing deferred, the rows go straight back
 		produce(func(bounds []float64, rows []*unitRow, _ bool) bool {
 			ok := consume(bounds, rows)
-			spare = append(spare, u.pool...)
-			clear(u.pool)
-			u.pool = u.pool[:0]
+			back.giveBack(u, false)
+			back.takeBack(u.stats, &spare)
 			return ok
 		}, &spare)
 	} else {

@@ -118,7 +118,7 @@ func (s gridRowsSource) PieceRows(from, to int64, fn func(i int64, pi float64, x
 // snapRows moves every break point of rows to the grid 2^-20 (rows keep
 // their masses; the pieces stay sorted and non-empty for these rows).
 func snapRows(rows []sanitize.Row) []sanitize.Row {
-	snap := func(x float64) float64 { return math.Round(x*gridScale) / gridScale }
+	snap := func(x float64) float64 { return math.Round(x*sanitize.GridScale) / sanitize.GridScale }
 	for _, r := range rows {
 		for k := range r.Pieces {
 			r.Pieces[k].Lo, r.Pieces[k].Hi = snap(r.Pieces[k].Lo), snap(r.Pieces[k].Hi)
@@ -169,11 +169,11 @@ func TestBuildGridHandMadeRows(t *testing.T) {
 // (positions above 2^20/1e12, about 953674) would be one token for it and
 // two for exact comparisons: the dense builder must decline.
 func TestBuildGridNearTolerance(t *testing.T) {
-	p := &gridProducer{n: 2e6, nf: 2e6, bounds: []float64{0}, pending: []float64{1e6, 1e6 + 1.0/gridScale}, lastLo: 1.5e6}
+	p := &gridProducer{n: 2e6, nf: 2e6, bounds: []float64{0}, pending: []float64{1e6, 1e6 + 1.0/sanitize.GridScale}, lastLo: 1.5e6}
 	if err := p.advance(); !errors.Is(err, errNotGrid) {
 		t.Fatalf("advance: %v, want errNotGrid", err)
 	}
-	p = &gridProducer{n: 2e6, nf: 2e6, bounds: []float64{0}, pending: []float64{1e5, 1e5 + 1.0/gridScale}, lastLo: 1.5e6}
+	p = &gridProducer{n: 2e6, nf: 2e6, bounds: []float64{0}, pending: []float64{1e5, 1e5 + 1.0/sanitize.GridScale}, lastLo: 1.5e6}
 	if err := p.advance(); err != nil || p.lastTok() != 2 {
 		t.Fatalf("advance below the limit: %v, %d tokens", err, p.lastTok())
 	}

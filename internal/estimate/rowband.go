@@ -53,7 +53,7 @@ func RowEstimates(ctx context.Context, src RowSource, g G, from, to, margin int6
 	}
 	bandStart := max(1, from-max(margin, 0))
 	unit := false
-	if ms, ok := src.(interface{ Method() sanitize.Method }); ok && ms.Method() == sanitize.MethodDiscrete {
+	if methodOf(src) == sanitize.MethodDiscrete {
 		unit = true
 	}
 	rows, bd, mle, err := rowBand(ctx, src, g, from, to, bandStart, unit)

@@ -21,6 +21,12 @@ const (
 	gridStep  = 1.0 / gridScale
 )
 
+// GridScale is the inverse of Algorithm 5's break-point grid step: every
+// break point of a max_separation table times GridScale is a whole number,
+// and below MaxFrequency positions, lengths and whole shifts on the grid
+// are exact in float64 (estimate's dense Algorithm 5 builder relies on it).
+const GridScale = gridScale
+
 func snapNearest(x float64) float64 { return math.Round(x*gridScale) / gridScale }
 
 // cutGrid returns a grid position pos in [lo, hi] (a piece of mass m with
