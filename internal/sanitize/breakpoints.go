@@ -32,6 +32,9 @@ func (t *Table) breakPoints(n int64) ([]float64, error) {
 		cu.step()
 		pts = append(pts, cu.sc.newPts...)
 	}
+	if err := cu.finish(); err != nil {
+		return nil, fmt.Errorf("sanitize: break points: %w", err)
+	}
 	slices.Sort(pts)
 	return slices.Compact(pts), nil
 }

@@ -140,45 +140,63 @@ func (c *samplerCache) put(s *sampler) {
 }
 
 // samplerFor returns the sampler of frequency i and the shift to apply.
-func (t *Table) samplerFor(i int64) (*sampler, int64) {
+// Samplers are cached only once both pairs next to their row are verified
+// (restart.go).
+func (t *Table) samplerFor(i int64) (*sampler, int64, error) {
 	if st := t.stationary(); st != nil && i >= st.from() {
 		r, d := st.at(i)
 		if s := t.cache.get(r.i); s != nil {
-			return s, d
+			return s, d, nil
 		}
 		s := newSampler(r)
 		t.cache.put(s)
-		return s, d
+		return s, d, nil
 	}
 	if s := t.cache.get(i); s != nil {
-		return s, 0
+		return s, 0, nil
 	}
 	cp := t.checkpointBelow(i)
-	if i-cp.i > 2*t.currentSpacing() {
-		r, d := t.stateFor(i) // far beyond the known rows: no intermediates
+	if i-cp.i > 2*t.currentSpacing() || t.startCost(i) < i-cp.i {
+		r, d, err := t.stateFor(i) // far beyond the known rows: no intermediates
+		if err != nil {
+			return nil, 0, err
+		}
 		s := newSampler(r)
 		t.cache.put(s)
-		return s, d
+		return s, d, nil
 	}
 	// Walk from the checkpoint and keep every row on the way: draws for
 	// nearby frequencies (Zipf-like data hits most of them) are then hits.
+	// A row is kept once the row above it is computed (so that a junction
+	// above it has been verified).
 	cu := t.cursorAt(cp)
-	for cu.cur.i < i {
+	var pending *sampler
+	for cu.cur.i < i && cu.err == nil {
 		cu.step()
 		if cu.hitStationary {
 			if st := t.stationary(); i >= st.from() {
 				return t.samplerFor(i)
 			}
 		}
+		if cu.err == nil && pending != nil {
+			t.cache.put(pending)
+		}
+		pending = nil
 		if t.cache.get(cu.cur.i) == nil {
-			t.cache.put(newSampler(cu.cur))
+			pending = newSampler(cu.cur)
 		}
 	}
+	if err := cu.finish(); err != nil {
+		return nil, 0, fmt.Errorf("sanitize: draw: %w", err)
+	}
+	if pending != nil {
+		t.cache.put(pending)
+	}
 	if s := t.cache.get(i); s != nil {
-		return s, 0
+		return s, 0, nil
 	}
 	s := newSampler(cu.cur) // evicted at once by a full cache
-	return s, 0
+	return s, 0, nil
 }
 
 // Draw sanitizes one sampled key of frequency freq: it reports the key with
@@ -192,7 +210,10 @@ func (t *Table) Draw(freq int64, rng *rand.Rand) (Outcome, error) {
 	if err := checkFreq(freq); err != nil {
 		return Outcome{}, fmt.Errorf("sanitize: draw: %w", err)
 	}
-	s, d := t.samplerFor(freq)
+	s, d, err := t.samplerFor(freq)
+	if err != nil {
+		return Outcome{}, err
+	}
 	return s.draw(t.s.Q(freq), d, t.m == MethodDiscrete, rng), nil
 }
 
@@ -235,22 +256,29 @@ func (t *Table) DrawAll(freqs []int64, rng *rand.Rand, out []Outcome) ([]Outcome
 		}
 		var s *sampler
 		var d int64
+		var err error
 		if st := t.stationary(); st != nil && f >= st.from() {
-			s, d = t.samplerFor(f)
+			s, d, err = t.samplerFor(f)
 		} else if s = t.cache.get(f); s == nil {
-			if cu == nil || cu.hitStationary || cu.cur.i > f || f-cu.cur.i > t.currentSpacing() {
-				if cp := t.checkpointBelow(f); cu == nil || cu.cur.i > f || cp.i > cu.cur.i {
-					cu = t.cursorAt(cp)
+			if cu == nil || cu.hitStationary || cu.cur.i > f || f-cu.cur.i > t.currentSpacing() || t.startCost(f) < f-cu.cur.i {
+				if fresh := t.cursorFor(f); cu == nil || cu.cur.i > f || cu.hitStationary || fresh.cur.i > cu.cur.i {
+					cu = fresh
 				}
 			}
-			for cu.cur.i < f && !cu.hitStationary {
+			for cu.cur.i < f && !cu.hitStationary && cu.err == nil {
 				cu.step()
 			}
-			if cu.hitStationary {
-				s, d = t.samplerFor(f)
-			} else {
-				s = newSampler(cu.cur)
+			switch {
+			case cu.hitStationary:
+				s, d, err = t.samplerFor(f)
+			default:
+				if err = cu.finish(); err == nil {
+					s = newSampler(cu.cur)
+				}
 			}
+		}
+		if err != nil {
+			return out[:0], fmt.Errorf("sanitize: draw all: %w", err)
 		}
 		q := t.s.Q(f)
 		for ; k < end; k++ {
@@ -360,7 +388,10 @@ func (dr *Drawer) prepare(freq int64) (drawRow, error) {
 	if err := checkFreq(freq); err != nil {
 		return drawRow{}, fmt.Errorf("sanitize: draw: %w", err)
 	}
-	s, d := dr.t.samplerFor(freq)
+	s, d, err := dr.t.samplerFor(freq)
+	if err != nil {
+		return drawRow{}, err
+	}
 	r := drawRow{s: s, d: d, ready: true}
 	if q := dr.t.s.Q(freq); s.pi < q {
 		r.coin, r.keep = true, keepThreshold(s.pi, q)

@@ -111,7 +111,7 @@ func ReportingProbabilities(p Privacy, s Sampling, n int) []float64 {
 	if n < 1 || p.Validate() != nil || s.Validate() != nil {
 		return nil
 	}
-	c := newConsts(p)
+	c := newConsts(rowPrivacy(p, s))
 	out := make([]float64, n)
 	prev := 0.0
 	for i := 1; i <= n; i++ {

@@ -50,11 +50,16 @@ type Table struct {
 	c      consts
 	qConst int64 // q_j is the same for all j >= qConst (never if not)
 
+	plan   restartPlan // which chain computes each row (restart.go)
+
 	mu      sync.Mutex
 	spacing int64                 // checkpoints are the rows i with i % spacing == 0
 	cps     []*rowState           // ascending; cps[0] is row 0
+	starts  map[int64]*rowState   // verified rows at junctions (restart.go)
 	stat    atomic.Pointer[cycle] // stationary rows, nil until detected
 	cache   samplerCache
+
+	coalesced, audited, failed atomic.Int64 // junctions verified (Junctions)
 }
 
 // NewTable validates the parameters and returns an empty table; rows are
@@ -69,17 +74,24 @@ func NewTable(p Privacy, s Sampling, m Method) (*Table, error) {
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("sanitize: %w", err)
 	}
+	return newTable(p, s, m, newRestartPlan), nil
+}
+
+// newTable returns an empty table of validated parameters whose rows are
+// laid out by plan (newRestartPlan, or a test's).
+func newTable(p Privacy, s Sampling, m Method, plan func(Privacy, int64) restartPlan) *Table {
 	s.Probabilities = append([]float64(nil), s.Probabilities...) // immutable copy
 	qc, _ := qConstFrom(s)
 	t := &Table{
 		p: p, s: s, m: m,
-		c:       newConsts(p),
 		qConst:  qc,
+		plan:    plan(p, qc),
 		spacing: initialSpacing,
 		cps:     []*rowState{rowZero()},
 	}
+	t.c = newConsts(t.plan.rowPrivacy(p))
 	t.cache.init(defaultCachePieces)
-	return t, nil
+	return t
 }
 
 // Privacy returns the table's privacy parameters.
@@ -127,15 +139,18 @@ func (t *Table) StationaryFromContext(ctx context.Context) (int64, bool, error) 
 	if st := t.stationary(); st != nil {
 		return st.from(), true, nil
 	}
-	if t.qConst == never || t.qConst > 1<<20 {
+	if t.qConst == never || (t.qConst > 1<<20 && !t.plan.enabled()) {
 		return 0, false, nil
 	}
-	cu := t.cursorAt(t.checkpointBelow(t.qConst))
+	cu := t.cursorFor(t.qConst)
 	for n := int64(0); n < 1<<21 && !cu.hitStationary; n++ {
 		if n%64 == 0 {
 			if err := ctx.Err(); err != nil {
 				return 0, false, fmt.Errorf("sanitize: stationary rows: %w", err)
 			}
+		}
+		if cu.err != nil {
+			return 0, false, cu.err
 		}
 		cu.step()
 	}
@@ -170,26 +185,35 @@ func (t *Table) Row(i int64) (Row, error) {
 	if err := checkFreq(i); err != nil {
 		return Row{}, fmt.Errorf("sanitize: row: %w", err)
 	}
-	st, d := t.stateFor(i)
+	st, d, err := t.stateFor(i)
+	if err != nil {
+		return Row{}, err
+	}
 	return st.row(d, nil), nil
 }
 
 // stateFor returns the internal row of frequency i (not to be modified),
-// or the stationary row with the shift to apply.
-func (t *Table) stateFor(i int64) (*rowState, int64) {
+// or the stationary row with the shift to apply. Both pairs next to the row
+// are verified (restart.go) before it is returned.
+func (t *Table) stateFor(i int64) (*rowState, int64, error) {
 	if st := t.stationary(); st != nil && i >= st.from() {
-		return st.at(i)
+		r, d := st.at(i)
+		return r, d, nil
 	}
-	cu := t.cursorAt(t.checkpointBelow(i))
-	for cu.cur.i < i {
+	cu := t.cursorFor(i)
+	for cu.cur.i < i && cu.err == nil {
 		cu.step()
 		if cu.hitStationary {
 			if st := t.stationary(); i >= st.from() {
-				return st.at(i)
+				r, d := st.at(i)
+				return r, d, nil
 			}
 		}
 	}
-	return cu.cur, 0
+	if err := cu.finish(); err != nil {
+		return nil, 0, fmt.Errorf("sanitize: row %d: %w", i, err)
+	}
+	return cu.cur, 0, nil
 }
 
 // Rows calls fn with the rows of frequencies from..to in ascending order
@@ -240,7 +264,10 @@ func (t *Table) PieceRows(from, to int64, fn func(i int64, pi float64, x, m []fl
 
 // eachRow calls fn with the row states (and shifts) of frequencies
 // from..to in ascending order until fn returns false; what names the
-// caller in errors.
+// caller in errors. Each junction is verified before the rows above it are
+// handed out, and the one above the last row before eachRow returns: on a
+// JunctionError fn may have seen rows below the junction, and the caller
+// must discard what it made of them (every caller fails as a whole).
 func (t *Table) eachRow(what string, from, to int64, fn func(r *rowState, d int64) bool) error {
 	if err := checkFreq(from); err != nil {
 		return fmt.Errorf("sanitize: %s: from: %w", what, err)
@@ -253,15 +280,21 @@ func (t *Table) eachRow(what string, from, to int64, fn func(r *rowState, d int6
 	}
 	j := from
 	if st := t.stationary(); st == nil || from < st.from() {
-		cu := t.cursorAt(t.checkpointBelow(from))
-		for cu.cur.i < from && !cu.hitStationary {
+		cu := t.cursorFor(from)
+		for cu.cur.i < from && !cu.hitStationary && cu.err == nil {
 			cu.step()
 		}
 		for !cu.hitStationary {
+			if cu.err != nil {
+				return fmt.Errorf("sanitize: %s: %w", what, cu.err)
+			}
 			if cu.cur.i >= from && !fn(cu.cur, 0) {
 				return nil
 			}
 			if cu.cur.i >= to {
+				if err := cu.finish(); err != nil {
+					return fmt.Errorf("sanitize: %s: %w", what, err)
+				}
 				return nil
 			}
 			cu.step()
@@ -287,8 +320,14 @@ func (t *Table) checkpointBelow(i int64) *rowState {
 	return t.cps[k-1]
 }
 
-// record stores r as a checkpoint if it is one the table lacks.
+// record stores r as a checkpoint if it is one the table lacks. Only rows
+// of the chains that run on (the one from row 0 below the first junction,
+// the final one from the last junction) are checkpoints; the restarted
+// blocks keep their verified first rows instead (restart.go).
 func (t *Table) record(r *rowState) {
+	if pl := t.plan; pl.enabled() && r.i >= pl.from && r.i < pl.final {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if r.i%t.spacing != 0 || r.i <= t.cps[len(t.cps)-1].i {
@@ -320,7 +359,8 @@ func (t *Table) setStationary(rows []*rowState) {
 	}
 }
 
-// cursor computes rows one after the other with two reused buffers.
+// cursor computes rows one after the other with two reused buffers,
+// switching chains at junctions (restart.go).
 type cursor struct {
 	t             *Table
 	cur, nxt      *rowState
@@ -331,23 +371,31 @@ type cursor struct {
 	// ringN counts the consecutive rows it holds (ending at cur).
 	ring  []*rowState
 	ringN int
+	// trusted: cur is a row of the table whose junction below (if any) was
+	// verified. A fresh start (warmFrom: the guess row's frequency) is not
+	// trusted until it has passed a junction.
+	trusted  bool
+	warmFrom int64
+	warm     warmBuffers
+	err      error // a JunctionError met on the way; sticky
 }
 
 func (t *Table) cursorAt(start *rowState) *cursor {
-	return &cursor{t: t, cur: start.clone(), nxt: &rowState{}, detect: true}
+	return &cursor{t: t, cur: start.clone(), nxt: &rowState{}, detect: true, trusted: true}
 }
 
 // step advances the cursor by one row.
 func (cu *cursor) step() {
 	t := cu.t
-	q := t.s.Q(cu.cur.i + 1)
-	if t.m == MethodDiscrete {
-		t.c.step4(cu.cur, q, cu.nxt, t.qConst)
-	} else {
-		t.c.step5(cu.cur, q, cu.nxt, &cu.sc, t.qConst)
+	t.stepRow(cu.cur, cu.nxt, &cu.sc)
+	if j := cu.nxt.i; t.plan.isJunction(j) {
+		cu.junction(j)
 	}
 	cu.cur, cu.nxt = cu.nxt, cu.cur
 	j := cu.cur.i
+	if !cu.trusted || cu.err != nil {
+		return
+	}
 	if cu.detect && !cu.hitStationary && j >= t.qConst {
 		cu.detectCycle()
 	}

@@ -1,0 +1,357 @@
+package sanitize
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Rows by verified restart (docs/algorithms.md, "Rows by verified restart").
+//
+// A Table's row i is not always the chain from row 0. Past restartFrom the
+// frequencies are cut into blocks of restartBlock rows; the rows of the
+// block that starts at junction a are the chain started from a crude guess
+// (all of pi on the token just below) restartWarm rows below a. The block
+// that holds the first frequency with constant q (and every row above it)
+// is one chain, so the stationary rows past it are found as before. Which
+// chain defines a row depends on the parameters and the row's index only,
+// never on data.
+//
+// Inside a block every consecutive pair of rows is one step of the
+// algorithm, (eps, delta)-DP by the same argument as the chain from row 0.
+// At a junction a the pair (row a-1, row a) joins two chains. It is
+// verified before any row next to it is handed out: when the new chain's
+// warm-up row a-1 equals the old chain's row a-1 bit for bit (every field
+// the step reads), row a is the step applied to row a-1 and the pair is a
+// step like any other ("coalesced"); otherwise the pair is audited exactly
+// (AuditRows, both directions) and accepted only within delta (1 + 1e-9),
+// the tolerance every table's audit is held to. A pair that fails both is
+// a JunctionError and the request fails before anything is released.
+
+// restartSlack is the part of delta that tables with restarts hold back:
+// their rows are computed with delta (1 - restartSlack), so every pair inside
+// a chain is (eps, delta (1 - restartSlack))-DP and a junction whose two
+// chains agree to within rounding (total variation well below
+// restartSlack delta / e^eps) still passes the exact audit at delta.
+const restartSlack = 1.0 / 1024
+
+// rowPrivacy returns the privacy the rows of a table of (p, s) are computed
+// with (see restartPlan.rowPrivacy).
+func rowPrivacy(p Privacy, s Sampling) Privacy {
+	if p.Validate() != nil || s.Validate() != nil {
+		return p
+	}
+	qc, _ := qConstFrom(s)
+	return newRestartPlan(p, qc).rowPrivacy(p)
+}
+
+// rowPrivacy returns p, with restartSlack of delta held back when the plan
+// restarts (a property of the parameters only).
+func (pl restartPlan) rowPrivacy(p Privacy) Privacy {
+	if pl.enabled() {
+		p.Delta *= 1 - restartSlack
+	}
+	return p
+}
+
+// restartPlan fixes, from public parameters only, which chain computes each
+// row. The zero value (from = never) means every row comes from the chain
+// started at row 0.
+type restartPlan struct {
+	from  int64 // first junction; rows below come from the chain from row 0
+	warm  int64 // a block's chain starts warm rows below its junction
+	block int64 // rows per block
+	final int64 // the last junction: rows from here on are one chain
+}
+
+// Restart plan constants: a block's chain warms up for warmPerL L +
+// warmExtra rows. Restarts reach the rounding floor (rows within a total
+// variation of about 1e-17 of the chain) well within 4 L rows on the grid of
+// TestRestartGrid, where a junction then uses at most 0.3% of the held-back
+// delta; 8 L leaves a factor of two on the rows.
+const (
+	warmPerL       = 8
+	warmExtra      = 256
+	warmPerEps     = 64
+	minRestartFrom = 1 << 16 // rows below are cheap enough along the chain
+)
+
+// newRestartPlan returns the plan for privacy p when q is constant from
+// qConst on (never: q never becomes constant). Tables whose q settles
+// within a few blocks of minRestartFrom need no restarts.
+func newRestartPlan(p Privacy, qConst int64) restartPlan {
+	l := L(p)
+	if math.IsNaN(l) || l > 1e9 {
+		return restartPlan{from: never}
+	}
+	warm := warmPerL*int64(math.Ceil(l)) + int64(math.Ceil(warmPerEps/math.Min(p.Epsilon, 1))) + warmExtra
+	return makeRestartPlan(max(minRestartFrom, 4*warm), warm, warm, qConst)
+}
+
+// makeRestartPlan lays out blocks of the given length from junction from
+// on, warm rows of warm-up each, the final block being the one holding
+// qConst.
+func makeRestartPlan(from, warm, block, qConst int64) restartPlan {
+	if from >= MaxFrequency || from < warm+1 || block < 1 || warm < 1 {
+		return restartPlan{from: never}
+	}
+	final := int64(never)
+	if qConst != never {
+		if qConst < from+2*block {
+			return restartPlan{from: never} // the chain reaches the stationary rows soon
+		}
+		final = from + (qConst-from)/block*block
+	}
+	return restartPlan{from: from, warm: warm, block: block, final: final}
+}
+
+// enabled reports whether any row is computed by restart.
+func (pl restartPlan) enabled() bool { return pl.from != never }
+
+// isJunction reports whether a is a junction: row a starts a new chain.
+func (pl restartPlan) isJunction(a int64) bool {
+	return pl.from != never && a >= pl.from && a <= pl.final && (a-pl.from)%pl.block == 0
+}
+
+// junctionBelow returns the junction at or below i (i >= from): the first
+// row of the chain that computes row i.
+func (pl restartPlan) junctionBelow(i int64) int64 {
+	a := pl.from + (i-pl.from)/pl.block*pl.block
+	return min(a, pl.final)
+}
+
+// JunctionError is returned (wrapped) when a junction of restarted rows can
+// be neither verified as a step nor accepted by the exact audit. No row
+// next to it is handed out.
+type JunctionError struct {
+	At       int64   // the junction: the pair is (At-1, At)
+	Up, Down float64 // the audit's excess sums (to compare with delta)
+}
+
+func (e *JunctionError) Error() string {
+	return fmt.Sprintf("sanitize: the restarted rows at frequency %d did not coalesce and fail the exact audit (%.3g, %.3g)", e.At, e.Up, e.Down)
+}
+
+// ErrJunction matches every *JunctionError with errors.Is.
+var ErrJunction = errors.New("sanitize: unverified junction")
+
+// Is makes errors.Is(err, ErrJunction) true for a *JunctionError.
+func (e *JunctionError) Is(target error) bool { return target == ErrJunction }
+
+// JunctionStats counts the junctions a Table has verified.
+type JunctionStats struct {
+	Coalesced int64 // the restarted row equalled the previous chain's, bit for bit
+	Audited   int64 // accepted by the exact audit
+	Failed    int64 // neither (a JunctionError)
+}
+
+// Junctions returns how the table's junctions were verified so far.
+func (t *Table) Junctions() JunctionStats {
+	return JunctionStats{Coalesced: t.coalesced.Load(), Audited: t.audited.Load(), Failed: t.failed.Load()}
+}
+
+// RestartFrom returns the first frequency whose row may come from a
+// restarted chain, and false when every row is the chain from row 0.
+func (t *Table) RestartFrom() (int64, bool) { return t.plan.from, t.plan.enabled() }
+
+// guessRow returns the crude start of a restarted chain at frequency s:
+// all of q_s on the token (s-1, s].
+func (t *Table) guessRow(dst *rowState, s int64) *rowState {
+	q := t.s.Q(s)
+	dst.i, dst.pi, dst.total = s, q, ddFrom(q)
+	dst.x = append(dst.x[:0], float64(s-1), float64(s))
+	dst.m = append(dst.m[:0], q)
+	dst.stable, dst.frozen, dst.bOff, dst.radj = 0, false, 0, 0
+	dst.adj = dst.adj[:0]
+	return dst
+}
+
+// stepRow computes row prev.i+1 from prev into dst.
+func (t *Table) stepRow(prev, dst *rowState, sc *scratch5) {
+	q := t.s.Q(prev.i + 1)
+	if t.m == MethodDiscrete {
+		t.c.step4(prev, q, dst, t.qConst)
+	} else {
+		t.c.step5(prev, q, dst, sc, t.qConst)
+	}
+}
+
+// warmRow returns row a-1 of the chain that starts warm rows below
+// junction a, computed in the buffers of w.
+func (t *Table) warmRow(a int64, w *warmBuffers) *rowState {
+	if w.a == nil {
+		w.a, w.b = &rowState{}, &rowState{}
+	}
+	cur, nxt := t.guessRow(w.a, a-t.plan.warm), w.b
+	for cur.i < a-1 {
+		t.stepRow(cur, nxt, &w.sc)
+		cur, nxt = nxt, cur
+	}
+	w.a, w.b = cur, nxt
+	return cur
+}
+
+// warmBuffers are the buffers of a warm-up chain.
+type warmBuffers struct {
+	a, b *rowState
+	sc   scratch5
+}
+
+// rowsEqual reports whether a and b are the same row in every field the
+// next step reads, bit for bit.
+func rowsEqual(a, b *rowState) bool {
+	if a.i != b.i || a.pi != b.pi || a.total != b.total || a.frozen != b.frozen || a.stable != b.stable ||
+		a.bOff != b.bOff || a.radj != b.radj || len(a.m) != len(b.m) || len(a.x) != len(b.x) || len(a.adj) != len(b.adj) {
+		return false
+	}
+	for k, v := range a.m {
+		if b.m[k] != v {
+			return false
+		}
+	}
+	for k, v := range a.x {
+		if b.x[k] != v {
+			return false
+		}
+	}
+	for k, v := range a.adj {
+		if b.adj[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// testHookJunction, when set by a test, sees every junction audit.
+var testHookJunction func(t *Table, a int64, up, down float64)
+
+// maxBlockStarts bounds the verified junction rows a Table keeps.
+const maxBlockStarts = 1024
+
+// blockStart returns the verified first row of the chain at junction a, or
+// nil.
+func (t *Table) blockStart(a int64) *rowState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.starts[a]
+}
+
+// keepBlockStart remembers the verified row at junction a.
+func (t *Table) keepBlockStart(r *rowState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.starts == nil {
+		t.starts = make(map[int64]*rowState)
+	}
+	if _, ok := t.starts[r.i]; ok {
+		return
+	}
+	for k := range t.starts {
+		if len(t.starts) < maxBlockStarts {
+			break
+		}
+		delete(t.starts, k)
+	}
+	t.starts[r.i] = r.clone()
+}
+
+// junction is called by cursor.step when the row just computed into cu.nxt
+// (from cu.cur, row a-1) is junction a: it makes cu.nxt the row of the new
+// chain and verifies the pair (row a-1, row a).
+func (cu *cursor) junction(a int64) {
+	t := cu.t
+	if !cu.trusted && cu.warmFrom == a-t.plan.warm {
+		return // the cursor is the new chain itself (a fresh start)
+	}
+	if s := t.blockStart(a); s != nil {
+		cu.nxt.copyFrom(s)
+		cu.trusted = true
+		return
+	}
+	w := t.warmRow(a, &cu.warm)
+	if rowsEqual(w, cu.cur) {
+		t.coalesced.Add(1)
+	} else {
+		t.stepRow(w, cu.nxt, &cu.sc)
+		// Row a's pieces come from the new chain: all its break points are
+		// new to the table (Table.breakPoints).
+		cu.sc.newPts = append(cu.sc.newPts, cu.nxt.x...)
+		up, down := AuditRows(cu.cur.row(0, nil), cu.nxt.row(0, nil), t.p)
+		if testHookJunction != nil {
+			testHookJunction(t, a, up, down)
+		}
+		if lim := t.p.Delta; up > lim || down > lim {
+			t.failed.Add(1)
+			if cu.err == nil {
+				cu.err = &JunctionError{At: a, Up: up, Down: down}
+			}
+			return
+		}
+		t.audited.Add(1)
+	}
+	cu.trusted = true
+	t.keepBlockStart(cu.nxt)
+}
+
+// startCost is the number of rows a fresh start for row i computes before
+// it (warm-up, the block below whose last row the junction is checked
+// against, and that check's warm-up), or never when rows below the first
+// junction must come from the chain.
+func (t *Table) startCost(i int64) int64 {
+	pl := t.plan
+	if !pl.enabled() || i < pl.from {
+		return never
+	}
+	a := pl.junctionBelow(i)
+	if t.blockStart(a) != nil {
+		return i - a
+	}
+	if a == pl.from {
+		return never
+	}
+	return 2*pl.warm + pl.block + (i - a)
+}
+
+// cursorFor returns a cursor from which stepping reaches row i along the
+// rows that define it, verifying every junction it passes, at the least
+// cost among: the nearest checkpoint, the verified start of row i's block,
+// and a fresh start one block below (a cursor that is not trusted until it
+// has verified the junction of row i's block).
+func (t *Table) cursorFor(i int64) *cursor {
+	cp := t.checkpointBelow(i)
+	walk := i - cp.i
+	if t.plan.enabled() && cp.i < t.plan.from && i >= t.plan.from {
+		walk = never // walking through every block: estimated as worse
+		if i < t.plan.from+t.plan.block {
+			walk = i - cp.i
+		}
+	}
+	pl := t.plan
+	if c := t.startCost(i); c < walk {
+		a := pl.junctionBelow(i)
+		if s := t.blockStart(a); s != nil {
+			return t.cursorAt(s)
+		}
+		g := a - pl.block - pl.warm
+		cu := &cursor{t: t, cur: t.guessRow(&rowState{}, g), nxt: &rowState{}, detect: true, warmFrom: g}
+		return cu
+	}
+	return t.cursorAt(cp)
+}
+
+// finish verifies the junction above the cursor's row, if there is one, so
+// that both pairs next to the row are checked before it is used; the
+// cursor's row is unchanged. It returns the cursor's error.
+func (cu *cursor) finish() error {
+	t := cu.t
+	a := cu.cur.i + 1
+	if cu.err == nil && t.plan.isJunction(a) && t.blockStart(a) == nil {
+		probe := &cursor{t: t, cur: cu.cur.clone(), nxt: &rowState{}, trusted: cu.trusted}
+		probe.step()
+		cu.err = probe.err
+	}
+	if cu.err == nil && !cu.trusted {
+		return errors.New("sanitize: internal error: a restarted row was used before its junction was verified")
+	}
+	return cu.err
+}
