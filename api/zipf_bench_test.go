@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -91,10 +94,40 @@ func (r zipfRelease) check(b *testing.B, logged *bool) bool {
 	return false
 }
 
-// report adds the release's outcome to the benchmark line.
+// report adds the release's outcome to the benchmark line, and the
+// process's peak RSS since resetPeakRSS where Linux tells it.
 func (r zipfRelease) report(b *testing.B) {
 	b.ReportMetric(float64(r.status), "status")
 	b.ReportMetric(float64(r.reported), "keys")
+	if mb, ok := peakRSSMB(); ok {
+		b.ReportMetric(mb, "peak-MB")
+	}
+}
+
+// resetPeakRSS returns freed memory to the operating system and resets the
+// process's peak resident set size (Linux: 5 written to
+// /proc/self/clear_refs), so the next peakRSSMB covers one sub-benchmark:
+// the release(s) it measures plus the benchmark's own baseline (the Go
+// runtime, the cached samples).
+func resetPeakRSS() {
+	debug.FreeOSMemory()
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// peakRSSMB is VmHWM of /proc/self/status in MB (10^6 bytes); false where
+// there is no such file.
+func peakRSSMB() (float64, bool) {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb * 1024 / 1e6, err == nil
+		}
+	}
+	return 0, false
 }
 
 // BenchmarkZipfWorkload is issue 22's workload: a client's ppswor sample
@@ -110,8 +143,9 @@ func (r zipfRelease) report(b *testing.B) {
 //     the stored sample after one untimed GET; first-get-ms is that first
 //     GET (it may build the estimator table).
 //
-// Metrics: status (the HTTP status of the release) and keys (reported
-// keys). A refused release fails the benchmark with the problem body,
+// Metrics: status (the HTTP status of the release), keys (reported keys)
+// and peak-MB (the benchmark process's peak RSS during the sub-benchmark,
+// Linux only; it includes the harness's baseline of a few tens of MB). A refused release fails the benchmark with the problem body,
 // unless PWSD_BENCH_ALLOW_REFUSAL=1, which logs it and measures the
 // refusal. scripts/bench_zipf.sh runs it cold with -benchtime 1x.
 func BenchmarkZipfWorkload(b *testing.B) {
@@ -153,6 +187,7 @@ func BenchmarkZipfWorkload(b *testing.B) {
 				}
 				b.Run(name+"/phase=cold", func(b *testing.B) {
 					body := bodyOf(b)
+					resetPeakRSS()
 					var r zipfRelease
 					logged := false
 					b.ResetTimer()
@@ -170,6 +205,7 @@ func BenchmarkZipfWorkload(b *testing.B) {
 				})
 				b.Run(name+"/phase=warm", func(b *testing.B) {
 					body := bodyOf(b)
+					resetPeakRSS()
 					ts, close := newDefaultServer(b)
 					defer close()
 					logged := false
@@ -186,6 +222,7 @@ func BenchmarkZipfWorkload(b *testing.B) {
 				})
 				b.Run(name+"/phase=estimate", func(b *testing.B) {
 					body := bodyOf(b)
+					resetPeakRSS()
 					ts, close := newDefaultServer(b)
 					defer close()
 					logged := false
