@@ -109,7 +109,7 @@ total=$(grep -c '^BenchmarkZipfWorkload/.*phase=cold' "$tmp/current.txt" || true
 served=$(grep '^BenchmarkZipfWorkload/.*phase=cold' "$tmp/current.txt" | grep -c ' 201.0 status' || true)
 if grep -q 'release refused' "$tmp/current.txt"; then
 	echo "refusals of the current checkout (each distinct problem once):"
-	grep -o 'release refused with .*' "$tmp/current.txt" | sed -e 's/"request_id":"[^"]*"//' -e 's/elements\[[0-9]*\]/elements[i]/g' | sort | uniq -c
+	grep -o 'release refused with .*' "$tmp/current.txt" | sed -e 's/: {.*"errors":/: errors /' -e 's/,"request_id".*//' -e 's/elements\[[0-9]*\]/elements[i]/g' | sort | uniq -c
 fi
 echo "current checkout: $served of $total cold releases served (201)"
 if [ "$served" != "$total" ] || grep -q -- '--- FAIL' "$tmp/current.txt"; then
