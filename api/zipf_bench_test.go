@@ -203,34 +203,35 @@ func BenchmarkZipfWorkload(b *testing.B) {
 					}
 					r.report(b)
 				})
-				b.Run(name+"/phase=warm", func(b *testing.B) {
+				// released starts a default server for the rest of the
+				// sub-benchmark run and sends the case's release once.
+				released := func(b *testing.B) (url string, first zipfRelease, served bool, logged *bool) {
 					body := bodyOf(b)
 					resetPeakRSS()
 					ts, close := newDefaultServer(b)
-					defer close()
-					logged := false
-					r := postZipf(b, ts.URL, body)
-					r.check(b, &logged)
+					b.Cleanup(close)
+					logged = new(bool)
+					first = postZipf(b, ts.URL, body)
+					return ts.URL, first, first.check(b, logged), logged
+				}
+				b.Run(name+"/phase=warm", func(b *testing.B) {
+					url, r, _, logged := released(b)
+					body := bodyOf(b)
 					b.ResetTimer()
 					for i := 0; i < b.N; i++ {
-						r = postZipf(b, ts.URL, body)
+						r = postZipf(b, url, body)
 						b.StopTimer()
-						r.check(b, &logged)
+						r.check(b, logged)
 						b.StartTimer()
 					}
 					r.report(b)
 				})
 				b.Run(name+"/phase=estimate", func(b *testing.B) {
-					body := bodyOf(b)
-					resetPeakRSS()
-					ts, close := newDefaultServer(b)
-					defer close()
-					logged := false
-					r := postZipf(b, ts.URL, body)
-					if !r.check(b, &logged) {
+					base, r, served, _ := released(b)
+					if !served {
 						b.Skipf("no stored sample to estimate from: the release was refused with %d", r.status)
 					}
-					url := ts.URL + "/v1/samples/" + r.id + "/estimate"
+					url := base + "/v1/samples/" + r.id + "/estimate"
 					get := func() {
 						res, err := http.Get(url)
 						if err != nil {
