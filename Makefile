@@ -3,7 +3,7 @@ GO       ?= go
 BIN      ?= bin/pwsd
 SWAGARGS  = init -g openapi_info.go -d api,internal/service,internal/panprivate -o $(1) --packageName openapi --parseInternal --quiet
 
-.PHONY: run build test vet openapi openapi-check bench fuzz load clean beam
+.PHONY: run build test vet openapi openapi-check bench bench-zipf fuzz load clean beam
 
 ## run: start pwsd on :8080 with the embedded in-memory store (or PostgreSQL with PWSD_DATABASE_URL)
 run:
@@ -32,6 +32,10 @@ openapi-check:
 ## bench: the benchmarks quoted in README.md
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/... ./api/...
+
+## bench-zipf: issue 22's Zipf workload, cold, with peak RSS (REV=main compares with a revision; docs/performance.md)
+bench-zipf:
+	bash scripts/bench_zipf.sh $(REV)
 
 ## fuzz: each fuzz target for FUZZTIME (default 10s)
 fuzz:
