@@ -50,7 +50,7 @@ type Table struct {
 	c      consts
 	qConst int64 // q_j is the same for all j >= qConst (never if not)
 
-	plan   restartPlan // which chain computes each row (restart.go)
+	plan restartPlan // which chain computes each row (restart.go)
 
 	mu      sync.Mutex
 	spacing int64                 // checkpoints are the rows i with i % spacing == 0
