@@ -17,8 +17,8 @@ import (
 // the row by its probability of the token, not by g), so with identity and
 // count MLE tables a_j = i*/pi_{i*} and a_j = 1/pi_{i*}; their ratio is i*
 // (rounded to remove the last-bit error of the division).
-func MLEFrequency(identity, count *Table, v float64) (float64, error) {
-	if identity.Estimator != MLE || count.Estimator != MLE || identity.G.Kind != GIdentity || count.G.Kind != GCount {
+func MLEFrequency(identity, count Lookup, v float64) (float64, error) {
+	if !isMLEOf(identity, GIdentity) || !isMLEOf(count, GCount) {
 		return 0, errors.New("estimate: MLEFrequency needs the identity and count MLE tables")
 	}
 	num, err := identity.Estimate(v)
@@ -33,6 +33,17 @@ func MLEFrequency(identity, count *Table, v float64) (float64, error) {
 		return 0, fmt.Errorf("estimate: no frequency produces value %g", v)
 	}
 	return math.Round(num / den), nil
+}
+
+// isMLEOf reports whether t is an MLE table or chunk set of g's kind.
+func isMLEOf(t Lookup, kind GKind) bool {
+	switch t := t.(type) {
+	case *Table:
+		return t.Estimator == MLE && t.G.Kind == kind
+	case *ChunkSet:
+		return t.G.Kind == kind
+	}
+	return false
 }
 
 // SupportedFrom returns the smallest frequency i with pi_i >= 1/2 (reported
@@ -134,7 +145,7 @@ type SumError struct {
 // are well above SupportedFrom (see Stats(i).Bias), but keys well below it
 // are almost never reported and their mass is missing from the estimate —
 // the reliability block flags answers where that matters.
-func SumWithError(t *Table, keys []ReportedKey, level float64) (SumError, error) {
+func SumWithError(t Lookup, keys []ReportedKey, level float64) (SumError, error) {
 	if !(level > 0 && level < 1) {
 		return SumError{}, errors.New("estimate: interval level must lie strictly between 0 and 1")
 	}

@@ -1,6 +1,7 @@
 package sanitize
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -72,7 +73,6 @@ type restartPlan struct {
 const (
 	warmPerL       = 8
 	warmExtra      = 256
-	warmPerEps     = 64
 	minRestartFrom = 1 << 16 // rows below are cheap enough along the chain
 )
 
@@ -84,7 +84,7 @@ func newRestartPlan(p Privacy, qConst int64) restartPlan {
 	if math.IsNaN(l) || l > 1e9 {
 		return restartPlan{from: never}
 	}
-	warm := warmPerL*int64(math.Ceil(l)) + int64(math.Ceil(warmPerEps/math.Min(p.Epsilon, 1))) + warmExtra
+	warm := warmPerL*int64(math.Ceil(l)) + warmExtra
 	return makeRestartPlan(max(minRestartFrom, 4*warm), warm, warm, qConst)
 }
 
@@ -354,4 +354,51 @@ func (cu *cursor) finish() error {
 		return errors.New("sanitize: internal error: a restarted row was used before its junction was verified")
 	}
 	return cu.err
+}
+
+// ReportedFrom returns the smallest frequency whose reporting probability
+// pi_i (as the table's rows have it) is at least x, or 0 when none up to
+// MaxFrequency is. pi is non-decreasing, so a binary search reads about 33
+// rows (each O(warm-up L) by restart).
+func (t *Table) ReportedFrom(ctx context.Context, x float64) (int64, error) {
+	pi := func(i int64) (float64, error) {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		r, _, err := t.stateFor(i)
+		if err != nil {
+			return 0, err
+		}
+		return r.pi, nil
+	}
+	top, err := pi(MaxFrequency)
+	if err != nil || top < x {
+		return 0, err
+	}
+	lo, hi := int64(0), MaxFrequency // pi(lo) < x <= pi(hi); pi(0) = 0
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		v, err := pi(mid)
+		if err != nil {
+			return 0, err
+		}
+		if v >= x {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi, nil
+}
+
+// RestartCost returns about how many rows a Table computes to reach a row
+// that no earlier request brought near, under privacy p: the warm-up of
+// the chain below the row's block, that block, and the warm-up of the row's
+// own chain. It depends on p only; callers use it to bound their work.
+func RestartCost(p Privacy) int64 {
+	pl := newRestartPlan(p, never)
+	if !pl.enabled() {
+		return minRestartFrom
+	}
+	return 2*pl.warm + pl.block
 }

@@ -308,7 +308,7 @@ func TestRestartJunctionError(t *testing.T) {
 func TestRestartPlan(t *testing.T) {
 	p := mustPrivacy(t, 1, 1e-6)
 	pl := newRestartPlan(p, never)
-	if pl.warm != warmPerL*14+warmPerEps+warmExtra || pl.block != pl.warm || pl.from != minRestartFrom || pl.final != never {
+	if pl.warm != warmPerL*14+warmExtra || pl.block != pl.warm || pl.from != minRestartFrom || pl.final != never {
 		t.Errorf("plan %+v", pl)
 	}
 	if newRestartPlan(p, 1000).enabled() {

@@ -101,16 +101,22 @@ type SampleEstimate struct {
 	Groups []GroupEstimate
 }
 
-// frequencyTables returns the identity and count MLE tables covering smp's
-// values, from which a reported key's MLE frequency is read.
-func (s *Service) frequencyTables(ctx context.Context, smp *Sample) (identity, count *estimate.Table, err error) {
-	if identity, err = s.sampleTable(ctx, smp, identityG, estimate.MLE); err != nil {
+// frequencyChunks returns the identity and count MLE chunk sets holding
+// smp's values, from which a reported key's MLE frequency is read.
+func (s *Service) frequencyChunks(ctx context.Context, smp *Sample) (identity, count *estimate.ChunkSet, err error) {
+	t, err := s.tables.get(smp.Spec.Privacy, smp.Spec.Sampling, smp.Spec.Method)
+	if err != nil {
 		return nil, nil, err
 	}
-	if count, err = s.sampleTable(ctx, smp, countG, estimate.MLE); err != nil {
+	values := make([]float64, len(smp.Elements))
+	for i, el := range smp.Elements {
+		values[i] = el.Value
+	}
+	sets, err := s.chunkSets(ctx, t, []estimate.G{identityG, countG}, valueChunks(estimate.ChunkSize(t.Privacy()), values))
+	if err != nil {
 		return nil, nil, err
 	}
-	return identity, count, nil
+	return sets[0], sets[1], nil
 }
 
 var countG = estimate.G{Kind: estimate.GCount}
@@ -124,32 +130,26 @@ func (s *Service) EstimateSample(ctx context.Context, id string, g estimate.G, e
 	if err != nil {
 		return SampleEstimate{}, err
 	}
-	// Statistics are read at MLE frequencies, up to about 2L above the
-	// largest value; 4L + 8 leaves room.
-	et, err := s.sampleTableMargin(ctx, smp, g, e, 4*sanitize.L(smp.Spec.Privacy)+8)
-	if err != nil {
-		return SampleEstimate{}, err
-	}
-	idT, ctT, err := s.frequencyTables(ctx, smp)
+	kes, err := s.keyEstimates(ctx, smp, estimate.MLE)
 	if err != nil {
 		return SampleEstimate{}, err
 	}
 	var all []estimate.ReportedKey
 	groups := map[string][]estimate.ReportedKey{}
-	for _, el := range smp.Elements {
+	for n, el := range smp.Elements {
 		if !sel.match(el.Key) {
 			continue
 		}
-		f, err := estimate.MLEFrequency(idT, ctT, el.Value)
-		if err != nil {
-			return SampleEstimate{}, estimateErr(err)
-		}
-		k := estimate.ReportedKey{Value: el.Value, Frequency: f}
+		k := estimate.ReportedKey{Value: el.Value, Frequency: kes[n].Frequency}
 		all = append(all, k)
 		if by.enabled() {
 			gk := estimate.GroupKey(el.Key, by.Delimiter, by.Length)
 			groups[gk] = append(groups[gk], k)
 		}
+	}
+	et, err := s.sampleLookup(ctx, smp, g, e, all)
+	if err != nil {
+		return SampleEstimate{}, err
 	}
 	var out SampleEstimate
 	if out.SumError, err = sumWithError(et, all, level); err != nil {
@@ -171,9 +171,44 @@ func (s *Service) EstimateSample(ctx context.Context, id string, g estimate.G, e
 	return out, nil
 }
 
+// sampleLookup returns what the sum of (g, e) over keys reads: for the MLE,
+// the chunks holding the keys' values and MLE frequencies (chunks.go); for
+// biased-down, the full table covering the values and 4L + 8 beyond, where
+// statistics are read at MLE frequencies (about 2L above the values).
+func (s *Service) sampleLookup(ctx context.Context, smp *Sample, g estimate.G, e estimate.Estimator, keys []estimate.ReportedKey) (estimate.Lookup, error) {
+	if e != estimate.MLE {
+		return s.sampleTableMargin(ctx, smp, g, e, 4*sanitize.L(smp.Spec.Privacy)+8)
+	}
+	t, err := s.tables.get(smp.Spec.Privacy, smp.Spec.Sampling, smp.Spec.Method)
+	if err != nil {
+		return nil, err
+	}
+	size := estimate.ChunkSize(t.Privacy())
+	ks := make([]int64, 0, 2*len(keys))
+	top := 1.0
+	for _, k := range keys {
+		ks = append(ks, estimate.ChunkOf(k.Value, size), estimate.ChunkOf(max(k.Frequency, 1), size))
+		top = max(top, k.Value, k.Frequency)
+	}
+	// A g that overflows on the sample's frequencies is a 422 naming g, as
+	// for full tables (gErr).
+	if err := gErr(estimate.ErrNotFinite, g, int64(math.Ceil(top))+size); !errors.Is(err, estimate.ErrNotFinite) {
+		return nil, err
+	}
+	sets, err := s.chunkSets(ctx, t, []estimate.G{g}, ks)
+	if _, isField := checks.Fields(err); err != nil && g.Kind == estimate.GPower && !isField {
+		// As sampleTableMargin: only powers overflow (w^P / pi_w).
+		return nil, fieldErr("g", "%s overflows floating point for the frequencies in this sample; use a smaller power", g)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return sets[0], nil
+}
+
 // sumWithError maps estimate.SumWithError's errors: a non-finite result is a
 // 422 naming g (the frequency function that overflowed), never a 500.
-func sumWithError(t *estimate.Table, keys []estimate.ReportedKey, level float64) (estimate.SumError, error) {
+func sumWithError(t estimate.Lookup, keys []estimate.ReportedKey, level float64) (estimate.SumError, error) {
 	se, err := estimate.SumWithError(t, keys, level)
 	if errors.Is(err, estimate.ErrNotFinite) {
 		return se, fieldErr("g", "gives an estimate or standard error that is not a finite number for this sample; use a smaller power or cap")
@@ -203,21 +238,32 @@ func (s *Service) keyEstimates(ctx context.Context, smp *Sample, e estimate.Esti
 	if e != estimate.MLE && e != estimate.BiasedDown {
 		return nil, fieldErr("estimator", "must be mle or biased_down")
 	}
-	idT, ctT, err := s.frequencyTables(ctx, smp)
+	t, err := s.tables.get(smp.Spec.Privacy, smp.Spec.Sampling, smp.Spec.Method)
 	if err != nil {
 		return nil, err
 	}
-	cT := idT
-	if e != estimate.MLE {
-		if cT, err = s.sampleTable(ctx, smp, identityG, e); err != nil {
-			return nil, err
-		}
+	values := make([]float64, len(smp.Elements))
+	for i, el := range smp.Elements {
+		values[i] = el.Value
+	}
+	freq, contrib, err := s.mleKeys(ctx, t, values)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]KeyEstimate, len(smp.Elements))
+	for i := range out {
+		out[i] = KeyEstimate{Frequency: freq[i], Contribution: contrib[i]}
+	}
+	if e == estimate.MLE {
+		return out, nil
+	}
+	// Biased-down contributions: eq. 41 is a recursion over every token
+	// below, so they come from the full table (bounded by the work limit).
+	cT, err := s.sampleTable(ctx, smp, identityG, e)
+	if err != nil {
+		return nil, err
+	}
 	for i, el := range smp.Elements {
-		if out[i].Frequency, err = estimate.MLEFrequency(idT, ctT, el.Value); err != nil {
-			return nil, estimateErr(err)
-		}
 		if out[i].Contribution, err = cT.Estimate(el.Value); err != nil {
 			return nil, estimateErr(err)
 		}
@@ -357,7 +403,7 @@ func (s *Service) Quantiles(ctx context.Context, id string, qs []float64, pop Po
 	if len(smp.Elements) == 0 {
 		return QuantileAnswer{}, fieldErr("sample", "has no reported keys")
 	}
-	idT, ctT, err := s.frequencyTables(ctx, smp)
+	idT, ctT, err := s.frequencyChunks(ctx, smp)
 	if err != nil {
 		return QuantileAnswer{}, err
 	}

@@ -3,28 +3,16 @@ package service
 import (
 	"math"
 
+	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
 
-// maxExplicitRows bounds how many sanitizer rows pwsd computes explicitly for
-// one table (O(rows * L) time). Beyond it a frequency can be served only from
-// the stationary row, which exists once q_i = 1. Rows are never computed by
-// restarting below the one asked for (docs/algorithms.md, "Rows are computed
-// by the chain, never by restart").
-const maxExplicitRows = 1 << 22
-
 // frequencyLimit returns the largest frequency pwsd can sanitize and estimate
-// under t's parameters: unlimited when q reaches 1 early enough for the rows
-// to become stationary within maxExplicitRows, else maxExplicitRows. The
-// limit depends on public parameters only.
-func frequencyLimit(t *sanitize.Table) int64 {
-	s := t.Sampling()
-	qOne := firstQOne(s)
-	if qOne > 0 && float64(qOne)+4*sanitize.L(t.Privacy())+1024 <= maxExplicitRows {
-		return sanitize.MaxFrequency
-	}
-	return maxExplicitRows
-}
+// under t's parameters: every one up to sanitize.MaxFrequency, since rows by
+// restart (docs/algorithms.md) cost O(L) each at any frequency once a
+// restart has warmed up. What a request may cost is bounded by the work
+// model below instead. The limit depends on public parameters only.
+func frequencyLimit(*sanitize.Table) int64 { return sanitize.MaxFrequency }
 
 // firstQOne returns the first frequency i with q_i = 1 in float64, or 0 when
 // q stays below 1 up to 2^62 (q is non-decreasing, so binary search).
@@ -141,14 +129,35 @@ func (s *Service) checkWorkOf(work func(rows, top int64) (float64, float64), row
 	return fieldErr(rowsField, "asks for about %.3g window cells of table work (rows × (L+1), L = %.6g), above the limit of %d (PWSD_MAX_TABLE_WORK); ask for fewer or smaller frequencies", w, window-1, s.maxWork)
 }
 
-// checkSampleWork bounds a sample release before reading its elements: the
-// privacy parameters alone must leave room for one row (and, for a
-// frequencies release, its estimator table). The elements' frequencies are
-// bounded one by one as they are read (sampleFrequencyLimit), so a release
-// of small keys under a scheme that reaches q = 1 late is not refused for
-// keys it does not hold.
+// checkSampleWork bounds a sample release before reading its elements, on
+// public parameters only: the rows one stretch of the release reads (a
+// restart's warm-up, and for a frequencies release the MLE chunk with its
+// band, releaseWork) must fit the work limit. A release's cost then grows
+// with the number of distinct stretches of frequencies it holds, never with
+// how large they are, and is bounded by PWSD_MAX_ELEMENTS and the request
+// timeout.
 func (s *Service) checkSampleWork(spec SampleSpec) error {
-	return s.checkWork(spec.Privacy, spec.Sampling, 0, 1, sampleEstimators(spec), "privacy.epsilon", "")
+	if s.maxWork <= 0 {
+		return nil
+	}
+	w, window := releaseWork(spec.Privacy, spec.Release == ReleaseFrequencies)
+	if w <= float64(s.maxWork) {
+		return nil
+	}
+	return fieldErr("privacy.epsilon", "with this delta gives L = %.6g: one stretch of a release reads about %.3g window cells (rows × (L+1)), above the limit of %d (PWSD_MAX_TABLE_WORK); use a larger epsilon or delta", window-1, w, s.maxWork)
+}
+
+// releaseWork is the work, in window cells of tableWork, of one stretch of
+// a release under p: the rows of a fresh restart (sanitize.RestartCost)
+// and, with estimates, an MLE chunk and the band around it
+// (estimate.ChunkSize plus two windows), counted as full estimator cells.
+func releaseWork(p sanitize.Privacy, estimates bool) (work, window float64) {
+	window = math.Ceil(sanitize.L(p)) + 1
+	rows := float64(sanitize.RestartCost(p))
+	if estimates {
+		rows += float64(estimate.ChunkSize(p)) + 2*window
+	}
+	return window * rows, window
 }
 
 // sampleEstimators is the number of estimator tables a release builds.
@@ -160,30 +169,7 @@ func sampleEstimators(spec SampleSpec) int {
 }
 
 // sampleFrequencyLimit returns the largest frequency an element of a release
-// under spec may have: the smaller of frequencyLimit(t) and the largest top
-// whose tableWork stays within s.maxWork (tableWork is non-decreasing in
-// top, so a binary search finds it). It depends on public parameters only.
-func (s *Service) sampleFrequencyLimit(spec SampleSpec, t *sanitize.Table) int64 {
-	limit := frequencyLimit(t)
-	if s.maxWork <= 0 {
-		return limit
-	}
-	est := sampleEstimators(spec)
-	fits := func(top int64) bool {
-		w, _ := tableWork(spec.Privacy, spec.Sampling, 0, top, est)
-		return w <= float64(s.maxWork)
-	}
-	if fits(limit) {
-		return limit
-	}
-	lo, hi := int64(1), limit // fits(lo) holds: checkSampleWork passed
-	for hi-lo > 1 {
-		mid := lo + (hi-lo)/2
-		if fits(mid) {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return lo
+// under spec may have (frequencyLimit: rows by restart serve every one).
+func (s *Service) sampleFrequencyLimit(_ SampleSpec, t *sanitize.Table) int64 {
+	return frequencyLimit(t)
 }

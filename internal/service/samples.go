@@ -133,7 +133,6 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 	var keys []byte
 	var keyEnds []int
 	var values []float64
-	maxValue := 0.0
 	// The source (reading and parsing the body) runs one batch ahead on
 	// its own goroutine; elements are taken in input order, so every
 	// error is the one a sequential loop would meet first.
@@ -167,7 +166,6 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 			v := math.NaN()
 			if spec.Release == ReleaseFrequencies {
 				v = o.Value
-				maxValue = math.Max(maxValue, v)
 			}
 			values = append(values, v)
 		}
@@ -190,17 +188,14 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 		start = end
 	}
 	if spec.Release == ReleaseFrequencies && len(out) > 0 {
-		if err := s.checkWork(spec.Privacy, spec.Sampling, 0, estimatorSize(table, maxValue), 1, "privacy.epsilon", "elements"); err != nil {
-			return nil, err
-		}
-		et, err := s.estimatorTable(ctx, table, estimate.Spec{MaxFrequency: estimatorSize(table, maxValue), G: identityG, Estimator: estimate.MLE})
+		// Each element's MLE contribution (g = identity), from the chunks
+		// near the values (chunks.go).
+		_, contrib, err := s.mleKeys(ctx, table, values)
 		if err != nil {
 			return nil, err
 		}
 		for i := range out {
-			if out[i].Estimate, err = et.Estimate(out[i].Value); err != nil {
-				return nil, estimateErr(err)
-			}
+			out[i].Estimate = contrib[i]
 		}
 	}
 	// Input order could correlate with the data: publish in random order.

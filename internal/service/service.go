@@ -57,6 +57,10 @@ type Service struct {
 	tables  *tableRegistry
 	// estimators keeps recently built estimator tables in memory, bounded in bytes.
 	estimators *lru.Cache[string, *estimate.Table]
+	// chunkCache keeps recently used MLE chunks in memory, bounded in bytes
+	// (chunks.go); supported keeps each table's supported frequency.
+	chunkCache *lru.Cache[string, *estimate.Chunk]
+	supported  *lru.Cache[string, int64]
 	// flight makes concurrent first requests for one cached table compute it once.
 	flight flightGroup
 	// keySets keeps the duplicate-key detectors' buffers across samples.
@@ -108,7 +112,9 @@ func New(cfg Config) (*Service, error) {
 		cfg.IdempotencyWait = time.Minute
 	}
 	return &Service{store: cfg.Store, log: cfg.Logger, noise: cfg.Noise, newRand: cfg.NewRand, tables: newTableRegistry(cfg.TableCacheSize),
-		estimators: lru.New[string, *estimate.Table](cfg.CacheBytes, (*estimate.Table).SizeBytes), version: algorithmVersion,
+		estimators: lru.New[string, *estimate.Table](cfg.CacheBytes, (*estimate.Table).SizeBytes),
+		chunkCache: lru.New[string, *estimate.Chunk](cfg.CacheBytes, (*estimate.Chunk).SizeBytes),
+		supported:  lru.New[string, int64](1024, nil), version: algorithmVersion,
 		sampleTTL: cfg.SampleTTL, idemTTL: cfg.IdempotencyTTL, idemWait: cfg.IdempotencyWait, maxWork: cfg.MaxTableWork}, nil
 }
 

@@ -1,0 +1,371 @@
+package estimate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/pwsd/pwsd/internal/binenc"
+	"github.com/pwsd/pwsd/internal/sanitize"
+)
+
+// ChunkSize returns the number of frequencies one MLE chunk covers under
+// privacy p: the power of two at least 4 L + 16 (and 64): a chunk then
+// spans about the support of two rows, and building it reads about three
+// times its size in rows.
+func ChunkSize(p sanitize.Privacy) int64 {
+	need := 4*math.Ceil(sanitize.L(p)) + 16
+	size := int64(64)
+	for float64(size) < need && size < 1<<30 {
+		size *= 2
+	}
+	return size
+}
+
+// Chunk is the part of an MLE estimator table on one stretch of the
+// frequency axis: chunk k of size S covers the sanitized values and the true
+// frequencies in (k S, (k+1) S]. Its tokens, their MLE
+// estimates a_j and the per-frequency statistics are the ones the full
+// table (Build with any MaxFrequency at or above the chunk's top) has
+// there, bit for bit: eq. 11's a_j depends only on the rows whose support
+// holds token j, and a row's statistics only on the tokens of its support
+// (docs/algorithms.md, "Estimates near the sample's keys").
+//
+// Chunks are the unit pwsd builds, caches and stores for frequencies
+// releases: they depend on the parameters and k only, so a team that
+// releases under the same parameters every day reuses them, and a sample
+// needs only the chunks near its values, whatever its largest frequency.
+type Chunk struct {
+	G           G
+	Size        int64            // S (ChunkSize)
+	Index       int64            // k
+	Bounds      []float64        // token bounds, Bounds[0] = k S, last = (k+1) S
+	A           []float64        // per-token MLE estimates
+	Frequencies []FrequencyStats // frequencies k S + 1 .. (k+1) S
+}
+
+// ChunkOf returns the index of the chunk of size size holding value or
+// frequency v > 0.
+func ChunkOf(v float64, size int64) int64 { return int64(math.Ceil(v/float64(size))) - 1 }
+
+// Lo returns the bottom of the chunk's range (Lo, Hi].
+func (c *Chunk) Lo() float64 { return float64(c.Index * c.Size) }
+
+// Hi returns the top of the chunk's range.
+func (c *Chunk) Hi() float64 { return float64((c.Index + 1) * c.Size) }
+
+// Estimate returns a_j of the token holding value v, which must lie in the
+// chunk's range.
+func (c *Chunk) Estimate(v float64) (float64, error) {
+	if !(v > c.Lo() && v <= c.Hi()) {
+		return 0, fmt.Errorf("estimate: value %g outside chunk %d", v, c.Index)
+	}
+	k, _ := slices.BinarySearch(c.Bounds, v-tol(v)) // first bound >= v (within tolerance)
+	k = min(max(k, 1), len(c.A))
+	return c.A[k-1], nil
+}
+
+// Stats returns the statistics of frequency i, which must lie in the
+// chunk's range.
+func (c *Chunk) Stats(i int64) (FrequencyStats, error) {
+	lo := c.Index * c.Size
+	if i <= lo || i > lo+c.Size {
+		return FrequencyStats{}, fmt.Errorf("estimate: frequency %d outside chunk %d", i, c.Index)
+	}
+	return c.Frequencies[i-lo-1], nil
+}
+
+// SizeBytes returns about how many bytes the chunk holds.
+func (c *Chunk) SizeBytes() int64 {
+	return int64(cap(c.Bounds)+cap(c.A))*8 + int64(cap(c.Frequencies))*56 + 128
+}
+
+// BuildChunk builds MLE chunk k of size size of g over the rows of src
+// (BuildChunks).
+func BuildChunk(ctx context.Context, src RowSource, g G, size, k int64) (*Chunk, error) {
+	cs, err := BuildChunks(ctx, src, []G{g}, size, k)
+	if err != nil {
+		return nil, err
+	}
+	return cs[0], nil
+}
+
+// BuildChunks builds MLE chunk k of each g over the rows of src in one
+// pass. It reads the rows from the start of the support of the chunk's
+// lowest row to where the rows' supports have passed its top, about
+// size + 4 L rows: with a source whose rows cost O(L) each wherever
+// they lie (sanitize.Table's rows by restart), a chunk costs the same at
+// frequency 10^3 and 10^9.
+func BuildChunks(ctx context.Context, src RowSource, gs []G, size, k int64) ([]*Chunk, error) {
+	for _, g := range gs {
+		if err := g.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	if len(gs) == 0 {
+		return nil, errors.New("estimate: no frequency function")
+	}
+	if size < 1 || k < 0 || k > sanitize.MaxFrequency/size-1 {
+		return nil, fmt.Errorf("estimate: chunk %d of size %d out of range", k, size)
+	}
+	lo, hi := k*size, (k+1)*size
+	// The band starts where row lo+1's support does: tokens above it get
+	// mass only from rows above it.
+	bandStart := int64(1)
+	if lo > 0 {
+		var first sanitize.Row
+		if err := src.Rows(lo+1, lo+1, func(r sanitize.Row) bool { first = r.Clone(); return false }); err != nil {
+			return nil, fmt.Errorf("estimate: chunk %d: %w", k, err)
+		}
+		bandStart = lo + 1
+		if len(first.Pieces) > 0 {
+			bandStart = max(1, int64(math.Floor(first.Pieces[0].Lo)))
+		}
+	}
+	builders := make([]*builder, len(gs))
+	for n, g := range gs {
+		builders[n] = &builder{spec: Spec{MaxFrequency: hi, G: g, Estimator: MLE}, n: hi, nf: float64(hi), ctx: ctx,
+			lean: true, keepFrom: 0, nextFreq: bandStart,
+			t: &Table{G: g, Estimator: MLE, MaxFrequency: hi, Bounds: make([]float64, 1, 1024)}}
+	}
+	var rows []sanitize.Row
+	var err error
+	fn := func(row sanitize.Row, dens []float64, cerr error, _ *shiftMark) bool {
+		if err = builders[0].cancelled(row.Frequency, len(row.Pieces)); err != nil {
+			return false
+		}
+		done := true
+		for _, b := range builders {
+			if b.done {
+				continue
+			}
+			if err = b.addChecked(row, dens, cerr, nil); err != nil {
+				return false
+			}
+			if err = b.advance(); err != nil {
+				return false
+			}
+			done = done && b.done
+		}
+		if row.Frequency > lo && row.Frequency <= hi {
+			rows = append(rows, row.Clone())
+		}
+		return !done
+	}
+	last := min(hi+maxLookahead, sanitize.MaxFrequency)
+	if e := pipeRows(ctx, src, bandStart, last, nil, fn); e != nil {
+		return nil, fmt.Errorf("estimate: chunk %d: reading sanitizer rows: %w", k, e)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Chunk, len(gs))
+	for n, b := range builders {
+		if !b.done && b.nextFreq <= last {
+			b.exhausted = true
+			if err := b.advance(); err != nil {
+				return nil, err
+			}
+		}
+		if !b.done {
+			return nil, errors.New("estimate: row supports do not move past the chunk")
+		}
+		if int64(len(rows)) != size {
+			return nil, errors.New("estimate: the sanitizer table ended inside the chunk")
+		}
+		c, err := chunkOf(b.t, gs[n], size, k, bandStart, rows)
+		if err != nil {
+			return nil, err
+		}
+		out[n] = c
+	}
+	return out, nil
+}
+
+// chunkOf cuts chunk k out of the band table t (tokens from bandStart - 1
+// on) and computes its rows' statistics.
+func chunkOf(t *Table, g G, size, k, bandStart int64, rows []sanitize.Row) (*Chunk, error) {
+	lo, hi := k*size, (k+1)*size
+	c := &Chunk{G: g, Size: size, Index: k}
+	// Tokens of the chunk: those above lo (every integer is a break point,
+	// so no token straddles lo or hi).
+	j, _ := slices.BinarySearch(t.Bounds, float64(lo)+tol(float64(lo)))
+	if j == 0 || j >= len(t.Bounds) || math.Abs(t.Bounds[j-1]-float64(lo)) > tol(float64(lo)) {
+		return nil, fmt.Errorf("estimate: internal error: chunk %d's lower end is not a token bound", k)
+	}
+	c.Bounds = append([]float64(nil), t.Bounds[j-1:]...)
+	c.A = append([]float64(nil), t.A[j-1:len(t.Bounds)-1]...)
+	c.Bounds[0] = float64(lo)
+	for c.Bounds[len(c.Bounds)-1] > float64(hi)+tol(float64(hi)) {
+		c.Bounds, c.A = c.Bounds[:len(c.Bounds)-1], c.A[:len(c.A)-1]
+	}
+	if len(c.A) != len(c.Bounds)-1 || len(c.A) == 0 {
+		return nil, fmt.Errorf("estimate: internal error: chunk %d's tokens", k)
+	}
+	c.Bounds[len(c.Bounds)-1] = float64(hi)
+	// Statistics of each row from its outcomes on the band's tokens.
+	c.Frequencies = make([]FrequencyStats, 0, size)
+	var masses, as []float64
+	for _, r := range rows {
+		masses, as = masses[:0], as[:0]
+		for _, pc := range r.Pieces {
+			if pc.Lo < float64(bandStart-1) {
+				return nil, fmt.Errorf("estimate: internal error: row %d reaches below chunk %d's band", r.Frequency, k)
+			}
+			density := pc.P / (pc.Hi - pc.Lo)
+			m, _ := slices.BinarySearch(t.Bounds, pc.Lo+tol(pc.Lo))
+			// The builder's rule (rowState.advance): a piece inside the
+			// token puts its P there, else its density times the overlap.
+			for m = max(m, 1); m < len(t.Bounds) && t.Bounds[m-1] < pc.Hi-tol(pc.Hi); m++ {
+				pos, top := t.Bounds[m-1], t.Bounds[m]
+				mass := 0.0
+				if pc.Lo >= pos-tol(pos) && pc.Hi <= top+tol(top) {
+					mass = pc.P
+				} else if ov := math.Min(pc.Hi, top) - math.Max(pc.Lo, pos); ov > tol(top) {
+					mass = density * ov
+				} else {
+					continue
+				}
+				masses = append(masses, mass)
+				as = append(as, t.A[m-1])
+			}
+		}
+		c.Frequencies = append(c.Frequencies, rowStats(r.Frequency, g.at(r.Frequency), r.Pi, masses, as))
+	}
+	return c, nil
+}
+
+// Lookup is what answers read of an estimator: the estimate a_j of a
+// sanitized value's token, the statistics of a true frequency, and the
+// frequency from which keys are mostly reported. *Table and *ChunkSet
+// implement it.
+type Lookup interface {
+	Estimate(v float64) (float64, error)
+	Stats(i int64) (FrequencyStats, error)
+	SupportedFrom() int64
+}
+
+// ChunkSet is the MLE estimator of one g on the chunks a request needs: it
+// answers values and frequencies inside them, and ErrOutOfRange elsewhere.
+type ChunkSet struct {
+	G         G
+	Size      int64 // the chunks' size
+	Chunks    map[int64]*Chunk
+	Supported int64 // the answer of SupportedFrom (from the reporting probabilities)
+}
+
+// Estimate returns a_j of the token holding v (eq. 11).
+func (s *ChunkSet) Estimate(v float64) (float64, error) {
+	if !(v > 0) {
+		return 0, ErrNotReported
+	}
+	c := s.Chunks[ChunkOf(v, s.Size)]
+	if c == nil {
+		return 0, ErrOutOfRange
+	}
+	return c.Estimate(v)
+}
+
+// Stats returns the statistics of frequency i.
+func (s *ChunkSet) Stats(i int64) (FrequencyStats, error) {
+	if i < 1 {
+		return FrequencyStats{}, errors.New("estimate: frequency must be at least 1")
+	}
+	c := s.Chunks[ChunkOf(float64(i), s.Size)]
+	if c == nil {
+		return FrequencyStats{}, ErrOutOfRange
+	}
+	return c.Stats(i)
+}
+
+// SupportedFrom returns the smallest frequency reported with probability
+// at least 1/2 (Table.SupportedFrom), or 0.
+func (s *ChunkSet) SupportedFrom() int64 { return s.Supported }
+
+// The binary chunk encoding (package binenc): the magic "PEC", the format
+// version ChunkFormat, then g (kind code, parameter), the size and the index
+// (uvarints), the number of tokens n (uvarint), Bounds (n+1 floats), A (n
+// floats), and the size frequencies' G, Reported, Expected, Bias, Variance, MSE
+// (floats). Decoding is strict, as for tables.
+const chunkMagic = "PEC"
+
+// ChunkFormat is the version of the chunks' binary encoding; caches key
+// stored chunks on it.
+const ChunkFormat = 1
+
+// MarshalBinary encodes the chunk (format ChunkFormat).
+func (c *Chunk) MarshalBinary() ([]byte, error) {
+	gc := slices.Index(gKindCodes, c.G.Kind)
+	if gc < 0 || len(c.Bounds) != len(c.A)+1 || c.Size < 1 || int64(len(c.Frequencies)) != c.Size || c.Index < 0 {
+		return nil, errors.New("estimate: encoding chunk: inconsistent chunk")
+	}
+	w := binenc.NewWriter(make([]byte, 0, 32+8*(len(c.Bounds)+len(c.A))+8*statFloats*len(c.Frequencies)))
+	w.Header(chunkMagic, ChunkFormat)
+	w.Byte(byte(gc))
+	w.Float(c.G.Param)
+	w.Uvarint(uint64(c.Size))
+	w.Uvarint(uint64(c.Index))
+	w.Uvarint(uint64(len(c.A)))
+	for _, b := range c.Bounds {
+		w.Float(b)
+	}
+	for _, a := range c.A {
+		w.Float(a)
+	}
+	for _, f := range c.Frequencies {
+		w.Float(f.G)
+		w.Float(f.Reported)
+		w.Float(f.Expected)
+		w.Float(f.Bias)
+		w.Float(f.Variance)
+		w.Float(f.MSE)
+	}
+	return w.Bytes(), nil
+}
+
+// UnmarshalBinary decodes a chunk written by MarshalBinary; c is unchanged
+// on error (which wraps ErrCorruptTable).
+func (c *Chunk) UnmarshalBinary(data []byte) error {
+	r := binenc.NewReader(data, ErrCorruptTable)
+	if v := r.Header(chunkMagic); r.Err() == nil && v != ChunkFormat {
+		r.Fail("unknown format version %d", v)
+	}
+	var cc Chunk
+	gc := r.Byte()
+	cc.G.Param = r.Float()
+	if r.Err() == nil && int(gc) >= len(gKindCodes) {
+		r.Fail("unknown g")
+	}
+	if r.Err() != nil {
+		return fmt.Errorf("estimate: decoding chunk: %w", r.Err())
+	}
+	cc.G.Kind = gKindCodes[gc]
+	cc.Size = r.Int64()
+	cc.Index = r.Int64()
+	n := r.Intn(uint64(r.Len()) / 16)
+	cc.Bounds = floats(r, n+1)
+	cc.A = floats(r, n)
+	if r.Err() == nil && (cc.Size < 1 || uint64(r.Len()) != 8*statFloats*uint64(cc.Size)) {
+		r.Fail("statistics of the wrong length")
+	}
+	if r.Err() != nil {
+		return fmt.Errorf("estimate: decoding chunk: %w", r.Err())
+	}
+	cc.Frequencies = make([]FrequencyStats, cc.Size)
+	for k := range cc.Frequencies {
+		f := &cc.Frequencies[k]
+		f.Frequency = cc.Index*cc.Size + int64(k) + 1
+		f.G, f.Reported, f.Expected, f.Bias, f.Variance, f.MSE = r.Float(), r.Float(), r.Float(), r.Float(), r.Float(), r.Float()
+	}
+	if err := r.Close(); err != nil {
+		return fmt.Errorf("estimate: decoding chunk: %w", err)
+	}
+	if cc.Index > sanitize.MaxFrequency/cc.Size-1 || cc.G.Validate() != nil || len(cc.Bounds) < 2 ||
+		cc.Bounds[0] != cc.Lo() || cc.Bounds[len(cc.Bounds)-1] != cc.Hi() || !slices.IsSorted(cc.Bounds) {
+		return fmt.Errorf("estimate: decoding chunk: %w: inconsistent chunk", ErrCorruptTable)
+	}
+	*c = cc
+	return nil
+}
