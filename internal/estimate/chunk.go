@@ -85,20 +85,29 @@ func (c *Chunk) SizeBytes() int64 {
 // BuildChunk builds MLE chunk k of size size of g over the rows of src
 // (BuildChunks).
 func BuildChunk(ctx context.Context, src RowSource, g G, size, k int64) (*Chunk, error) {
-	cs, err := BuildChunks(ctx, src, []G{g}, size, k)
+	cs, err := BuildChunks(ctx, src, []G{g}, size, k, 1)
 	if err != nil {
 		return nil, err
 	}
-	return cs[0], nil
+	return cs[0][0], nil
 }
 
-// BuildChunks builds MLE chunk k of each g over the rows of src in one
-// pass. It reads the rows from the start of the support of the chunk's
-// lowest row to where the rows' supports have passed its top, about
-// size + 4 L rows: with a source whose rows cost O(L) each wherever
-// they lie (sanitize.Table's rows by restart), a chunk costs the same at
-// frequency 10^3 and 10^9.
-func BuildChunks(ctx context.Context, src RowSource, gs []G, size, k int64) ([]*Chunk, error) {
+// MaxChunkRun returns how many consecutive chunks of size size BuildChunks
+// builds in one pass at most under privacy p: the run's rows are kept until
+// its statistics are computed, so a run holds at most about 2^20 pieces.
+func MaxChunkRun(p sanitize.Privacy, size int64) int64 {
+	w := 3*math.Ceil(sanitize.L(p)) + 8 // pieces per row, generously
+	return max(1, int64(float64(1<<20)/(float64(size)*w)))
+}
+
+// BuildChunks builds the MLE chunks k0 .. k0+n-1 of size size of each g
+// over the rows of src in one pass: out[k-k0][m] is chunk k of gs[m]. It
+// reads the rows from the start of the support of the run's lowest row to
+// where the rows' supports have passed its top, about n size + 4 L rows:
+// with a source whose rows cost O(L) each wherever they lie
+// (sanitize.Table's rows by restart), a chunk costs the same at frequency
+// 10^3 and 10^9.
+func BuildChunks(ctx context.Context, src RowSource, gs []G, size, k0, n int64) ([][]*Chunk, error) {
 	for _, g := range gs {
 		if err := g.Validate(); err != nil {
 			return nil, err
@@ -107,17 +116,17 @@ func BuildChunks(ctx context.Context, src RowSource, gs []G, size, k int64) ([]*
 	if len(gs) == 0 {
 		return nil, errors.New("estimate: no frequency function")
 	}
-	if size < 1 || k < 0 || k > sanitize.MaxFrequency/size-1 {
-		return nil, fmt.Errorf("estimate: chunk %d of size %d out of range", k, size)
+	if size < 1 || n < 1 || k0 < 0 || k0 > sanitize.MaxFrequency/size-n {
+		return nil, fmt.Errorf("estimate: chunks %d+%d of size %d out of range", k0, n, size)
 	}
-	lo, hi := k*size, (k+1)*size
+	lo, hi := k0*size, (k0+n)*size
 	// The band starts where row lo+1's support does: tokens above it get
 	// mass only from rows above it.
 	bandStart := int64(1)
 	if lo > 0 {
 		var first sanitize.Row
 		if err := src.Rows(lo+1, lo+1, func(r sanitize.Row) bool { first = r.Clone(); return false }); err != nil {
-			return nil, fmt.Errorf("estimate: chunk %d: %w", k, err)
+			return nil, fmt.Errorf("estimate: chunk %d: %w", k0, err)
 		}
 		bandStart = lo + 1
 		if len(first.Pieces) > 0 {
@@ -125,8 +134,8 @@ func BuildChunks(ctx context.Context, src RowSource, gs []G, size, k int64) ([]*
 		}
 	}
 	builders := make([]*builder, len(gs))
-	for n, g := range gs {
-		builders[n] = &builder{spec: Spec{MaxFrequency: hi, G: g, Estimator: MLE}, n: hi, nf: float64(hi), ctx: ctx,
+	for m, g := range gs {
+		builders[m] = &builder{spec: Spec{MaxFrequency: hi, G: g, Estimator: MLE}, n: hi, nf: float64(hi), ctx: ctx,
 			lean: true, keepFrom: 0, nextFreq: bandStart,
 			t: &Table{G: g, Estimator: MLE, MaxFrequency: hi, Bounds: make([]float64, 1, 1024)}}
 	}
@@ -155,14 +164,22 @@ func BuildChunks(ctx context.Context, src RowSource, gs []G, size, k int64) ([]*
 		return !done
 	}
 	last := min(hi+maxLookahead, sanitize.MaxFrequency)
-	if e := pipeRows(ctx, src, bandStart, last, nil, fn); e != nil {
-		return nil, fmt.Errorf("estimate: chunk %d: reading sanitizer rows: %w", k, e)
+	// Runs are short and built two at a time (the service's workers), so
+	// the rows are read on this goroutine.
+	if e := serialRows(src, bandStart, last, nil, fn); e != nil {
+		return nil, fmt.Errorf("estimate: chunk %d: reading sanitizer rows: %w", k0, e)
 	}
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*Chunk, len(gs))
-	for n, b := range builders {
+	if int64(len(rows)) != hi-lo {
+		return nil, errors.New("estimate: the sanitizer table ended inside the chunk")
+	}
+	out := make([][]*Chunk, n)
+	for k := range out {
+		out[k] = make([]*Chunk, len(gs))
+	}
+	for m, b := range builders {
 		if !b.done && b.nextFreq <= last {
 			b.exhausted = true
 			if err := b.advance(); err != nil {
@@ -172,14 +189,13 @@ func BuildChunks(ctx context.Context, src RowSource, gs []G, size, k int64) ([]*
 		if !b.done {
 			return nil, errors.New("estimate: row supports do not move past the chunk")
 		}
-		if int64(len(rows)) != size {
-			return nil, errors.New("estimate: the sanitizer table ended inside the chunk")
+		for k := range n {
+			c, err := chunkOf(b.t, gs[m], size, k0+k, bandStart, rows[k*size:(k+1)*size])
+			if err != nil {
+				return nil, err
+			}
+			out[k][m] = c
 		}
-		c, err := chunkOf(b.t, gs[n], size, k, bandStart, rows)
-		if err != nil {
-			return nil, err
-		}
-		out[n] = c
 	}
 	return out, nil
 }
@@ -195,12 +211,14 @@ func chunkOf(t *Table, g G, size, k, bandStart int64, rows []sanitize.Row) (*Chu
 	if j == 0 || j >= len(t.Bounds) || math.Abs(t.Bounds[j-1]-float64(lo)) > tol(float64(lo)) {
 		return nil, fmt.Errorf("estimate: internal error: chunk %d's lower end is not a token bound", k)
 	}
-	c.Bounds = append([]float64(nil), t.Bounds[j-1:]...)
-	c.A = append([]float64(nil), t.A[j-1:len(t.Bounds)-1]...)
-	c.Bounds[0] = float64(lo)
-	for c.Bounds[len(c.Bounds)-1] > float64(hi)+tol(float64(hi)) {
-		c.Bounds, c.A = c.Bounds[:len(c.Bounds)-1], c.A[:len(c.A)-1]
+	end, _ := slices.BinarySearch(t.Bounds, float64(hi)+tol(float64(hi))+1e-300) // first bound above hi
+	end = min(max(end, j), len(t.Bounds))
+	for end > j && t.Bounds[end-1] > float64(hi)+tol(float64(hi)) {
+		end--
 	}
+	c.Bounds = append([]float64(nil), t.Bounds[j-1:end]...)
+	c.A = append([]float64(nil), t.A[j-1:end-1]...)
+	c.Bounds[0] = float64(lo)
 	if len(c.A) != len(c.Bounds)-1 || len(c.A) == 0 {
 		return nil, fmt.Errorf("estimate: internal error: chunk %d's tokens", k)
 	}

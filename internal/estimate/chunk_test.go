@@ -37,6 +37,13 @@ func TestChunkEqualsTable(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
+					run, err := BuildChunks(context.Background(), src(), []G{g, {Kind: GCap, Param: 7}}, size, 1, 3)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for k := range run {
+						compareChunk(t, full, run[k][0])
+					}
 					for k := int64(0); k < 5; k++ {
 						ch, err := BuildChunk(context.Background(), src(), g, size, k)
 						if err != nil {
@@ -114,7 +121,7 @@ func BenchmarkChunk(b *testing.B) {
 							b.Fatal(err)
 						}
 						size := ChunkSize(tb.Privacy())
-						if _, err := BuildChunks(context.Background(), tb, []G{{Kind: GIdentity}, {Kind: GCount}}, size, ChunkOf(f, size)); err != nil {
+						if _, err := BuildChunks(context.Background(), tb, []G{{Kind: GIdentity}, {Kind: GCount}}, size, ChunkOf(f, size), 1); err != nil {
 							b.Fatal(err)
 						}
 					}

@@ -95,16 +95,7 @@ func (b *builder) adopt(m *shiftMark) {
 func pipeRows(ctx context.Context, src RowSource, from, to int64, tr *builder,
 	fn func(row sanitize.Row, dens []float64, cerr error, mark *shiftMark) bool) error {
 	if runtime.GOMAXPROCS(0) < 2 {
-		var dens []float64
-		return src.Rows(from, to, func(r sanitize.Row) bool {
-			dens = appendDens(dens[:0], r.Pieces)
-			var mark *shiftMark
-			if tr != nil {
-				m := track(tr, r)
-				mark = &m
-			}
-			return fn(r, dens, checkRow(r), mark)
-		})
+		return serialRows(src, from, to, tr, fn)
 	}
 	return runPipe(ctx, func(p *pipe[pieceBatch]) error {
 		b := p.take()
@@ -146,6 +137,22 @@ func pipeRows(ctx context.Context, src RowSource, from, to int64, tr *builder,
 			start = b.end[k]
 		}
 		return !stopped
+	})
+}
+
+// serialRows is pipeRows on the calling goroutine: for one core, and for
+// short reads (a chunk) whose pipe would cost more than it saves.
+func serialRows(src RowSource, from, to int64, tr *builder,
+	fn func(row sanitize.Row, dens []float64, cerr error, mark *shiftMark) bool) error {
+	var dens []float64
+	return src.Rows(from, to, func(r sanitize.Row) bool {
+		dens = appendDens(dens[:0], r.Pieces)
+		var mark *shiftMark
+		if tr != nil {
+			m := track(tr, r)
+			mark = &m
+		}
+		return fn(r, dens, checkRow(r), mark)
 	})
 }
 

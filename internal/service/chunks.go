@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"sync"
+	"time"
 
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
@@ -25,8 +28,12 @@ func (s *Service) chunkKey(t *sanitize.Table, g estimate.G, size, k int64) strin
 }
 
 // chunkSets returns, for each g, the MLE chunk set over t holding the
-// chunks ks (deduplicated), from memory, else from the store, else built
-// (the gs of one chunk in one pass over the rows) and kept.
+// chunks ks (in any order, repeats allowed): each chunk from memory, else
+// from the store, else built. Missing chunks with consecutive indices are
+// built in one pass over their rows (estimate.BuildChunks, every g at
+// once), two runs at a time, and written to the store in the background
+// (the store is a cache: a failed write costs a rebuild later, never an
+// answer).
 func (s *Service) chunkSets(ctx context.Context, t *sanitize.Table, gs []estimate.G, ks []int64) ([]*estimate.ChunkSet, error) {
 	size := estimate.ChunkSize(t.Privacy())
 	from, err := s.supportedFrom(ctx, t)
@@ -39,97 +46,159 @@ func (s *Service) chunkSets(ctx context.Context, t *sanitize.Table, gs []estimat
 	}
 	slices.Sort(ks)
 	ks = slices.Compact(ks)
+	var missing []int64
 	for _, k := range ks {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		cs, err := s.chunks(ctx, t, gs, size, k)
-		if err != nil {
-			return nil, err
-		}
-		for n, c := range cs {
+		have := true
+		for n, g := range gs {
+			c, err := s.storedChunk(ctx, t, g, size, k)
+			if err != nil {
+				return nil, err
+			}
+			if c == nil {
+				have = false
+				break
+			}
 			sets[n].Chunks[k] = c
+		}
+		if !have {
+			missing = append(missing, k)
+		}
+	}
+	runs := chunkRuns(missing, estimate.MaxChunkRun(t.Privacy(), size))
+	built := make([][][]*estimate.Chunk, len(runs))
+	errs := make([]error, len(runs))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(2, len(runs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range next {
+				built[r], errs[r] = s.buildRun(ctx, t, gs, size, runs[r][0], runs[r][1])
+			}
+		}()
+	}
+	for r := range runs {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- r
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for r, run := range built {
+		if errs[r] != nil {
+			return nil, errs[r]
+		}
+		for k, cs := range run {
+			for n, c := range cs {
+				sets[n].Chunks[runs[r][0]+int64(k)] = c
+			}
 		}
 	}
 	return sets, nil
 }
 
-// chunks returns chunk k of each g.
-func (s *Service) chunks(ctx context.Context, t *sanitize.Table, gs []estimate.G, size, k int64) ([]*estimate.Chunk, error) {
-	out := make([]*estimate.Chunk, len(gs))
-	var missing []estimate.G
-	for n, g := range gs {
-		if c, ok := s.chunkCache.Get(s.chunkKey(t, g, size, k)); ok {
-			out[n] = c
-		} else {
-			missing = append(missing, g)
+// chunkRuns groups sorted distinct chunk indices into runs {first, count}
+// of consecutive indices, at most max long.
+func chunkRuns(ks []int64, max int64) [][2]int64 {
+	var runs [][2]int64
+	for _, k := range ks {
+		if n := len(runs); n > 0 && runs[n-1][0]+runs[n-1][1] == k && runs[n-1][1] < max {
+			runs[n-1][1]++
+			continue
 		}
+		runs = append(runs, [2]int64{k, 1})
 	}
-	if len(missing) == 0 {
-		return out, nil
+	return runs
+}
+
+// storedChunk returns chunk k of g from memory or the store, or nil.
+func (s *Service) storedChunk(ctx context.Context, t *sanitize.Table, g estimate.G, size, k int64) (*estimate.Chunk, error) {
+	key := s.chunkKey(t, g, size, k)
+	if c, ok := s.chunkCache.Get(key); ok {
+		return c, nil
 	}
-	flightKey := s.chunkKey(t, missing[0], size, k)
-	for _, g := range missing[1:] {
-		flightKey += "+" + g.String()
+	data, ok, err := s.store.GetTable(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("reading table cache: %w", err)
 	}
-	v, err := s.flight.do(ctx, flightKey, func(ctx context.Context) (any, error) {
-		got := make([]*estimate.Chunk, len(missing))
-		var build []estimate.G
-		for n, g := range missing {
-			key := s.chunkKey(t, g, size, k)
-			if c, ok := s.chunkCache.Get(key); ok {
-				got[n] = c
-				continue
-			}
-			data, ok, err := s.store.GetTable(ctx, key)
-			if err != nil {
-				return nil, fmt.Errorf("reading table cache: %w", err)
-			}
-			if ok {
-				c := &estimate.Chunk{}
-				if err := c.UnmarshalBinary(data); err == nil && c.Index == k && c.Size == size && c.G == g {
-					got[n] = s.chunkCache.Add(key, c)
-					continue
-				}
-				s.log.Warn("ignoring undecodable cached chunk", "key", key)
-			}
-			build = append(build, g)
+	if !ok {
+		return nil, nil
+	}
+	c := &estimate.Chunk{}
+	if err := c.UnmarshalBinary(data); err != nil || c.Index != k || c.Size != size || c.G != g {
+		s.log.Warn("ignoring undecodable cached chunk", "key", key)
+		return nil, nil
+	}
+	return s.chunkCache.Add(key, c), nil
+}
+
+// buildRun builds chunks k0 .. k0+n-1 of every g (once under concurrency),
+// keeps them in memory and writes them to the store in the background.
+func (s *Service) buildRun(ctx context.Context, t *sanitize.Table, gs []estimate.G, size, k0, n int64) ([][]*estimate.Chunk, error) {
+	key := s.chunkKey(t, gs[0], size, k0) + "|run=" + strconv.FormatInt(n, 10)
+	for _, g := range gs[1:] {
+		key += "+" + g.String()
+	}
+	v, err := s.flight.do(ctx, key, func(ctx context.Context) (any, error) {
+		s.computed.Add(1)
+		run, err := estimate.BuildChunks(ctx, t, gs, size, k0, n)
+		if err != nil {
+			return nil, estimateErr(err)
 		}
-		if len(build) > 0 {
-			s.computed.Add(1)
-			built, err := estimate.BuildChunks(ctx, t, build, size, k)
-			if err != nil {
-				return nil, estimateErr(err)
-			}
-			for _, c := range built {
+		var writes []tableEntry
+		for _, cs := range run {
+			for m, c := range cs {
+				key := s.chunkKey(t, c.G, size, c.Index)
+				cs[m] = s.chunkCache.Add(key, c)
 				data, err := c.MarshalBinary()
 				if err != nil {
 					return nil, fmt.Errorf("encoding chunk: %w", err)
 				}
-				key := s.chunkKey(t, c.G, size, k)
-				if err := s.store.PutTable(ctx, key, data); err != nil {
-					return nil, fmt.Errorf("caching chunk: %w", err)
-				}
-				for n, g := range missing {
-					if g == c.G && got[n] == nil {
-						got[n] = s.chunkCache.Add(key, c)
-					}
-				}
+				writes = append(writes, tableEntry{key: key, data: data})
 			}
 		}
-		return got, nil
+		s.writeBehind(ctx, writes)
+		return run, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	got := v.([]*estimate.Chunk)
-	for n, m := 0, 0; n < len(out); n++ {
-		if out[n] == nil {
-			out[n] = got[m]
-			m++
-		}
+	return v.([][]*estimate.Chunk), nil
+}
+
+// tableEntry is one table to write to the store's cache.
+type tableEntry struct {
+	key  string
+	data []byte
+}
+
+// writeBehind writes cache entries to the store on a background goroutine
+// (at most two at once; beyond that the entries are dropped: the store is
+// a cache), so that a cold release does not wait for the store.
+func (s *Service) writeBehind(ctx context.Context, entries []tableEntry) {
+	select {
+	case s.writers <- struct{}{}:
+	default:
+		return
 	}
-	return out, nil
+	ctx = context.WithoutCancel(ctx)
+	s.background.Add(1)
+	go func() {
+		defer func() { <-s.writers; s.background.Done() }()
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		for _, e := range entries {
+			if err := s.store.PutTable(wctx, e.key, e.data); err != nil {
+				s.log.Warn("caching chunks", "err", err)
+				return
+			}
+		}
+	}()
 }
 
 // supportedFrom returns the smallest frequency reported with probability

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,6 +62,10 @@ type Service struct {
 	// (chunks.go); supported keeps each table's supported frequency.
 	chunkCache *lru.Cache[string, *estimate.Chunk]
 	supported  *lru.Cache[string, int64]
+	// writers bounds the background writes of chunks to the store
+	// (writeBehind); background counts them (Wait).
+	writers    chan struct{}
+	background sync.WaitGroup
 	// flight makes concurrent first requests for one cached table compute it once.
 	flight flightGroup
 	// keySets keeps the duplicate-key detectors' buffers across samples.
@@ -114,9 +119,13 @@ func New(cfg Config) (*Service, error) {
 	return &Service{store: cfg.Store, log: cfg.Logger, noise: cfg.Noise, newRand: cfg.NewRand, tables: newTableRegistry(cfg.TableCacheSize),
 		estimators: lru.New[string, *estimate.Table](cfg.CacheBytes, (*estimate.Table).SizeBytes),
 		chunkCache: lru.New[string, *estimate.Chunk](cfg.CacheBytes, (*estimate.Chunk).SizeBytes),
-		supported:  lru.New[string, int64](1024, nil), version: algorithmVersion,
+		supported:  lru.New[string, int64](1024, nil), writers: make(chan struct{}, 2), version: algorithmVersion,
 		sampleTTL: cfg.SampleTTL, idemTTL: cfg.IdempotencyTTL, idemWait: cfg.IdempotencyWait, maxWork: cfg.MaxTableWork}, nil
 }
+
+// Wait waits for the service's background work (writes of computed tables
+// to the store) to finish; call it before closing the store.
+func (s *Service) Wait() { s.background.Wait() }
 
 // Ready reports whether the store is reachable and migrated.
 func (s *Service) Ready(ctx context.Context) error { return s.store.Ready(ctx) }
