@@ -24,6 +24,8 @@ export PWSD_REQUIRE_POSTGRES=1
 
 phase "go test -race"
 go test -race -count=1 -timeout 30m ./...
+phase "oracle grids without -race (run in part under -race)"
+go test -count=1 -run 'TestRestartGrid' ./internal/sanitize
 phase "beam"
 bash scripts/beam-test.sh
 

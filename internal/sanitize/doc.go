@@ -18,6 +18,16 @@
 // Table.StationaryFrom for the detection and rowState for the "freezing"
 // that makes float64 rows settle exactly.
 //
+// # Rows by verified restart
+//
+// Where q stays below 1 for long (ppswor or priority with small thresholds,
+// custom lists), rows past 2^16 come in blocks, each computed by a chain
+// started from a crude guess a fixed warm-up below it; every junction
+// between two chains is verified before a row next to it is used (equal
+// rows bit for bit, or the exact audit at delta, with 1/1024 of delta held
+// back by such tables). Any row then costs O(warm-up L) wherever it lies.
+// See restart.go and docs/algorithms.md, "Rows by verified restart".
+//
 // # Numerical contract
 //
 // The DP constraints hold with equality, so the constructions round every
