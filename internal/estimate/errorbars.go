@@ -64,6 +64,17 @@ type Interval struct {
 	Level, Lower, Upper float64
 }
 
+// NormalInterval returns the normal interval estimate -/+ z se at level
+// (z = Phi^{-1}((1 + level)/2)), clipped to [lo, hi], the range of the
+// estimand (clipping is post-processing and never loses coverage). level
+// must lie strictly between 0 and 1.
+func NormalInterval(estimate, se, level, lo, hi float64) Interval {
+	z := math.Sqrt2 * math.Erfinv(level)
+	return Interval{Level: level,
+		Lower: math.Min(math.Max(estimate-z*se, lo), hi),
+		Upper: math.Min(math.Max(estimate+z*se, lo), hi)}
+}
+
 // Reliability says how much of an answer rests on keys that the release
 // mostly hides.
 type Reliability struct {
@@ -161,8 +172,7 @@ func SumWithError(t *Table, keys []ReportedKey, level float64) (SumError, error)
 		}
 	}
 	out.StandardError = math.Sqrt(out.Variance)
-	z := math.Sqrt2 * math.Erfinv(level)
-	out.Interval = Interval{Level: level, Lower: math.Max(0, out.Estimate-z*out.StandardError), Upper: math.Max(0, out.Estimate+z*out.StandardError)}
+	out.Interval = NormalInterval(out.Estimate, out.StandardError, level, 0, math.Inf(1))
 	rel := Reliability{SupportedFrom: from, Reliable: true}
 	if total > 0 {
 		rel.NearOrBelowShare = near / total

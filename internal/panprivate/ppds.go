@@ -132,7 +132,13 @@ func (d *ppds) estimate() float64 {
 }
 
 func (d *ppds) Release(noise dprand.Laplacer) (Release, error) {
-	return d.noisyRelease(noise, d.estimate, 1/(d.cfg.Epsilon*float64(d.qualifying())), d.law.releaseCost(d.cfg.Epsilon))
+	// The qualifying users at level L are a uniform random n_L-subset of
+	// the universe (perm is random): the density variance of a sample of
+	// n_L users, at the level the release reads (Theorem 5.2 bounds it for
+	// fixed L; docs/errorbars-streams.md, §ppds).
+	nL, n := d.qualifying(), d.cfg.UniverseSize
+	em := errorModel{lo: 0, hi: 1, variance: func(x float64) float64 { return d.densityVariance(x, nL, n) }}
+	return d.noisyRelease(noise, d.estimate, 1/(d.cfg.Epsilon*float64(nL)), d.law.releaseCost(d.cfg.Epsilon), em)
 }
 
 func (d *ppds) state() State {
