@@ -168,14 +168,7 @@ func (h *handler) estimateSample(w http.ResponseWriter, r *http.Request) error {
 			sel.Regex = c
 		}
 	}
-	level := 0.95
-	if l, ok := q.float("level", false); ok {
-		if !(l > 0 && l < 1) {
-			q.fail("level", "must be a number strictly between 0 and 1")
-		} else {
-			level = l
-		}
-	}
+	level := q.level()
 	var by service.GroupBy
 	length := q.int("length", 0, 1, maxGroupLength)
 	delim := q.v.Get("delimiter")

@@ -1966,14 +1966,14 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
-                "description": "Laplace noise from the google/differential-privacy library; epsilon_spent is charged to the stream's dataset. 409 past the stream's max_releases or the dataset's budget.",
+                "description": "Laplace noise from the google/differential-privacy library; epsilon_spent is charged to the stream's dataset. 409 past the stream's max_releases or the dataset's budget.\nestimate is the unbiased raw value (it may leave its range); standard_error comes from the estimator's variance at the stream's parameters (release noise Lap(b) adds 2b^2), evaluated at clamped where it depends on the true value, and bound=true marks an upper bound; interval is estimate -/+ z*standard_error at level, clipped to range; clamped is the estimate projected onto range (post-processing, free). Derivations and simulated coverage: docs/errorbars-streams.md. A continual stream answers its latest output the same way, at no cost.",
                 "produces": [
                     "application/json"
                 ],
                 "tags": [
                     "streams"
                 ],
-                "summary": "Release one noisy estimate",
+                "summary": "Release one noisy estimate, with its standard error and interval",
                 "parameters": [
                     {
                         "type": "string",
@@ -1981,6 +1981,13 @@ const docTemplate = `{
                         "name": "id",
                         "in": "path",
                         "required": true
+                    },
+                    {
+                        "type": "number",
+                        "default": 0.95,
+                        "description": "confidence level of the interval, in (0, 1)",
+                        "name": "level",
+                        "in": "query"
                     },
                     {
                         "type": "string",
@@ -2570,6 +2577,14 @@ const docTemplate = `{
                 "count": {
                     "type": "number"
                 },
+                "count_standard_error": {
+                    "description": "CountStandardError is the standard error of count (bound: an upper\nbound on its root mean squared error, cascading).",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/api.StandardErrorView"
+                        }
+                    ]
+                },
                 "created_at": {
                     "type": "string"
                 },
@@ -2590,6 +2605,10 @@ const docTemplate = `{
                 },
                 "postprocess": {
                     "description": "Postprocess echoes the post-processing; MonotoneCount is its latest\noutput (beside count, the raw one).",
+                    "type": "string"
+                },
+                "standard_error_formula": {
+                    "description": "StandardErrorFormula states the standard error of the output at step\nt for this counter's algorithm.",
                     "type": "string"
                 },
                 "steps": {
@@ -2946,6 +2965,17 @@ const docTemplate = `{
                 "supported_from": {
                     "description": "SupportedFrom: below this frequency keys are mostly unreported\n(pi_i \u003c 1/2); quantiles below it rest on few reports with large weights.",
                     "type": "integer"
+                }
+            }
+        },
+        "api.RangeView": {
+            "type": "object",
+            "properties": {
+                "max": {
+                    "type": "number"
+                },
+                "min": {
+                    "type": "number"
                 }
             }
         },
@@ -3312,6 +3342,17 @@ const docTemplate = `{
                 }
             }
         },
+        "api.StandardErrorView": {
+            "type": "object",
+            "properties": {
+                "bound": {
+                    "type": "boolean"
+                },
+                "value": {
+                    "type": "number"
+                }
+            }
+        },
         "api.StepsRequest": {
             "type": "object",
             "properties": {
@@ -3332,6 +3373,9 @@ const docTemplate = `{
         "api.StepsView": {
             "type": "object",
             "properties": {
+                "bound": {
+                    "type": "boolean"
+                },
                 "monotone": {
                     "type": "array",
                     "items": {
@@ -3339,6 +3383,13 @@ const docTemplate = `{
                     }
                 },
                 "outputs": {
+                    "type": "array",
+                    "items": {
+                        "type": "number"
+                    }
+                },
+                "standard_errors": {
+                    "description": "StandardErrors[i] is the standard error of outputs[i] as an estimate\nof the number of 1s so far (bound: upper bounds on the root mean\nsquared error, cascading).",
                     "type": "array",
                     "items": {
                         "type": "number"
@@ -3387,10 +3438,39 @@ const docTemplate = `{
         "api.StreamReleaseView": {
             "type": "object",
             "properties": {
+                "bound": {
+                    "description": "Bound is true when standard_error is an upper bound (cropped_mean,\nheavy_hitters, incidence, a cascading continual counter) rather than\nthe exact value at the plug-in (density, continual density).",
+                    "type": "boolean"
+                },
+                "clamped": {
+                    "description": "Clamped is the estimate projected onto the estimand's range:\npost-processing, no privacy cost.",
+                    "type": "number"
+                },
                 "epsilon_spent": {
                     "type": "number"
                 },
                 "estimate": {
+                    "description": "Estimate is the unbiased raw estimate: it may leave the estimand's\nrange (a density below 0); averages of releases stay unbiased.",
+                    "type": "number"
+                },
+                "interval": {
+                    "description": "Interval is estimate -/+ z*standard_error at level, clipped to\n[range.min, range.max].",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/api.IntervalView"
+                        }
+                    ]
+                },
+                "range": {
+                    "description": "Range is the estimand's range: [0, 1] for the fractions (density,\nheavy_hitters, incidence), [0, t] for cropped_mean.",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/api.RangeView"
+                        }
+                    ]
+                },
+                "standard_error": {
+                    "description": "StandardError is the standard error of estimate from the theorem for\nthe estimator at the stream's parameters, release noise included,\nevaluated at clamped where it depends on the unknown true value.",
                     "type": "number"
                 }
             }
@@ -3509,7 +3589,11 @@ const docTemplate = `{
                     "type": "integer"
                 },
                 "output": {
+                    "description": "Output is the latest continual output (the density, unclamped) and\nOutputStandardError its standard error (docs/errorbars-streams.md).",
                     "type": "number"
+                },
+                "output_standard_error": {
+                    "$ref": "#/definitions/api.StandardErrorView"
                 },
                 "privacy": {
                     "$ref": "#/definitions/api.StreamPrivacy"
