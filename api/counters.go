@@ -88,8 +88,10 @@ type StepsView struct {
 	// of the number of 1s so far (bound: upper bounds on the root mean
 	// squared error, cascading).
 	StandardErrors []float64 `json:"standard_errors"`
-	Bound          bool      `json:"bound"`
-	Monotone       []float64 `json:"monotone,omitempty"`
+	// Bound is true when standard_errors are upper bounds (cascading).
+	Bound bool `json:"bound"`
+	// Monotone is the post-processed output per step (postprocess monotone).
+	Monotone []float64 `json:"monotone,omitempty"`
 }
 
 // createCounter creates a counter.

@@ -56,17 +56,21 @@ type StreamView struct {
 	Releases   int            `json:"releases"`
 	Intrusions int            `json:"intrusions"`
 	Privacy    *StreamPrivacy `json:"privacy,omitempty"`
-	// Output is the latest continual output (the density, unclamped) and
-	// OutputStandardError its standard error (docs/errorbars-streams.md).
-	Output              *float64           `json:"output,omitempty"`
+	// Output is the latest continual output (the density, unclamped).
+	Output *float64 `json:"output,omitempty"`
+	// OutputStandardError is the standard error of output (continual mode;
+	// docs/errorbars-streams.md).
 	OutputStandardError *StandardErrorView `json:"output_standard_error,omitempty"`
 }
 
 // StandardErrorView is a standard error; bound true says it is an upper
 // bound (on the root mean squared error) rather than the exact value.
 type StandardErrorView struct {
+	// Value is the standard error.
 	Value float64 `json:"value"`
-	Bound bool    `json:"bound"`
+	// Bound is true when value is an upper bound on the root mean squared
+	// error rather than the exact standard error.
+	Bound bool `json:"bound"`
 }
 
 func streamView(s service.Stream) StreamView {
@@ -137,7 +141,9 @@ type StreamReleaseView struct {
 
 // RangeView is the range [min, max] of an estimand.
 type RangeView struct {
+	// Min is the smallest value the estimand can take.
 	Min float64 `json:"min"`
+	// Max is the largest value the estimand can take.
 	Max float64 `json:"max"`
 }
 

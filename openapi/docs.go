@@ -2972,9 +2972,11 @@ const docTemplate = `{
             "type": "object",
             "properties": {
                 "max": {
+                    "description": "Max is the largest value the estimand can take.",
                     "type": "number"
                 },
                 "min": {
+                    "description": "Min is the smallest value the estimand can take.",
                     "type": "number"
                 }
             }
@@ -3346,9 +3348,11 @@ const docTemplate = `{
             "type": "object",
             "properties": {
                 "bound": {
+                    "description": "Bound is true when value is an upper bound on the root mean squared\nerror rather than the exact standard error.",
                     "type": "boolean"
                 },
                 "value": {
+                    "description": "Value is the standard error.",
                     "type": "number"
                 }
             }
@@ -3374,9 +3378,11 @@ const docTemplate = `{
             "type": "object",
             "properties": {
                 "bound": {
+                    "description": "Bound is true when standard_errors are upper bounds (cascading).",
                     "type": "boolean"
                 },
                 "monotone": {
+                    "description": "Monotone is the post-processed output per step (postprocess monotone).",
                     "type": "array",
                     "items": {
                         "type": "number"
@@ -3589,11 +3595,16 @@ const docTemplate = `{
                     "type": "integer"
                 },
                 "output": {
-                    "description": "Output is the latest continual output (the density, unclamped) and\nOutputStandardError its standard error (docs/errorbars-streams.md).",
+                    "description": "Output is the latest continual output (the density, unclamped).",
                     "type": "number"
                 },
                 "output_standard_error": {
-                    "$ref": "#/definitions/api.StandardErrorView"
+                    "description": "OutputStandardError is the standard error of output (continual mode;\ndocs/errorbars-streams.md).",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/api.StandardErrorView"
+                        }
+                    ]
                 },
                 "privacy": {
                     "$ref": "#/definitions/api.StreamPrivacy"

@@ -43,8 +43,8 @@ type CounterOutputs struct {
 	// (panprivate.Counter.StandardError); Bound says they are upper bounds.
 	StandardErrors []float64
 	Bound          bool
-	Postprocess panprivate.CounterPostprocess
-	Monotone    []float64
+	Postprocess    panprivate.CounterPostprocess
+	Monotone       []float64
 }
 
 // CreateCounter validates cfg (an empty algorithm takes the lowest-error one
