@@ -1357,7 +1357,7 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
-                "description": "Selection L(x) by key (repeatable), key_prefix and key_regex (RE2, length-limited); none selects all keys. Estimators: mle (default), biased_down (never over-estimates in expectation), unbiased (exactly unbiased, but can be negative with huge variance). 422 for a keys-only sample.\nstandard_error: square root of the plug-in Horvitz-Thompson variance sum over selected reported keys of V(i)/pi_i at the key's MLE frequency i, V(i) the exact per-frequency variance of the estimator (sampling and sanitizer noise). interval: estimate -/+ z*standard_error at level (default 0.95), lower end clamped at 0. reliability: supported_from (pi_i \u003e= 1/2 from there), the share of the answer carried by keys with MLE frequency below 2*supported_from, reliable=false with a note when that share exceeds 1/5. The interval covers sampling and sanitizer noise, not the bias from keys well below supported_from, which are almost never reported.\ngroup_by=prefix with delimiter=D (the part of the key before the first D; the whole key without D) or length=N (its first N characters) answers every group that has a selected reported key.",
+                "description": "Selection L(x) by key (repeatable), key_prefix and key_regex (RE2, length-limited); none selects all keys. Estimators: mle (default), biased_down (never over-estimates in expectation), unbiased (exactly unbiased, but can be negative with huge variance). 422 for a keys-only sample.\nstandard_error: square root of the plug-in Horvitz-Thompson variance sum over selected reported keys of V(i)/pi_i at the key's MLE frequency i, V(i) the exact per-frequency variance of the estimator (sampling and sanitizer noise). interval: estimate -/+ z*standard_error at level (default 0.95), lower end clamped at 0. reliability: supported_from (pi_i/q_i \u003e= 1/2 from there: the privacy mechanism reports most sampled keys; sampling is in the weights and the standard error), the share of the answer carried by keys with MLE frequency below 2*supported_from, reliable=false with a note when that share exceeds 1/5. The interval covers sampling and sanitizer noise, not the bias from keys well below supported_from, which are almost never reported.\ngroup_by=prefix with delimiter=D (the part of the key before the first D; the whole key without D) or length=N (its first N characters) answers every group that has a selected reported key.",
                 "produces": [
                     "application/json"
                 ],
@@ -1467,7 +1467,7 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
-                "description": "population=all (default): the frequency distribution of all keys, reported or not: each reported key carries its MLE frequency and weight 1/pi_i (its inverse inclusion probability at that frequency). population=reported: the reported keys, weight 1. The answer is the lower inverse-CDF quantile. supported_from is the frequency below which keys are mostly unreported (pi_i \u003c 1/2); quantiles below it are marked supported=false: they extrapolate from few reports.",
+                "description": "population=all (default): the frequency distribution of all keys, reported or not: each reported key carries its MLE frequency and weight 1/pi_i (its inverse inclusion probability at that frequency). population=reported: the reported keys, weight 1. The answer is the lower inverse-CDF quantile. supported_from is the frequency below which the privacy mechanism withholds most sampled keys (pi_i/q_i \u003c 1/2); quantiles below it are marked supported=false: they extrapolate from few reports.",
                 "produces": [
                     "application/json"
                 ],
@@ -2928,7 +2928,7 @@ const docTemplate = `{
                     "type": "number"
                 },
                 "supported": {
-                    "description": "Supported is false when frequency is below supported_from: keys there\nare mostly unreported and the answer extrapolates.",
+                    "description": "Supported is false when frequency is below supported_from: keys there\nare mostly withheld by the privacy mechanism and the answer\nextrapolates.",
                     "type": "boolean"
                 }
             }
@@ -2963,7 +2963,7 @@ const docTemplate = `{
                     "type": "string"
                 },
                 "supported_from": {
-                    "description": "SupportedFrom: below this frequency keys are mostly unreported\n(pi_i \u003c 1/2); quantiles below it rest on few reports with large weights.",
+                    "description": "SupportedFrom: below this frequency sampled keys are mostly withheld\nby the privacy mechanism (pi_i/q_i \u003c 1/2); quantiles below it rest on few reports with large weights.",
                     "type": "integer"
                 }
             }
@@ -3068,7 +3068,7 @@ const docTemplate = `{
                     "type": "boolean"
                 },
                 "supported_from": {
-                    "description": "SupportedFrom is the frequency below which keys are mostly unreported\n(pi_i \u003c 1/2, end to end); 0 when no frequency reaches 1/2.",
+                    "description": "SupportedFrom is the frequency below which sampled keys are mostly\nwithheld by the privacy mechanism (pi_i/q_i \u003c 1/2; sampling is in the\ninverse weights and the standard error); 0 when no frequency reaches\n1/2.",
                     "type": "integer"
                 }
             }
