@@ -295,3 +295,37 @@ func TestZipfFlaggedUnreliable(t *testing.T) {
 		t.Errorf("Zipf quantiles of all keys must be flagged: %+v", qv)
 	}
 }
+
+// TestIntegerFrequenciesAsIntegers: the MLE frequency of a key is an
+// integer and is written as one in JSON, NDJSON and CSV (10000000, never
+// 1e+07, which the shortest 'g' format wrote before).
+func TestIntegerFrequenciesAsIntegers(t *testing.T) {
+	ts := newServer(t, nil)
+	r := ts.postJSON(t, "/v1/samples", `{"privacy":{"epsilon":1,"delta":1e-6},"sampling":{"scheme":"none"},"elements":[{"key":"a","frequency":10000000},{"key":"b","frequency":3000000}]}`)
+	if r.status != http.StatusCreated {
+		t.Fatalf("POST: %d %s", r.status, r.body)
+	}
+	var s sampleResp
+	r.json(t, &s)
+	if len(s.Elements) != 2 {
+		t.Fatalf("want both keys reported: %s", r.body)
+	}
+	for _, form := range []struct{ accept, freq string }{
+		{"application/json", `"frequency":`},
+		{"application/x-ndjson", `"frequency":`},
+		{"text/csv", ","},
+	} {
+		g := ts.get(t, "/v1/samples/"+s.ID, "Accept", form.accept)
+		if g.status != http.StatusOK {
+			t.Fatalf("%s: %d %s", form.accept, g.status, g.body)
+		}
+		if strings.Contains(string(g.body), "e+") || strings.Contains(string(g.body), "E+") {
+			t.Errorf("%s: a number in exponent notation: %s", form.accept, g.body)
+		}
+	}
+	for _, e := range s.Elements {
+		if f := *e.Frequency; f != math.Trunc(f) || f < 2e6 {
+			t.Errorf("key %s: frequency %v is not the integer MLE", e.Key, f)
+		}
+	}
+}

@@ -2231,7 +2231,7 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
-                "description": "Outcomes are pieces (lo, hi] with their probability under the row, split at the global tokens so each carries its MLE and biased-down frequency estimates (g = identity). Tokens are ORDINAL, not frequencies. Algorithm 4 token j is (j-1, j].",
+                "description": "Outcomes are pieces (lo, hi] with their probability under the row, split at the global tokens so each carries its per-token contributions to the estimate of a sum of frequencies (g = identity): mle_contribution = i*/pi_{i*} (i* the token's MLE frequency) and biased_down_contribution. A contribution is a key's term in a sum, with the inverse reporting probability in it: not a frequency estimate (the MLE frequency of a sample element is its frequency field). Tokens are ORDINAL, not frequencies. Algorithm 4 token j is (j-1, j].",
                 "produces": [
                     "application/json"
                 ],
@@ -3825,7 +3825,8 @@ const docTemplate = `{
         "service.Outcome": {
             "type": "object",
             "properties": {
-                "biased_down": {
+                "biased_down_contribution": {
+                    "description": "BiasedDownContribution: the biased-down contribution a_j (eq. 41),\nwhich never over-estimates the sum in expectation.",
                     "type": "number"
                 },
                 "hi": {
@@ -3834,7 +3835,8 @@ const docTemplate = `{
                 "lo": {
                     "type": "number"
                 },
-                "mle": {
+                "mle_contribution": {
+                    "description": "MLEContribution: the MLE contribution a_j = i*/pi_{i*} (eq. 11), i*\nthe MLE frequency of the token.",
                     "type": "number"
                 },
                 "probability": {

@@ -115,6 +115,18 @@ type Reliability struct {
 // and flags counts over Zipf data and sums where light keys matter.
 const UnreliableShare = 0.2
 
+// MissingMassSEs flags the second way an answer misleads: when the reported
+// keys near the privacy threshold (MLE frequency below 2*SupportedFrom)
+// carry more than this many standard errors of the answer, the population
+// reaches down to the threshold and, in the frequency distributions met in
+// practice (non-increasing density: Zipf, power laws), continues below it,
+// where keys are almost never reported. Their mass is missing, and the mass
+// just above the threshold is the answer's only trace of it: larger than two
+// standard errors, the bias it stands for would put the truth outside the
+// interval. A population whose reported keys all lie far above the
+// threshold (sampled or not) carries none and is not flagged.
+const MissingMassSEs = 2
+
 // SumError is a sum estimate with its standard error, interval and
 // reliability.
 type SumError struct {
@@ -199,6 +211,10 @@ func SumWithError(t *Table, keys []ReportedKey, level float64, smp sanitize.Samp
 			rel.Note = fmt.Sprintf("%.0f%% of this answer comes from keys with estimated frequency below %d, twice the frequency %d below which the privacy mechanism withholds most keys: "+
 				"it extrapolates from few reports with large weights, its standard error is itself uncertain, and keys well below %d, almost never reported, are missing from it (a bias the interval does not contain)", 100*rel.NearOrBelowShare, 2*from, from, from)
 		}
+	} else if near > MissingMassSEs*out.StandardError {
+		rel.Reliable = false
+		rel.Note = fmt.Sprintf("keys with estimated frequency below %d, twice the frequency %d below which the privacy mechanism withholds most keys, carry %.4g of this answer, more than %g standard errors: "+
+			"the population reaches down to that threshold and likely continues below it, where keys are almost never reported; their mass is missing from the answer (a bias the interval does not contain)", 2*from, from, near, float64(MissingMassSEs))
 	}
 	out.Reliability = rel
 	for _, v := range []float64{out.Estimate, out.Variance, out.Interval.Lower, out.Interval.Upper} {
