@@ -79,9 +79,8 @@ type StepsRequest struct {
 
 // StepsView holds one output per step and its standard error; with
 // postprocess monotone also the post-processed output per step, beside the
-// raw ones (a projection onto the counts' constraints, never farther from
-// the true counts in Euclidean norm over the batch than the raw outputs; no
-// standard error of its own is claimed).
+// raw ones (a least-squares projection onto the counts' constraints given
+// what was published; no standard error of its own is claimed).
 type StepsView struct {
 	Outputs []float64 `json:"outputs"`
 	// StandardErrors[i] is the standard error of outputs[i] as an estimate
