@@ -117,14 +117,7 @@ func TestReleaseErrorBarsCover(t *testing.T) {
 			rng, noise := dprand.Seeded(33), seededNoise(34)
 			var cov coverage
 			for r := 0; r < runs; r++ {
-				e := mustNew(t, c.cfg, rng)
-				if err := e.Apply(evs); err != nil {
-					t.Fatal(err)
-				}
-				rel, err := e.Release(noise)
-				if err != nil {
-					t.Fatal(err)
-				}
+				_, rel := runFullRelease(t, c.cfg, rng, noise, evs)
 				cov.add(truth, rel.Estimate, rel.StandardError, rel.Min, rel.Max, rel.Bound)
 			}
 			cov.check(t, c.name)
@@ -153,14 +146,7 @@ func TestHeavyHitterErrorBarsCover(t *testing.T) {
 	noise := seededNoise(42)
 	var cov coverage
 	for r := 0; r < runs; r++ {
-		e := mustNew(t, cfg, rng)
-		if err := e.Apply(evs); err != nil {
-			t.Fatal(err)
-		}
-		rel, err := e.Release(noise)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, rel := runFullRelease(t, cfg, rng, noise, evs)
 		cov.add(truth, rel.Estimate, rel.StandardError, rel.Min, rel.Max, rel.Bound)
 	}
 	cov.check(t, fmt.Sprintf("heavy_hitters k=4 N=8 rho=1 |U|=%d m=0.5|U| eps=0.5", n))
@@ -178,14 +164,7 @@ func TestIncidenceErrorBarsCover(t *testing.T) {
 	rng, noise := dprand.Seeded(52), seededNoise(53)
 	var cov coverage
 	for r := 0; r < runs; r++ {
-		e := mustNew(t, cfg, rng)
-		if err := e.Apply(evs); err != nil {
-			t.Fatal(err)
-		}
-		rel, err := e.Release(noise)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, rel := runFullRelease(t, cfg, rng, noise, evs)
 		if !rel.Bound {
 			t.Fatal("incidence release does not say its standard error is a bound")
 		}
@@ -269,5 +248,25 @@ func TestCounterErrorBarsCover(t *testing.T) {
 				covs[k].check(t, fmt.Sprintf("counter %s eps=1 T=%d, step %d", alg, horizon, s))
 			}
 		})
+	}
+}
+
+// TestPPDSErrorHidesTheLevel: the level L of PPDS is part of its state
+// (it depends on the users' bits), so a release's standard error must not
+// reveal it: it is computed at the level predicted from the clamped
+// estimate, the same whatever the actual level.
+func TestPPDSErrorHidesTheLevel(t *testing.T) {
+	cfg := Config{Estimator: KindDensity, Algorithm: AlgorithmPPDS, Epsilon: 0.5, UniverseSize: 1 << 14, SampleSize: 200}
+	e := mustNew(t, cfg, dprand.Seeded(91)).(*ppds)
+	before := e.errorModel()
+	e.level++
+	after := e.errorModel()
+	for _, x := range []float64{0, 0.1, 0.5, 1} {
+		if v1, v2 := before.variance(x), after.variance(x); v1 != v2 {
+			t.Errorf("d = %g: variance %g at one level, %g at the next: the level leaks", x, v1, v2)
+		}
+		if s1, s2 := before.noiseScale(x), after.noiseScale(x); s1 != s2 {
+			t.Errorf("d = %g: noise scale %g at one level, %g at the next: the level leaks", x, s1, s2)
+		}
 	}
 }

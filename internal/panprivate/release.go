@@ -42,6 +42,10 @@ type errorModel struct {
 	lo, hi   float64
 	variance func(estimand float64) float64
 	bound    bool
+	// noiseScale, when set, gives the release noise's scale as the error
+	// statement may know it (ppds: from its predicted level, the actual one
+	// being part of the state); nil means the scale drawn.
+	noiseScale func(estimand float64) float64
 }
 
 // fill fills r's error fields from e, r.Estimate and the release
@@ -49,7 +53,11 @@ type errorModel struct {
 // scale^2.
 func (e errorModel) fill(r *Release, scale float64) {
 	r.Min, r.Max, r.Bound = e.lo, e.hi, e.bound
-	v := math.Max(e.variance(r.Clamped()), 0) + 2*scale*scale
+	x := r.Clamped()
+	if e.noiseScale != nil {
+		scale = e.noiseScale(x)
+	}
+	v := math.Max(e.variance(x), 0) + 2*scale*scale
 	r.StandardError = math.Sqrt(v)
 }
 
