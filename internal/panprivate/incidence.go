@@ -320,7 +320,10 @@ func (in *incidence) standardErrorBound(scale float64) float64 {
 		v := (hi-lo)*(hi-lo)/(4*m) + 2*scale*scale*sq + 1/(4*m)
 		worst = max(worst, v)
 	}
-	return math.Min(math.Sqrt(worst), 0.5)
+	if se := math.Sqrt(worst); se < 0.5 { // false for NaN: an ill-conditioned inverse states the cap
+		return se
+	}
+	return 0.5
 }
 
 // errLP reports a failure of the simplex method.
