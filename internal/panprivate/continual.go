@@ -293,6 +293,14 @@ func (e *ContinualDensity) StandardError() (se float64, bound bool) {
 	return math.Sqrt(v), bound
 }
 
+// Latest returns the latest output as a Release: its standard error
+// (StandardError) and the density's range [0, 1]. It spends nothing: the
+// output is already public.
+func (e *ContinualDensity) Latest() Release {
+	se, bound := e.StandardError()
+	return Release{Estimate: e.last, StandardError: se, Bound: bound, Min: 0, Max: 1}
+}
+
 // ContinualDensityState is the public, JSON-friendly view of a continual
 // density estimator: a function of released outputs only.
 type ContinualDensityState struct {

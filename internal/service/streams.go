@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/pwsd/pwsd/internal/checks"
@@ -161,8 +160,14 @@ func (e estimatorStream) Release(noise dprand.Laplacer) (StreamRelease, error) {
 	if err != nil {
 		return StreamRelease{}, fmt.Errorf("releasing: %w", err)
 	}
+	return streamRelease(r), nil
+}
+
+// streamRelease converts a release (the interval is added by ReleaseStream,
+// which knows the level).
+func streamRelease(r panprivate.Release) StreamRelease {
 	return StreamRelease{Estimate: r.Estimate, EpsilonSpent: r.EpsilonSpent, Clamped: r.Clamped(),
-		StandardError: StandardError{Value: r.StandardError, Bound: r.Bound}, Min: r.Min, Max: r.Max}, nil
+		StandardError: StandardError{Value: r.StandardError, Bound: r.Bound}, Min: r.Min, Max: r.Max}
 }
 
 func (e estimatorStream) Intrude() (panprivate.State, error) { return e.est.Intrude(), nil }
@@ -196,10 +201,7 @@ func (c continualStream) Apply(events []panprivate.Event) error {
 // Release returns the latest output: it is already public after every
 // step, so it costs nothing more.
 func (c continualStream) Release(dprand.Laplacer) (StreamRelease, error) {
-	out := c.cd.Output()
-	se, bound := c.cd.StandardError()
-	return StreamRelease{Estimate: out, EpsilonSpent: 0, Clamped: math.Min(math.Max(out, 0), 1),
-		StandardError: StandardError{Value: se, Bound: bound}, Min: 0, Max: 1}, nil
+	return streamRelease(c.cd.Latest()), nil
 }
 
 func (c continualStream) Intrude() (panprivate.State, error) {
