@@ -43,11 +43,28 @@ type CounterView struct {
 	// output (beside count, the raw one).
 	Postprocess   string   `json:"postprocess,omitempty"`
 	MonotoneCount *float64 `json:"monotone_count,omitempty"`
+	// CountStandardError is the standard error of count (bound: an upper
+	// bound on its root mean squared error, cascading).
+	CountStandardError StandardErrorView `json:"count_standard_error"`
+	// StandardErrorFormula states the standard error of the output at step
+	// t for this counter's algorithm.
+	StandardErrorFormula string `json:"standard_error_formula"`
+}
+
+// counterErrorFormulas states each algorithm's standard error at step t
+// (panprivate.Counter.StandardError; docs/errorbars-streams.md).
+var counterErrorFormulas = map[panprivate.CounterAlgorithm]string{
+	panprivate.CounterSimple:             "sqrt(2t)/epsilon (t Laplace(1/epsilon) draws)",
+	panprivate.CounterRandomizedResponse: "sqrt(t e^epsilon/(e^epsilon-1)^2)",
+	panprivate.CounterTree:               "2 (L/epsilon) sqrt(nodes(t)), nodes(t) = floor(t/2^(L-1)) + popcount(t mod 2^(L-1)), L the tree's levels",
+	panprivate.CounterCascading:          "bound on the root mean squared error: sqrt(((2d+1) l)^2 + 4F/epsilon'^2), F = t/u^d + 2t/u + 1 (the output lags the count by at most (2d+1) l, Claims 6.1-6.2)",
 }
 
 func counterView(c service.Counter) CounterView {
 	v := CounterView{ID: c.ID, CreatedAt: c.CreatedAt, Algorithm: string(c.State.Algorithm), Epsilon: c.State.Epsilon,
-		Horizon: c.State.Horizon, Steps: c.State.Steps, Count: c.State.Count, Guarantee: c.Level, Postprocess: string(c.Postprocess)}
+		Horizon: c.State.Horizon, Steps: c.State.Steps, Count: c.State.Count, Guarantee: c.Level, Postprocess: string(c.Postprocess),
+		CountStandardError:   StandardErrorView{Value: c.CountError.Value, Bound: c.CountError.Bound},
+		StandardErrorFormula: counterErrorFormulas[c.State.Algorithm]}
 	if c.Postprocess == panprivate.PostprocessMonotone {
 		m := c.Monotone
 		v.MonotoneCount = &m
@@ -60,10 +77,19 @@ type StepsRequest struct {
 	Bits []int `json:"bits" example:"0,1,1,0"`
 }
 
-// StepsView holds one output per step; with postprocess monotone also the
-// post-processed output per step, beside the raw ones.
+// StepsView holds one output per step and its standard error; with
+// postprocess monotone also the post-processed output per step, beside the
+// raw ones (a least-squares projection onto the counts' constraints given
+// what was published; no standard error of its own is claimed).
 type StepsView struct {
-	Outputs  []float64 `json:"outputs"`
+	Outputs []float64 `json:"outputs"`
+	// StandardErrors[i] is the standard error of outputs[i] as an estimate
+	// of the number of 1s so far (bound: upper bounds on the root mean
+	// squared error, cascading).
+	StandardErrors []float64 `json:"standard_errors"`
+	// Bound is true when standard_errors are upper bounds (cascading).
+	Bound bool `json:"bound"`
+	// Monotone is the post-processed output per step (postprocess monotone).
 	Monotone []float64 `json:"monotone,omitempty"`
 }
 
@@ -152,7 +178,7 @@ func (h *handler) postSteps(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v := StepsView{Outputs: out.Raw, Monotone: out.Monotone}
+	v := StepsView{Outputs: out.Raw, StandardErrors: out.StandardErrors, Bound: out.Bound, Monotone: out.Monotone}
 	if out.Postprocess == panprivate.PostprocessMonotone && v.Monotone == nil {
 		v.Monotone = []float64{}
 	}

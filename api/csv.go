@@ -9,9 +9,9 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"strconv"
 	"strings"
 
+	"github.com/pwsd/pwsd/internal/jsonenc"
 	"github.com/pwsd/pwsd/internal/service"
 )
 
@@ -182,13 +182,14 @@ func writeSampleCSV(w http.ResponseWriter, status int, smp *service.Sample) {
 	cw.Flush()
 }
 
-// csvFloat renders a number for CSV; NaN and infinities (absent values)
-// are empty cells.
+// csvFloat renders a number for CSV as the JSON answer does (integers as
+// integers, jsonenc.AppendFloat); NaN and infinities (absent values) are
+// empty cells.
 func csvFloat(f float64) string {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return ""
 	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
+	return string(jsonenc.AppendFloat(nil, f))
 }
 
 // csvOnlyParams refuses the CSV release parameters on a JSON or NDJSON

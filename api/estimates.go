@@ -24,8 +24,10 @@ type ReliabilityView struct {
 	// Reliable is false when more than a fifth of the answer comes from
 	// keys near or below SupportedFrom.
 	Reliable bool `json:"reliable"`
-	// SupportedFrom is the frequency below which keys are mostly unreported
-	// (pi_i < 1/2, end to end); 0 when no frequency reaches 1/2.
+	// SupportedFrom is the frequency below which sampled keys are mostly
+	// withheld by the privacy mechanism (pi_i/q_i < 1/2; sampling is in the
+	// inverse weights and the standard error); 0 when no frequency reaches
+	// 1/2.
 	SupportedFrom int64 `json:"supported_from"`
 	// NearOrBelowShare is the estimated share of the answer carried by
 	// reported keys whose MLE frequency is below 2*supported_from.
@@ -96,7 +98,8 @@ type QuantileView struct {
 	Q         float64 `json:"q"`
 	Frequency float64 `json:"frequency"`
 	// Supported is false when frequency is below supported_from: keys there
-	// are mostly unreported and the answer extrapolates.
+	// are mostly withheld by the privacy mechanism and the answer
+	// extrapolates.
 	Supported bool `json:"supported"`
 }
 
@@ -106,8 +109,8 @@ type QuantileView struct {
 type QuantilesView struct {
 	Sample     string `json:"sample"`
 	Population string `json:"population" enums:"all,reported"`
-	// SupportedFrom: below this frequency keys are mostly unreported
-	// (pi_i < 1/2); quantiles below it rest on few reports with large weights.
+	// SupportedFrom: below this frequency sampled keys are mostly withheld
+	// by the privacy mechanism (pi_i/q_i < 1/2); quantiles below it rest on few reports with large weights.
 	SupportedFrom int64 `json:"supported_from"`
 	// Reliable is false (population all) when more than a fifth of the
 	// estimated keys sit at frequencies below 2*supported_from: the number of
@@ -137,7 +140,7 @@ const maxGroupLength = 1 << 16
 //
 //	@Summary		Estimate sum_x L(x) g(w_x) from a sanitized sample, with error bars
 //	@Description	Selection L(x) by key (repeatable), key_prefix and key_regex (RE2, length-limited); none selects all keys. Estimators: mle (default), biased_down (never over-estimates in expectation), unbiased (exactly unbiased, but can be negative with huge variance). 422 for a keys-only sample.
-//	@Description	standard_error: square root of the plug-in Horvitz-Thompson variance sum over selected reported keys of V(i)/pi_i at the key's MLE frequency i, V(i) the exact per-frequency variance of the estimator (sampling and sanitizer noise). interval: estimate -/+ z*standard_error at level (default 0.95), lower end clamped at 0. reliability: supported_from (pi_i >= 1/2 from there), the share of the answer carried by keys with MLE frequency below 2*supported_from, reliable=false with a note when that share exceeds 1/5. The interval covers sampling and sanitizer noise, not the bias from keys well below supported_from, which are almost never reported.
+//	@Description	standard_error: square root of the plug-in Horvitz-Thompson variance sum over selected reported keys of V(i)/pi_i at the key's MLE frequency i, V(i) the exact per-frequency variance of the estimator (sampling and sanitizer noise). interval: estimate -/+ z*standard_error at level (default 0.95), lower end clamped at 0. reliability: supported_from (pi_i/q_i >= 1/2 from there: the privacy mechanism reports most sampled keys; sampling is in the weights and the standard error), the share of the answer carried by keys with MLE frequency below 2*supported_from, reliable=false with a note when that share exceeds 1/5. The interval covers sampling and sanitizer noise, not the bias from keys well below supported_from, which are almost never reported.
 //	@Description	group_by=prefix with delimiter=D (the part of the key before the first D; the whole key without D) or length=N (its first N characters) answers every group that has a selected reported key.
 //	@Tags			samples
 //	@Produce		json
@@ -168,14 +171,7 @@ func (h *handler) estimateSample(w http.ResponseWriter, r *http.Request) error {
 			sel.Regex = c
 		}
 	}
-	level := 0.95
-	if l, ok := q.float("level", false); ok {
-		if !(l > 0 && l < 1) {
-			q.fail("level", "must be a number strictly between 0 and 1")
-		} else {
-			level = l
-		}
-	}
+	level := q.level()
 	var by service.GroupBy
 	length := q.int("length", 0, 1, maxGroupLength)
 	delim := q.v.Get("delimiter")
@@ -279,7 +275,7 @@ func (h *handler) rank(w http.ResponseWriter, r *http.Request) error {
 // quantiles returns quantiles of the estimated frequency distribution.
 //
 //	@Summary		Quantiles of the estimated frequency distribution
-//	@Description	population=all (default): the frequency distribution of all keys, reported or not: each reported key carries its MLE frequency and weight 1/pi_i (its inverse inclusion probability at that frequency). population=reported: the reported keys, weight 1. The answer is the lower inverse-CDF quantile. supported_from is the frequency below which keys are mostly unreported (pi_i < 1/2); quantiles below it are marked supported=false: they extrapolate from few reports.
+//	@Description	population=all (default): the frequency distribution of all keys, reported or not: each reported key carries its MLE frequency and weight 1/pi_i (its inverse inclusion probability at that frequency). population=reported: the reported keys, weight 1. The answer is the lower inverse-CDF quantile. supported_from is the frequency below which the privacy mechanism withholds most sampled keys (pi_i/q_i < 1/2); quantiles below it are marked supported=false: they extrapolate from few reports.
 //	@Tags			samples
 //	@Produce		json
 //	@Param			id			path		string		true	"sample id"

@@ -261,8 +261,10 @@ func TestCounterMonotone(t *testing.T) {
 
 // TestZipfFlaggedUnreliable: on 20,000 Zipf keys (most of frequency below L)
 // the number of keys (g = count) and the quantiles of all keys are flagged
-// unreliable with a note, every quantile unsupported; the sum of frequencies,
-// carried by heavy keys, is not flagged.
+// unreliable with a note, every quantile unsupported. So is the sum of
+// frequencies (issue 23): keys below L hold a quarter of it, almost never
+// reported, and its interval lies far below the truth (before, it was
+// passed as reliable).
 func TestZipfFlaggedUnreliable(t *testing.T) {
 	ts := newServer(t, nil)
 	var b strings.Builder
@@ -276,11 +278,18 @@ func TestZipfFlaggedUnreliable(t *testing.T) {
 	if r.status != http.StatusCreated {
 		t.Fatalf("%d %.300s", r.status, r.body)
 	}
-	for g, reliable := range map[string]bool{"count": false, "identity": true} {
+	truth := map[string]float64{"count": 20000}
+	for k := 1; k <= 20000; k++ {
+		truth["identity"] += float64((20000 + k - 1) / k)
+	}
+	for _, g := range []string{"count", "identity"} {
 		var ev estimateResp
 		ts.get(t, "/v1/samples/"+s.ID+"/estimate?g="+g).json(t, &ev)
-		if ev.Reliability.Reliable != reliable || (!reliable && ev.Reliability.Note == "") || ev.Reliability.SupportedFrom < 1 {
-			t.Errorf("g=%s: reliability %+v, want reliable=%v", g, ev.Reliability, reliable)
+		if ev.Interval.Upper >= truth[g] {
+			t.Fatalf("g=%s: interval %+v reaches the truth %.0f: no missing mass to flag", g, ev.Interval, truth[g])
+		}
+		if ev.Reliability.Reliable || ev.Reliability.Note == "" || ev.Reliability.SupportedFrom < 1 {
+			t.Errorf("g=%s: interval %+v misses the truth %.0f, reliability %+v, want reliable=false with a note", g, ev.Interval, truth[g], ev.Reliability)
 		}
 	}
 	var qv struct {
@@ -293,5 +302,39 @@ func TestZipfFlaggedUnreliable(t *testing.T) {
 	ts.get(t, "/v1/samples/"+s.ID+"/quantiles?q=0.5&q=0.99").json(t, &qv)
 	if qv.Reliable || qv.Note == "" || len(qv.Quantiles) != 2 || qv.Quantiles[0].Supported || qv.Quantiles[1].Supported {
 		t.Errorf("Zipf quantiles of all keys must be flagged: %+v", qv)
+	}
+}
+
+// TestIntegerFrequenciesAsIntegers: the MLE frequency of a key is an
+// integer and is written as one in JSON, NDJSON and CSV (10000000, never
+// 1e+07, which the shortest 'g' format wrote before).
+func TestIntegerFrequenciesAsIntegers(t *testing.T) {
+	ts := newServer(t, nil)
+	r := ts.postJSON(t, "/v1/samples", `{"privacy":{"epsilon":1,"delta":1e-6},"sampling":{"scheme":"none"},"elements":[{"key":"a","frequency":10000000},{"key":"b","frequency":3000000}]}`)
+	if r.status != http.StatusCreated {
+		t.Fatalf("POST: %d %s", r.status, r.body)
+	}
+	var s sampleResp
+	r.json(t, &s)
+	if len(s.Elements) != 2 {
+		t.Fatalf("want both keys reported: %s", r.body)
+	}
+	for _, form := range []struct{ accept, freq string }{
+		{"application/json", `"frequency":`},
+		{"application/x-ndjson", `"frequency":`},
+		{"text/csv", ","},
+	} {
+		g := ts.get(t, "/v1/samples/"+s.ID, "Accept", form.accept)
+		if g.status != http.StatusOK {
+			t.Fatalf("%s: %d %s", form.accept, g.status, g.body)
+		}
+		if strings.Contains(string(g.body), "e+") || strings.Contains(string(g.body), "E+") {
+			t.Errorf("%s: a number in exponent notation: %s", form.accept, g.body)
+		}
+	}
+	for _, e := range s.Elements {
+		if f := *e.Frequency; f != math.Trunc(f) || f < 2e6 {
+			t.Errorf("key %s: frequency %v is not the integer MLE", e.Key, f)
+		}
 	}
 }

@@ -202,6 +202,20 @@ func (q *query) method() sanitize.Method {
 }
 
 // g reads g (default identity).
+// level reads the confidence level of an interval: level=, strictly
+// between 0 and 1, default 0.95.
+func (q *query) level() float64 {
+	level := 0.95
+	if l, ok := q.float("level", false); ok {
+		if !(l > 0 && l < 1) {
+			q.fail("level", "must be a number strictly between 0 and 1")
+		} else {
+			level = l
+		}
+	}
+	return level
+}
+
 func (q *query) g() estimate.G {
 	s := q.v.Get("g")
 	if s == "" {
@@ -313,6 +327,7 @@ var routeQuery = map[string]paramSpec{
 	"GET /v1/datasets":               {single: listQuery},
 	"GET /v1/streams":                {single: listQuery},
 	"GET /v1/counters":               {single: listQuery},
+	"POST /v1/streams/{id}/releases": {single: []string{"level"}},
 }
 
 // maxNamedParams bounds how many offending parameters one problem names.

@@ -390,16 +390,16 @@ func appendElement(b []byte, e service.Element, ke *service.KeyEstimate) []byte 
 	b = appendJSONString(b, e.Key)
 	if !math.IsNaN(e.Value) {
 		b = append(b, `,"value":`...)
-		b = strconv.AppendFloat(b, e.Value, 'g', -1, 64)
+		b = jsonenc.AppendFloat(b, e.Value)
 	}
 	if ke != nil {
 		if finite(ke.Frequency) {
 			b = append(b, `,"frequency":`...)
-			b = strconv.AppendFloat(b, ke.Frequency, 'g', -1, 64)
+			b = jsonenc.AppendFloat(b, ke.Frequency)
 		}
 		if finite(ke.Contribution) {
 			b = append(b, `,"contribution":`...)
-			b = strconv.AppendFloat(b, ke.Contribution, 'g', -1, 64)
+			b = jsonenc.AppendFloat(b, ke.Contribution)
 		}
 	}
 	return append(b, '}')

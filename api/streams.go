@@ -56,12 +56,29 @@ type StreamView struct {
 	Releases   int            `json:"releases"`
 	Intrusions int            `json:"intrusions"`
 	Privacy    *StreamPrivacy `json:"privacy,omitempty"`
-	Output     *float64       `json:"output,omitempty"`
+	// Output is the latest continual output (the density, unclamped).
+	Output *float64 `json:"output,omitempty"`
+	// OutputStandardError is the standard error of output (continual mode;
+	// docs/errorbars-streams.md).
+	OutputStandardError *StandardErrorView `json:"output_standard_error,omitempty"`
+}
+
+// StandardErrorView is a standard error; bound true says it is an upper
+// bound (on the root mean squared error) rather than the exact value.
+type StandardErrorView struct {
+	// Value is the standard error.
+	Value float64 `json:"value"`
+	// Bound is true when value is an upper bound on the root mean squared
+	// error rather than the exact standard error.
+	Bound bool `json:"bound"`
 }
 
 func streamView(s service.Stream) StreamView {
 	v := StreamView{ID: s.ID, CreatedAt: s.CreatedAt, Dataset: s.Dataset, Continual: s.Continual, SampleSize: s.SampleSize,
 		Releases: s.Releases, Intrusions: s.Intrusions, Output: s.Output}
+	if e := s.OutputError; e != nil {
+		v.OutputStandardError = &StandardErrorView{Value: e.Value, Bound: e.Bound}
+	}
 	if s.Privacy != nil {
 		v.Privacy = &StreamPrivacy{StateEpsilon: s.Privacy.State, ReleaseEpsilon: s.Privacy.PerRelease, ReleaseNoise: string(s.Estimator.ReleaseNoise)}
 		if n := s.Estimator.MaxReleases; n > 0 {
@@ -96,10 +113,38 @@ type EventsRequest struct {
 	Events []panprivate.Event `json:"events" swaggertype:"array,object"`
 }
 
-// StreamReleaseView is one noisy estimate.
+// StreamReleaseView is one noisy estimate with its error
+// (docs/errorbars-streams.md).
 type StreamReleaseView struct {
+	// Estimate is the unbiased raw estimate: it may leave the estimand's
+	// range (a density below 0); averages of releases stay unbiased.
 	Estimate     float64 `json:"estimate"`
 	EpsilonSpent float64 `json:"epsilon_spent"`
+	// StandardError is the standard error of estimate from the theorem for
+	// the estimator at the stream's parameters, release noise included,
+	// evaluated at clamped where it depends on the unknown true value.
+	StandardError float64 `json:"standard_error"`
+	// Bound is true when standard_error is an upper bound (cropped_mean,
+	// heavy_hitters, incidence, a cascading continual counter) rather than
+	// the exact value at the plug-in (density, continual density).
+	Bound bool `json:"bound"`
+	// Interval is estimate -/+ z*standard_error at level, clipped to
+	// [range.min, range.max].
+	Interval IntervalView `json:"interval"`
+	// Clamped is the estimate projected onto the estimand's range:
+	// post-processing, no privacy cost.
+	Clamped float64 `json:"clamped"`
+	// Range is the estimand's range: [0, 1] for the fractions (density,
+	// heavy_hitters, incidence), [0, t] for cropped_mean.
+	Range RangeView `json:"range"`
+}
+
+// RangeView is the range [min, max] of an estimand.
+type RangeView struct {
+	// Min is the smallest value the estimand can take.
+	Min float64 `json:"min"`
+	// Max is the largest value the estimand can take.
+	Max float64 `json:"max"`
 }
 
 // createStream creates a pan-private stream.
@@ -196,22 +241,31 @@ func (h *handler) postEvents(w http.ResponseWriter, r *http.Request) error {
 
 // postRelease draws one noisy estimate.
 //
-//	@Summary		Release one noisy estimate
+//	@Summary		Release one noisy estimate, with its standard error and interval
 //	@Description	Laplace noise from the google/differential-privacy library; epsilon_spent is charged to the stream's dataset. 409 past the stream's max_releases or the dataset's budget.
+//	@Description	estimate is the unbiased raw value (it may leave its range); standard_error comes from the estimator's variance at the stream's parameters (release noise Lap(b) adds 2b^2), evaluated at clamped where it depends on the true value, and bound=true marks an upper bound; interval is estimate -/+ z*standard_error at level, clipped to range; clamped is the estimate projected onto range (post-processing, free). Derivations and simulated coverage: docs/errorbars-streams.md. A continual stream answers its latest output the same way, at no cost.
 //	@Tags			streams
 //	@Produce		json
 //	@Param			id	path		string	true	"stream id"
+//	@Param			level	query		number	false	"confidence level of the interval, in (0, 1)"	default(0.95)
 //	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)"
 //	@Success		200	{object}	StreamReleaseView
 //	@Failure		400,404,409,422	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/streams/{id}/releases [post]
 func (h *handler) postRelease(w http.ResponseWriter, r *http.Request) error {
-	rel, err := h.svc.ReleaseStream(r.Context(), chi.URLParam(r, "id"))
+	q := newQuery(r)
+	level := q.level()
+	if err := q.problem(); err != nil {
+		return err
+	}
+	rel, err := h.svc.ReleaseStream(r.Context(), chi.URLParam(r, "id"), level)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, StreamReleaseView{Estimate: rel.Estimate, EpsilonSpent: rel.EpsilonSpent})
+	writeJSON(w, http.StatusOK, StreamReleaseView{Estimate: rel.Estimate, EpsilonSpent: rel.EpsilonSpent,
+		StandardError: rel.StandardError.Value, Bound: rel.StandardError.Bound, Interval: intervalView(rel.Interval),
+		Clamped: rel.Clamped, Range: RangeView{Min: rel.Min, Max: rel.Max}})
 	return nil
 }
 

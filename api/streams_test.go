@@ -281,3 +281,96 @@ func TestBudgetNeverOverspends(t *testing.T) {
 		}
 	})
 }
+
+// TestReleaseErrorBars: a stream release answers its standard error (the
+// exact density variance at the clamped estimate plus the release noise's
+// 2b^2), an interval at the asked level clipped to [0, 1], the clamped
+// estimate and the range; a bad level is a 400/422 naming level and spends
+// nothing. Continual streams and counters state their standard errors too.
+func TestReleaseErrorBars(t *testing.T) {
+	stores(t, func(t *testing.T, st store.Store) {
+		ts := newServer(t, st)
+		r := ts.postJSON(t, "/v1/streams", `{"estimator":"density","algorithm":"dwork","epsilon":0.5,"universe_size":10000,"sample_size":1000,"release_noise":"paper"}`)
+		if r.status != 201 {
+			t.Fatalf("create: %d %s", r.status, r.body)
+		}
+		var sv struct {
+			ID string `json:"id"`
+		}
+		r.json(t, &sv)
+		if r := ts.do(t, "POST", "/v1/streams/"+sv.ID+"/releases?level=1.5", "", ""); r.status != 400 && r.status != 422 || !strings.Contains(string(r.body), "level") {
+			t.Fatalf("level=1.5: %d %s", r.status, r.body)
+		}
+		r = ts.do(t, "POST", "/v1/streams/"+sv.ID+"/releases?level=0.9", "", "")
+		if r.status != 200 {
+			t.Fatalf("release: %d %s", r.status, r.body)
+		}
+		var rel struct {
+			Estimate      float64 `json:"estimate"`
+			StandardError float64 `json:"standard_error"`
+			Bound         bool    `json:"bound"`
+			Clamped       float64 `json:"clamped"`
+			Interval      struct{ Level, Lower, Upper float64 }
+			Range         struct{ Min, Max float64 }
+		}
+		r.json(t, &rel)
+		// Empty stream, dwork, m = 1000 of n = 10^4, b = 1/(eps m):
+		// Var = pbar(1-pbar)/(m gap^2) - d(1-d)(m-1)/(m(n-1)) + 2b^2 at
+		// d = clamped, pbar = 1/2 + d eps/4.
+		d := math.Min(math.Max(rel.Estimate, 0), 1)
+		pbar, gap, b := 0.5+d*0.125, 0.125, 1/(0.5*1000)
+		want := math.Sqrt(pbar*(1-pbar)/(1000*gap*gap) - d*(1-d)*999/(1000*9999) + 2*b*b)
+		if math.Abs(rel.StandardError-want) > 1e-3*want || rel.Bound {
+			t.Errorf("standard_error %g (bound %v), want %g exact", rel.StandardError, rel.Bound, want)
+		}
+		if rel.Clamped != d || rel.Range.Min != 0 || rel.Range.Max != 1 {
+			t.Errorf("clamped %g range %+v, want %g in [0, 1]", rel.Clamped, rel.Range, d)
+		}
+		z := 1.6448536269514722
+		lo, hi := math.Max(rel.Estimate-z*want, 0), math.Min(rel.Estimate+z*want, 1)
+		if rel.Interval.Level != 0.9 || math.Abs(rel.Interval.Lower-lo) > 1e-3 || math.Abs(rel.Interval.Upper-hi) > 1e-3 {
+			t.Errorf("interval %+v, want [%g, %g] at 0.9", rel.Interval, lo, hi)
+		}
+
+		// Continual: the release and GET state the output's standard error.
+		r = ts.postJSON(t, "/v1/streams", `{"estimator":"density","continual":true,"epsilon":0.4,"universe_size":1000,"sample_size":500,"horizon":100,"counter":"tree"}`)
+		if r.status != 201 {
+			t.Fatalf("continual: %d %s", r.status, r.body)
+		}
+		r.json(t, &sv)
+		if r := ts.postJSON(t, "/v1/streams/"+sv.ID+"/events", `{"events":[{"user":1},{"user":2},{"user":3}]}`); r.status != 200 || !strings.Contains(string(r.body), `"output_standard_error":{"value":`) {
+			t.Fatalf("continual events: %d %s", r.status, r.body)
+		}
+		r = ts.do(t, "POST", "/v1/streams/"+sv.ID+"/releases", "", "")
+		r.json(t, &rel)
+		if r.status != 200 || !(rel.StandardError > 0) || rel.Interval.Level != 0.95 {
+			t.Fatalf("continual release: %d %s", r.status, r.body)
+		}
+
+		// Counters: one standard error per output, and the formula.
+		r = ts.postJSON(t, "/v1/counters", `{"epsilon":1,"horizon":100,"algorithm":"simple"}`)
+		var cv struct {
+			ID      string `json:"id"`
+			Formula string `json:"standard_error_formula"`
+		}
+		r.json(t, &cv)
+		if r.status != 201 || !strings.HasPrefix(cv.Formula, "sqrt(2t)/epsilon") {
+			t.Fatalf("counter: %d %s", r.status, r.body)
+		}
+		r = ts.postJSON(t, "/v1/counters/"+cv.ID+"/steps", `{"bits":[1,0,1,1]}`)
+		var steps struct {
+			Outputs        []float64 `json:"outputs"`
+			StandardErrors []float64 `json:"standard_errors"`
+			Bound          bool      `json:"bound"`
+		}
+		r.json(t, &steps)
+		if len(steps.StandardErrors) != 4 || steps.Bound {
+			t.Fatalf("steps: %s", r.body)
+		}
+		for i, se := range steps.StandardErrors {
+			if want := math.Sqrt(2 * float64(i+1)); math.Abs(se-want) > 1e-12 {
+				t.Errorf("standard_errors[%d] = %g, want sqrt(2t)/eps = %g", i, se, want)
+			}
+		}
+	})
+}

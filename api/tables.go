@@ -73,7 +73,7 @@ func (h *handler) reporting(w http.ResponseWriter, r *http.Request) error {
 // frequencies returns rows of the frequency sanitizer.
 //
 //	@Summary		Rows of the frequency sanitizer (Algorithm 4 discrete or Algorithm 5 max_separation)
-//	@Description	Outcomes are pieces (lo, hi] with their probability under the row, split at the global tokens so each carries its MLE and biased-down frequency estimates (g = identity). Tokens are ORDINAL, not frequencies. Algorithm 4 token j is (j-1, j].
+//	@Description	Outcomes are pieces (lo, hi] with their probability under the row, split at the global tokens so each carries its per-token contributions to the estimate of a sum of frequencies (g = identity): mle_contribution = i*/pi_{i*} (i* the token's MLE frequency) and biased_down_contribution. A contribution is a key's term in a sum, with the inverse reporting probability in it: not a frequency estimate (the MLE frequency of a sample element is its frequency field). Tokens are ORDINAL, not frequencies. Algorithm 4 token j is (j-1, j].
 //	@Tags			tables
 //	@Produce		json
 //	@Param			epsilon			query		number	true	"epsilon > 0"

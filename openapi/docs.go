@@ -1357,7 +1357,7 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
-                "description": "Selection L(x) by key (repeatable), key_prefix and key_regex (RE2, length-limited); none selects all keys. Estimators: mle (default), biased_down (never over-estimates in expectation), unbiased (exactly unbiased, but can be negative with huge variance). 422 for a keys-only sample.\nstandard_error: square root of the plug-in Horvitz-Thompson variance sum over selected reported keys of V(i)/pi_i at the key's MLE frequency i, V(i) the exact per-frequency variance of the estimator (sampling and sanitizer noise). interval: estimate -/+ z*standard_error at level (default 0.95), lower end clamped at 0. reliability: supported_from (pi_i \u003e= 1/2 from there), the share of the answer carried by keys with MLE frequency below 2*supported_from, reliable=false with a note when that share exceeds 1/5. The interval covers sampling and sanitizer noise, not the bias from keys well below supported_from, which are almost never reported.\ngroup_by=prefix with delimiter=D (the part of the key before the first D; the whole key without D) or length=N (its first N characters) answers every group that has a selected reported key.",
+                "description": "Selection L(x) by key (repeatable), key_prefix and key_regex (RE2, length-limited); none selects all keys. Estimators: mle (default), biased_down (never over-estimates in expectation), unbiased (exactly unbiased, but can be negative with huge variance). 422 for a keys-only sample.\nstandard_error: square root of the plug-in Horvitz-Thompson variance sum over selected reported keys of V(i)/pi_i at the key's MLE frequency i, V(i) the exact per-frequency variance of the estimator (sampling and sanitizer noise). interval: estimate -/+ z*standard_error at level (default 0.95), lower end clamped at 0. reliability: supported_from (pi_i/q_i \u003e= 1/2 from there: the privacy mechanism reports most sampled keys; sampling is in the weights and the standard error), the share of the answer carried by keys with MLE frequency below 2*supported_from, reliable=false with a note when that share exceeds 1/5. The interval covers sampling and sanitizer noise, not the bias from keys well below supported_from, which are almost never reported.\ngroup_by=prefix with delimiter=D (the part of the key before the first D; the whole key without D) or length=N (its first N characters) answers every group that has a selected reported key.",
                 "produces": [
                     "application/json"
                 ],
@@ -1467,7 +1467,7 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
-                "description": "population=all (default): the frequency distribution of all keys, reported or not: each reported key carries its MLE frequency and weight 1/pi_i (its inverse inclusion probability at that frequency). population=reported: the reported keys, weight 1. The answer is the lower inverse-CDF quantile. supported_from is the frequency below which keys are mostly unreported (pi_i \u003c 1/2); quantiles below it are marked supported=false: they extrapolate from few reports.",
+                "description": "population=all (default): the frequency distribution of all keys, reported or not: each reported key carries its MLE frequency and weight 1/pi_i (its inverse inclusion probability at that frequency). population=reported: the reported keys, weight 1. The answer is the lower inverse-CDF quantile. supported_from is the frequency below which the privacy mechanism withholds most sampled keys (pi_i/q_i \u003c 1/2); quantiles below it are marked supported=false: they extrapolate from few reports.",
                 "produces": [
                     "application/json"
                 ],
@@ -1966,14 +1966,14 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
-                "description": "Laplace noise from the google/differential-privacy library; epsilon_spent is charged to the stream's dataset. 409 past the stream's max_releases or the dataset's budget.",
+                "description": "Laplace noise from the google/differential-privacy library; epsilon_spent is charged to the stream's dataset. 409 past the stream's max_releases or the dataset's budget.\nestimate is the unbiased raw value (it may leave its range); standard_error comes from the estimator's variance at the stream's parameters (release noise Lap(b) adds 2b^2), evaluated at clamped where it depends on the true value, and bound=true marks an upper bound; interval is estimate -/+ z*standard_error at level, clipped to range; clamped is the estimate projected onto range (post-processing, free). Derivations and simulated coverage: docs/errorbars-streams.md. A continual stream answers its latest output the same way, at no cost.",
                 "produces": [
                     "application/json"
                 ],
                 "tags": [
                     "streams"
                 ],
-                "summary": "Release one noisy estimate",
+                "summary": "Release one noisy estimate, with its standard error and interval",
                 "parameters": [
                     {
                         "type": "string",
@@ -1981,6 +1981,13 @@ const docTemplate = `{
                         "name": "id",
                         "in": "path",
                         "required": true
+                    },
+                    {
+                        "type": "number",
+                        "default": 0.95,
+                        "description": "confidence level of the interval, in (0, 1)",
+                        "name": "level",
+                        "in": "query"
                     },
                     {
                         "type": "string",
@@ -2224,7 +2231,7 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
-                "description": "Outcomes are pieces (lo, hi] with their probability under the row, split at the global tokens so each carries its MLE and biased-down frequency estimates (g = identity). Tokens are ORDINAL, not frequencies. Algorithm 4 token j is (j-1, j].",
+                "description": "Outcomes are pieces (lo, hi] with their probability under the row, split at the global tokens so each carries its per-token contributions to the estimate of a sum of frequencies (g = identity): mle_contribution = i*/pi_{i*} (i* the token's MLE frequency) and biased_down_contribution. A contribution is a key's term in a sum, with the inverse reporting probability in it: not a frequency estimate (the MLE frequency of a sample element is its frequency field). Tokens are ORDINAL, not frequencies. Algorithm 4 token j is (j-1, j].",
                 "produces": [
                     "application/json"
                 ],
@@ -2570,6 +2577,14 @@ const docTemplate = `{
                 "count": {
                     "type": "number"
                 },
+                "count_standard_error": {
+                    "description": "CountStandardError is the standard error of count (bound: an upper\nbound on its root mean squared error, cascading).",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/api.StandardErrorView"
+                        }
+                    ]
+                },
                 "created_at": {
                     "type": "string"
                 },
@@ -2590,6 +2605,10 @@ const docTemplate = `{
                 },
                 "postprocess": {
                     "description": "Postprocess echoes the post-processing; MonotoneCount is its latest\noutput (beside count, the raw one).",
+                    "type": "string"
+                },
+                "standard_error_formula": {
+                    "description": "StandardErrorFormula states the standard error of the output at step\nt for this counter's algorithm.",
                     "type": "string"
                 },
                 "steps": {
@@ -2909,7 +2928,7 @@ const docTemplate = `{
                     "type": "number"
                 },
                 "supported": {
-                    "description": "Supported is false when frequency is below supported_from: keys there\nare mostly unreported and the answer extrapolates.",
+                    "description": "Supported is false when frequency is below supported_from: keys there\nare mostly withheld by the privacy mechanism and the answer\nextrapolates.",
                     "type": "boolean"
                 }
             }
@@ -2944,8 +2963,21 @@ const docTemplate = `{
                     "type": "string"
                 },
                 "supported_from": {
-                    "description": "SupportedFrom: below this frequency keys are mostly unreported\n(pi_i \u003c 1/2); quantiles below it rest on few reports with large weights.",
+                    "description": "SupportedFrom: below this frequency sampled keys are mostly withheld\nby the privacy mechanism (pi_i/q_i \u003c 1/2); quantiles below it rest on few reports with large weights.",
                     "type": "integer"
+                }
+            }
+        },
+        "api.RangeView": {
+            "type": "object",
+            "properties": {
+                "max": {
+                    "description": "Max is the largest value the estimand can take.",
+                    "type": "number"
+                },
+                "min": {
+                    "description": "Min is the smallest value the estimand can take.",
+                    "type": "number"
                 }
             }
         },
@@ -3036,7 +3068,7 @@ const docTemplate = `{
                     "type": "boolean"
                 },
                 "supported_from": {
-                    "description": "SupportedFrom is the frequency below which keys are mostly unreported\n(pi_i \u003c 1/2, end to end); 0 when no frequency reaches 1/2.",
+                    "description": "SupportedFrom is the frequency below which sampled keys are mostly\nwithheld by the privacy mechanism (pi_i/q_i \u003c 1/2; sampling is in the\ninverse weights and the standard error); 0 when no frequency reaches\n1/2.",
                     "type": "integer"
                 }
             }
@@ -3312,6 +3344,19 @@ const docTemplate = `{
                 }
             }
         },
+        "api.StandardErrorView": {
+            "type": "object",
+            "properties": {
+                "bound": {
+                    "description": "Bound is true when value is an upper bound on the root mean squared\nerror rather than the exact standard error.",
+                    "type": "boolean"
+                },
+                "value": {
+                    "description": "Value is the standard error.",
+                    "type": "number"
+                }
+            }
+        },
         "api.StepsRequest": {
             "type": "object",
             "properties": {
@@ -3332,13 +3377,25 @@ const docTemplate = `{
         "api.StepsView": {
             "type": "object",
             "properties": {
+                "bound": {
+                    "description": "Bound is true when standard_errors are upper bounds (cascading).",
+                    "type": "boolean"
+                },
                 "monotone": {
+                    "description": "Monotone is the post-processed output per step (postprocess monotone).",
                     "type": "array",
                     "items": {
                         "type": "number"
                     }
                 },
                 "outputs": {
+                    "type": "array",
+                    "items": {
+                        "type": "number"
+                    }
+                },
+                "standard_errors": {
+                    "description": "StandardErrors[i] is the standard error of outputs[i] as an estimate\nof the number of 1s so far (bound: upper bounds on the root mean\nsquared error, cascading).",
                     "type": "array",
                     "items": {
                         "type": "number"
@@ -3387,10 +3444,39 @@ const docTemplate = `{
         "api.StreamReleaseView": {
             "type": "object",
             "properties": {
+                "bound": {
+                    "description": "Bound is true when standard_error is an upper bound (cropped_mean,\nheavy_hitters, incidence, a cascading continual counter) rather than\nthe exact value at the plug-in (density, continual density).",
+                    "type": "boolean"
+                },
+                "clamped": {
+                    "description": "Clamped is the estimate projected onto the estimand's range:\npost-processing, no privacy cost.",
+                    "type": "number"
+                },
                 "epsilon_spent": {
                     "type": "number"
                 },
                 "estimate": {
+                    "description": "Estimate is the unbiased raw estimate: it may leave the estimand's\nrange (a density below 0); averages of releases stay unbiased.",
+                    "type": "number"
+                },
+                "interval": {
+                    "description": "Interval is estimate -/+ z*standard_error at level, clipped to\n[range.min, range.max].",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/api.IntervalView"
+                        }
+                    ]
+                },
+                "range": {
+                    "description": "Range is the estimand's range: [0, 1] for the fractions (density,\nheavy_hitters, incidence), [0, t] for cropped_mean.",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/api.RangeView"
+                        }
+                    ]
+                },
+                "standard_error": {
+                    "description": "StandardError is the standard error of estimate from the theorem for\nthe estimator at the stream's parameters, release noise included,\nevaluated at clamped where it depends on the unknown true value.",
                     "type": "number"
                 }
             }
@@ -3509,7 +3595,16 @@ const docTemplate = `{
                     "type": "integer"
                 },
                 "output": {
+                    "description": "Output is the latest continual output (the density, unclamped).",
                     "type": "number"
+                },
+                "output_standard_error": {
+                    "description": "OutputStandardError is the standard error of output (continual mode;\ndocs/errorbars-streams.md).",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/api.StandardErrorView"
+                        }
+                    ]
                 },
                 "privacy": {
                     "$ref": "#/definitions/api.StreamPrivacy"
@@ -3730,7 +3825,8 @@ const docTemplate = `{
         "service.Outcome": {
             "type": "object",
             "properties": {
-                "biased_down": {
+                "biased_down_contribution": {
+                    "description": "BiasedDownContribution: the biased-down contribution a_j (eq. 41),\nwhich never over-estimates the sum in expectation.",
                     "type": "number"
                 },
                 "hi": {
@@ -3739,7 +3835,8 @@ const docTemplate = `{
                 "lo": {
                     "type": "number"
                 },
-                "mle": {
+                "mle_contribution": {
+                    "description": "MLEContribution: the MLE contribution a_j = i*/pi_{i*} (eq. 11), i*\nthe MLE frequency of the token.",
                     "type": "number"
                 },
                 "probability": {

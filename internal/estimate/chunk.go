@@ -262,7 +262,7 @@ func chunkOf(t *Table, g G, size, k, bandStart int64, rows []sanitize.Row) (*Chu
 type Lookup interface {
 	Estimate(v float64) (float64, error)
 	Stats(i int64) (FrequencyStats, error)
-	SupportedFrom() int64
+	SupportedFrom(s sanitize.Sampling) int64
 }
 
 // ChunkSet is the MLE estimator of one g on the chunks a request needs: it
@@ -271,7 +271,7 @@ type ChunkSet struct {
 	G         G
 	Size      int64 // the chunks' size
 	Chunks    map[int64]*Chunk
-	Supported int64 // the answer of SupportedFrom (from the reporting probabilities)
+	Supported int64 // the answer of SupportedFrom, computed from the sanitizer's rows
 }
 
 // Estimate returns a_j of the token holding v (eq. 11).
@@ -298,9 +298,10 @@ func (s *ChunkSet) Stats(i int64) (FrequencyStats, error) {
 	return c.Stats(i)
 }
 
-// SupportedFrom returns the smallest frequency reported with probability
-// at least 1/2 (Table.SupportedFrom), or 0.
-func (s *ChunkSet) SupportedFrom() int64 { return s.Supported }
+// SupportedFrom returns the smallest frequency whose privacy part of
+// reporting pi_i/q_i reaches 1/2 (Table.SupportedFrom's rule), or 0; it was
+// computed for the chunks' own sampling scheme when the set was made.
+func (s *ChunkSet) SupportedFrom(sanitize.Sampling) int64 { return s.Supported }
 
 // The binary chunk encoding (package binenc): the magic "PEC", the format
 // version ChunkFormat, then g (kind code, parameter), the size and the index

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/pwsd/pwsd/internal/sanitize"
 )
 
 // MLEFrequency returns the maximum-likelihood estimate of a reported key's
@@ -46,18 +48,23 @@ func isMLEOf(t Lookup, kind GKind) bool {
 	return false
 }
 
-// SupportedFrom returns the smallest frequency i with pi_i >= 1/2 (reported
-// more often than not, end to end) in t's range or its stationary tail: below
-// it most keys are not reported, so what an answer says about them rests on
-// few reports weighted by large factors 1/pi. It returns 0 when no frequency
-// the table knows reaches 1/2.
-func (t *Table) SupportedFrom() int64 {
+// SupportedFrom returns the smallest frequency i whose privacy part of
+// reporting, pi_i/q_i (the probability that a sampled key of frequency i is
+// reported by the sanitizer), reaches 1/2, in t's range or its stationary
+// tail; s is the sampling scheme t was built for. Below it most sampled keys
+// are withheld by the privacy mechanism, so what an answer says about them
+// rests on few reports weighted by large factors and keys well below it are
+// missing from the answer. Sampling is not part of it: the inverse weights
+// 1/pi already account for q_i, so a key sampled with small q_i and reported
+// is as well supported as any other. It returns 0 when no frequency the table
+// knows reaches 1/2.
+func (t *Table) SupportedFrom(s sanitize.Sampling) int64 {
 	for _, fs := range t.Frequencies {
-		if fs.Reported >= 0.5 {
+		if q := s.Q(fs.Frequency); q > 0 && fs.Reported >= 0.5*q {
 			return fs.Frequency
 		}
 	}
-	if t.Tail != nil && t.Tail.Pi >= 0.5 {
+	if t.Tail != nil && t.Tail.Pi >= 0.5 { // q_i = 1 in the tail
 		return max(t.Tail.From, t.MaxFrequency+1)
 	}
 	return 0
@@ -75,11 +82,23 @@ type Interval struct {
 	Level, Lower, Upper float64
 }
 
+// NormalInterval returns the normal interval estimate -/+ z se at level
+// (z = Phi^{-1}((1 + level)/2)), clipped to [lo, hi], the range of the
+// estimand (clipping is post-processing and never loses coverage). level
+// must lie strictly between 0 and 1.
+func NormalInterval(estimate, se, level, lo, hi float64) Interval {
+	z := math.Sqrt2 * math.Erfinv(level)
+	return Interval{Level: level,
+		Lower: math.Min(math.Max(estimate-z*se, lo), hi),
+		Upper: math.Min(math.Max(estimate+z*se, lo), hi)}
+}
+
 // Reliability says how much of an answer rests on keys that the release
 // mostly hides.
 type Reliability struct {
-	// SupportedFrom is the frequency below which keys are mostly unreported
-	// (pi_i < 1/2); 0 when no frequency in range reaches 1/2.
+	// SupportedFrom is the frequency below which sampled keys are mostly
+	// withheld by the privacy mechanism (pi_i/q_i < 1/2); 0 when no
+	// frequency in range reaches 1/2.
 	SupportedFrom int64
 	// NearOrBelowShare estimates the share of the answer carried by keys
 	// near or below SupportedFrom: sum of |a_j| over selected reported keys
@@ -100,10 +119,24 @@ type Reliability struct {
 // estimated. It is also a proxy for what no estimate can see: keys well below
 // the supported frequency are almost never reported, so their mass is
 // missing from the answer (a bias the interval does not contain), and a large
-// share near the threshold signals that such keys are many. A fifth keeps sums
-// over heavy keys (and sums under moderate sampling, q >= 0.3) reliable and
-// flags counts over Zipf data and sums where light keys matter.
+// share near the threshold signals that such keys are many. The threshold is
+// the privacy one (pi_i/q_i, SupportedFrom), not the sampling one: sampling
+// is unbiased under the inverse weights and its variance is in the standard
+// error. A fifth keeps sums over heavy keys reliable, whatever the sampling,
+// and flags counts over Zipf data and sums where light keys matter.
 const UnreliableShare = 0.2
+
+// MissingMassSEs flags the second way an answer misleads: when the reported
+// keys near the privacy threshold (MLE frequency below 2*SupportedFrom)
+// carry more than this many standard errors of the answer, the population
+// reaches down to the threshold and, in the frequency distributions met in
+// practice (non-increasing density: Zipf, power laws), continues below it,
+// where keys are almost never reported. Their mass is missing, and the mass
+// just above the threshold is the answer's only trace of it: larger than two
+// standard errors, the bias it stands for would put the truth outside the
+// interval. A population whose reported keys all lie far above the
+// threshold (sampled or not) carries none and is not flagged.
+const MissingMassSEs = 2
 
 // SumError is a sum estimate with its standard error, interval and
 // reliability.
@@ -144,13 +177,14 @@ type SumError struct {
 // sampling and sanitizer noise, not the estimator's bias: small where keys
 // are well above SupportedFrom (see Stats(i).Bias), but keys well below it
 // are almost never reported and their mass is missing from the estimate —
-// the reliability block flags answers where that matters.
-func SumWithError(t Lookup, keys []ReportedKey, level float64) (SumError, error) {
+// the reliability block flags answers where that matters. smp is the
+// sampling scheme t was built for (SupportedFrom).
+func SumWithError(t Lookup, keys []ReportedKey, level float64, smp sanitize.Sampling) (SumError, error) {
 	if !(level > 0 && level < 1) {
 		return SumError{}, errors.New("estimate: interval level must lie strictly between 0 and 1")
 	}
 	out := SumError{Selected: len(keys)}
-	from := t.SupportedFrom()
+	from := t.SupportedFrom(smp)
 	var total, near float64
 	for _, k := range keys {
 		a, err := t.Estimate(k.Value)
@@ -172,8 +206,7 @@ func SumWithError(t Lookup, keys []ReportedKey, level float64) (SumError, error)
 		}
 	}
 	out.StandardError = math.Sqrt(out.Variance)
-	z := math.Sqrt2 * math.Erfinv(level)
-	out.Interval = Interval{Level: level, Lower: math.Max(0, out.Estimate-z*out.StandardError), Upper: math.Max(0, out.Estimate+z*out.StandardError)}
+	out.Interval = NormalInterval(out.Estimate, out.StandardError, level, 0, math.Inf(1))
 	rel := Reliability{SupportedFrom: from, Reliable: true}
 	if total > 0 {
 		rel.NearOrBelowShare = near / total
@@ -184,11 +217,15 @@ func SumWithError(t Lookup, keys []ReportedKey, level float64) (SumError, error)
 	if rel.NearOrBelowShare > UnreliableShare {
 		rel.Reliable = false
 		if from == 0 {
-			rel.Note = "no frequency in range is reported with probability 1/2 or more: the whole answer extrapolates from few reports with large inverse-probability weights"
+			rel.Note = "no frequency in range is reported by the privacy mechanism with probability 1/2 or more (given that it was sampled): the whole answer extrapolates from few reports with large inverse-probability weights"
 		} else {
-			rel.Note = fmt.Sprintf("%.0f%% of this answer comes from keys with estimated frequency below %d, twice the frequency %d below which keys are mostly unreported: "+
+			rel.Note = fmt.Sprintf("%.0f%% of this answer comes from keys with estimated frequency below %d, twice the frequency %d below which the privacy mechanism withholds most keys: "+
 				"it extrapolates from few reports with large weights, its standard error is itself uncertain, and keys well below %d, almost never reported, are missing from it (a bias the interval does not contain)", 100*rel.NearOrBelowShare, 2*from, from, from)
 		}
+	} else if near > MissingMassSEs*out.StandardError {
+		rel.Reliable = false
+		rel.Note = fmt.Sprintf("keys with estimated frequency below %d, twice the frequency %d below which the privacy mechanism withholds most keys, carry %.4g of this answer, more than %g standard errors: "+
+			"the population reaches down to that threshold and likely continues below it, where keys are almost never reported; their mass is missing from the answer (a bias the interval does not contain)", 2*from, from, near, float64(MissingMassSEs))
 	}
 	out.Reliability = rel
 	for _, v := range []float64{out.Estimate, out.Variance, out.Interval.Lower, out.Interval.Upper} {

@@ -29,7 +29,7 @@ func ExampleSumWithError() {
 		fmt.Printf("token %g: estimate %.2f\n", v, a)
 		keys = append(keys, estimate.ReportedKey{Value: v, Frequency: f})
 	}
-	sum, _ := estimate.SumWithError(identity, keys, 0.95)
+	sum, _ := estimate.SumWithError(identity, keys, 0.95, sanitize.Sampling{Scheme: sanitize.SchemeNone})
 	fmt.Printf("sum %.2f ± %.2f (95%%: [%.2f, %.2f]), reliable: %v\n",
 		sum.Estimate, sum.StandardError, sum.Interval.Lower, sum.Interval.Upper, sum.Reliability.Reliable)
 	// Output:

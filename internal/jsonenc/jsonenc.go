@@ -1,5 +1,10 @@
 package jsonenc
 
+import (
+	"math"
+	"strconv"
+)
+
 // AppendString appends s as a JSON string literal, escaping exactly as
 // encoding/json does by default (including <, > and &), without reflection.
 func AppendString(b []byte, s string) []byte {
@@ -28,4 +33,24 @@ func AppendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// AppendFloat appends the finite number f as encoding/json writes a float64:
+// plain decimal notation from 1e-6 up to 1e21 (so integers, such as
+// frequencies, are written as integers: 10000000, never 1e+07), exponent
+// notation outside that range.
+func AppendFloat(b []byte, f float64) []byte {
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' { // clean up e-09 to e-9, as encoding/json does
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }

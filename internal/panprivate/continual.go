@@ -266,6 +266,41 @@ func (e *ContinualDensity) estimate(ocount float64, t int64) float64 {
 	return (ocount - float64(t)/2) / (float64(e.cfg.SampleSize) * eps * eps / 2)
 }
 
+// StandardError returns the standard error of the latest output as an
+// estimate of the universe density d (docs/errorbars-streams.md,
+// §continual), computed from the configuration, the step count and the
+// clamped output only:
+//
+//	[t/4 - m d eps^4/4 + Var(counter at t)] / (m eps^2/2)^2 + d(1-d)(n-m)/(m(n-1)),
+//
+// d the clamped output: the counter inputs y_s are independent, fair coins
+// except at the m_t first appearances of sampled users (variance
+// 1/4 - eps^4/4), the counter adds its own noise, and the sample's density
+// m_t/m varies around d (hypergeometric). Deletions add steps of variance
+// 1/4 - eps^4/4, so the first term is then an upper bound. bound is the
+// counter's (cascading: a bound on the root mean squared error).
+func (e *ContinualDensity) StandardError() (se float64, bound bool) {
+	t := e.counter.Steps()
+	if t == 0 {
+		return 0, false
+	}
+	eps, m, n := e.cfg.Epsilon, float64(e.cfg.SampleSize), e.cfg.UniverseSize
+	d := clamp(e.last, 0, 1)
+	cse, bound := e.counter.StandardError(t)
+	bitsVar := float64(t)/4 - m*d*eps*eps*eps*eps/4
+	scale := m * eps * eps / 2
+	v := (math.Max(bitsVar, 0)+cse*cse)/(scale*scale) + samplingVariance(d, uint64(e.cfg.SampleSize), n)
+	return math.Sqrt(v), bound
+}
+
+// Latest returns the latest output as a Release: its standard error
+// (StandardError) and the density's range [0, 1]. It spends nothing: the
+// output is already public.
+func (e *ContinualDensity) Latest() Release {
+	se, bound := e.StandardError()
+	return Release{Estimate: e.last, StandardError: se, Bound: bound, Min: 0, Max: 1}
+}
+
 // ContinualDensityState is the public, JSON-friendly view of a continual
 // density estimator: a function of released outputs only.
 type ContinualDensityState struct {

@@ -80,6 +80,13 @@ type Counter interface {
 	InternalState() CounterInternalState
 	// Cost returns the privacy guarantee: epsilon and its kind (counterLevel).
 	Cost() (epsilon float64, level string)
+	// StandardError returns the standard error of the output at step
+	// (1-based) as an estimate of the number of 1s among the first step
+	// bits, whatever they are: a function of the configuration alone, so it
+	// costs no privacy. bound is true when it is an upper bound on the root
+	// mean squared error rather than the exact standard deviation
+	// (cascading, whose output lags the count). docs/errorbars-streams.md.
+	StandardError(step int64) (se float64, bound bool)
 	// MarshalBinary encodes the full counter state (not the noise sources)
 	// for persistence; UnmarshalCounter restores it.
 	MarshalBinary() ([]byte, error)

@@ -140,6 +140,20 @@ func (c *cascadingCounter) Step(bit int) (float64, error) {
 	return c.last, nil
 }
 
+// StandardError bounds the root mean squared error of the output at step:
+// the output lags the count by the ones not yet passed to it, at most
+// (2d+1) l (Claim 6.2), and carries two Lap(1/eps') draws per update of
+// ocount, of which there are at most F = step/u^d + 2 step/u + 1
+// (Claim 6.1 with the count at its largest, step): RMSE <=
+// sqrt(((2d+1) l)^2 + 4 F/eps'^2).
+func (c *cascadingCounter) StandardError(step int64) (float64, bool) {
+	u := float64(c.MaxUpdates)
+	t := float64(step)
+	F := t/math.Pow(u, float64(c.D)) + 2*t/u + 1
+	held := float64(2*c.D+1) * c.L
+	return math.Sqrt(held*held + 4*F/(c.LevelEpsilon*c.LevelEpsilon)), true
+}
+
 func (c *cascadingCounter) InternalState() CounterInternalState {
 	o := c.ocount
 	return CounterInternalState{CounterState: c.State(), OCount: &o,

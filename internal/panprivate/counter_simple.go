@@ -31,6 +31,11 @@ func (c *simpleCounter) Step(bit int) (float64, error) {
 	return c.last, nil
 }
 
+// StandardError is sqrt(2 step)/eps: step independent Lap(1/eps) draws.
+func (c *simpleCounter) StandardError(step int64) (float64, bool) {
+	return math.Sqrt(2*float64(step)) / c.eps, false
+}
+
 func (c *simpleCounter) InternalState() CounterInternalState {
 	o := c.last
 	return CounterInternalState{CounterState: c.State(), OCount: &o}
@@ -88,6 +93,12 @@ func (c *rrCounter) Step(bit int) (float64, error) {
 	c.steps++
 	c.last = c.estimate()
 	return c.last, nil
+}
+
+// StandardError is sqrt(step e^eps/(e^eps-1)^2): every report has variance
+// p(1-p) whatever the bit, scaled by 1/(2p-1)^2.
+func (c *rrCounter) StandardError(step int64) (float64, bool) {
+	return math.Sqrt(float64(step) * rrStepVariance(c.eps)), false
 }
 
 func (c *rrCounter) InternalState() CounterInternalState {

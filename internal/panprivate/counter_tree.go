@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 
 	"github.com/pwsd/pwsd/internal/binenc"
@@ -119,6 +120,16 @@ func (c *treeCounter) output() float64 {
 		r &= r - 1
 	}
 	return s
+}
+
+// StandardError is 2 (L/eps) sqrt(nodes(step)): the output sums nodes(step)
+// = floor(step/B) + popcount(step mod B) released nodes, each carrying two
+// independent Lap(L/eps) draws.
+func (c *treeCounter) StandardError(step int64) (float64, bool) {
+	B := uint64(1) << (c.levels - 1)
+	s := uint64(step)
+	nodes := s/B + uint64(bits.OnesCount64(s%B))
+	return 2 * c.scale * math.Sqrt(float64(nodes)), false
 }
 
 func (c *treeCounter) InternalState() CounterInternalState {

@@ -73,7 +73,16 @@ func (c *croppedMean) estimate() float64 {
 }
 
 func (c *croppedMean) Release(noise dprand.Laplacer) (Release, error) {
-	return c.noisyRelease(noise, c.estimate, float64(c.cfg.T)/(c.cfg.Epsilon*float64(c.cfg.SampleSize)), c.law.releaseCost(c.cfg.Epsilon))
+	t, m := float64(c.cfg.T), float64(c.cfg.SampleSize)
+	em := errorModel{lo: 0, hi: t, bound: true, variance: func(mu float64) float64 {
+		// t^2 pbar(1-pbar)/(m gap^2), pbar = P0 + gap mu/t: the exact
+		// variance plus gap^2 sigma^2 t^2 (m-1)/(m (n-1)) >= 0, sigma^2 the
+		// universe variance of min(n_x, t)/t (docs/errorbars-streams.md).
+		p0, gap := c.law.p(false), c.law.gap()
+		pbar := p0 + gap*mu/t
+		return t * t * pbar * (1 - pbar) / (m * gap * gap)
+	}}
+	return c.noisyRelease(noise, c.estimate, t/(c.cfg.Epsilon*m), c.law.releaseCost(c.cfg.Epsilon), em)
 }
 
 func (c *croppedMean) state() State {

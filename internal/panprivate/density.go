@@ -53,7 +53,9 @@ func (d *sampledDensity) estimate() float64 {
 }
 
 func (d *sampledDensity) Release(noise dprand.Laplacer) (Release, error) {
-	return d.noisyRelease(noise, d.estimate, 1/(d.cfg.Epsilon*float64(d.cfg.SampleSize)), d.law.releaseCost(d.cfg.Epsilon))
+	m, n := uint64(d.cfg.SampleSize), d.cfg.UniverseSize
+	em := errorModel{lo: 0, hi: 1, variance: func(x float64) float64 { return d.densityVariance(x, m, n) }}
+	return d.noisyRelease(noise, d.estimate, 1/(d.cfg.Epsilon*float64(m)), d.law.releaseCost(d.cfg.Epsilon), em)
 }
 
 func (d *sampledDensity) state() State {

@@ -177,34 +177,76 @@ func (h *heavyHitters) estimate() float64 {
 	return s
 }
 
-// releaseCost is the exact epsilon of one release. The estimate is linear in
-// the cropped means, sum_i c_i e_i (hhIntervals is linear for fixed
-// thresholds), and e_i = t_i debias(ones_i/m): one user's entries (one bit per
-// table) move it by at most sum_i |c_i| t_i / (m gap). Against noise of scale
-// 1/(eps m) that costs eps sum_i |c_i| t_i / gap.
-func (h *heavyHitters) releaseCost() float64 {
+// coefficients returns the thresholds t_i and the coefficients c_i of the
+// estimate sum_i c_i e_i in the cropped means (hhIntervals is linear for
+// fixed thresholds).
+func (h *heavyHitters) coefficients() (c, t []float64) {
 	L := len(h.thresholds)
-	t := make([]float64, L)
+	t = make([]float64, L)
 	for i, T := range h.thresholds {
 		t[i] = float64(T) / float64(h.resolution)
 	}
 	start := h.hhStart(t)
-	var sens float64
+	c = make([]float64, L)
 	for i := range t {
 		unit := make([]float64, L)
 		unit[i] = 1
 		v := hhIntervals(unit, t)
-		var c float64
 		for j := start; j < len(v); j++ {
-			c += v[j]
+			c[i] += v[j]
 		}
-		sens += math.Abs(c) * t[i]
+	}
+	return c, t
+}
+
+// releaseCost is the exact epsilon of one release. The estimate is linear in
+// the cropped means, sum_i c_i e_i, and e_i = t_i debias(ones_i/m): one
+// user's entries (one bit per table) move it by at most
+// sum_i |c_i| t_i / (m gap). Against noise of scale 1/(eps m) that costs
+// eps sum_i |c_i| t_i / gap.
+func (h *heavyHitters) releaseCost() float64 {
+	c, t := h.coefficients()
+	var sens float64
+	for i := range t {
+		sens += math.Abs(c[i]) * t[i]
 	}
 	return h.cfg.Epsilon * sens / h.law.gap()
 }
 
+// errorModel bounds the variance of the noiseless estimate sum_i c_i e_i
+// (docs/errorbars-streams.md, §heavy hitters). Given the sample and the
+// multiplicities, the tables' bits are independent (each table's counters
+// start independently), each with variance p(1-p) <= 1/4: the bits add at
+// most sum_i c_i^2 t_i^2 / (4 m gap^2). The estimate's conditional mean is
+// the sample mean of h(y_x) = sum_i c_i min(y_x, t_i), y_x = n_x r_x, whose
+// variance over the sample and multiplicities is at most range(h)^2/(4m)
+// (Popoviciu). The sum is a bound: the bits' variances are not known
+// without the state.
+func (h *heavyHitters) errorModel() errorModel {
+	c, t := h.coefficients()
+	m, gap := float64(h.cfg.SampleSize), h.law.gap()
+	var bits float64
+	for i := range t {
+		bits += c[i] * c[i] * t[i] * t[i]
+	}
+	bits /= 4 * m * gap * gap
+	hy := func(y float64) float64 {
+		var s float64
+		for i := range t {
+			s += c[i] * min(y, t[i])
+		}
+		return s
+	}
+	lo, hi := hy(0), hy(0)
+	for _, y := range t {
+		lo, hi = min(lo, hy(y)), max(hi, hy(y))
+	}
+	v := bits + (hi-lo)*(hi-lo)/(4*m)
+	return errorModel{lo: 0, hi: 1, bound: true, variance: func(float64) float64 { return v }}
+}
+
 func (h *heavyHitters) Release(noise dprand.Laplacer) (Release, error) {
-	return h.noisyRelease(noise, h.estimate, 1/(h.cfg.Epsilon*float64(h.cfg.SampleSize)), h.releaseCost())
+	return h.noisyRelease(noise, h.estimate, 1/(h.cfg.Epsilon*float64(h.cfg.SampleSize)), h.releaseCost(), h.errorModel())
 }
 
 func (h *heavyHitters) state() State {

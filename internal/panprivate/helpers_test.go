@@ -92,8 +92,16 @@ func mustNew(t testing.TB, cfg Config, rng *rand.Rand) Estimator {
 	return e
 }
 
-// runRelease applies evs to a fresh estimator and returns one release.
+// runRelease applies evs to a fresh estimator and returns one release's
+// estimate.
 func runRelease(t testing.TB, cfg Config, rng *rand.Rand, noise dprand.Laplacer, evs []Event) (Estimator, float64) {
+	t.Helper()
+	e, r := runFullRelease(t, cfg, rng, noise, evs)
+	return e, r.Estimate
+}
+
+// runFullRelease applies evs to a fresh estimator and returns one release.
+func runFullRelease(t testing.TB, cfg Config, rng *rand.Rand, noise dprand.Laplacer, evs []Event) (Estimator, Release) {
 	t.Helper()
 	e := mustNew(t, cfg, rng)
 	if err := e.Apply(evs); err != nil {
@@ -103,7 +111,7 @@ func runRelease(t testing.TB, cfg Config, rng *rand.Rand, noise dprand.Laplacer,
 	if err != nil {
 		t.Fatal(err)
 	}
-	return e, r.Estimate
+	return e, r
 }
 
 func seededNoise(seed uint64) dprand.Laplacer { return dprandtest.NewLaplace(dprand.Seeded(seed)) }

@@ -280,7 +280,50 @@ func (in *incidence) Release(noise dprand.Laplacer) (Release, error) {
 		best = min(best, f[in.cfg.T%p])
 	}
 	in.stats.Releases++
-	return Release{Estimate: best, EpsilonSpent: spent}, nil
+	r := Release{Estimate: best, EpsilonSpent: spent, Min: 0, Max: 1, Bound: true}
+	r.StandardError = in.standardErrorBound(scale)
+	return r, nil
+}
+
+// standardErrorBound bounds the standard error of a release with Laplace
+// scale `scale` per histogram entry (docs/errorbars-streams.md, §incidence).
+// No theorem states the variance of the linear program's fit (Theorem 5.1
+// of Dwork et al. gives an (alpha, beta) guarantee with unstated constants),
+// so pwsd bounds it by the fit it approximates away from the constraints,
+// the linear inverse f = N^-1 q, taken in the worst case over the unknown
+// histogram: for the target residue j with row a of N^-1, the multinomial
+// histogram of the m sampled counters adds at most (max a - min a)^2/(4m),
+// the release noise 2 scale^2 |a|^2, the sample's own fraction at most
+// 1/(4m). The largest over the moduli is returned, capped at 1/2, the
+// largest standard deviation of any estimate in [0, 1]. The constraints
+// f >= 0, sum f = 1 of the actual fit make it conservative.
+func (in *incidence) standardErrorBound(scale float64) float64 {
+	m := float64(in.cfg.SampleSize)
+	worst := 0.0
+	for i, p := range in.primes {
+		w := in.laws[i].convolvedProbs(in.stats.Intrusions)
+		N := mat.NewDense(p, p, nil)
+		for r := 0; r < p; r++ {
+			for c := 0; c < p; c++ {
+				N.Set(r, c, w[((r-c)%p+p)%p])
+			}
+		}
+		var inv mat.Dense
+		if err := inv.Inverse(N); err != nil {
+			return 0.5
+		}
+		row := inv.RawRowView(in.cfg.T % p)
+		lo, hi, sq := math.Inf(1), math.Inf(-1), 0.0
+		for _, a := range row {
+			lo, hi, sq = min(lo, a), max(hi, a), sq+a*a
+		}
+		v := (hi-lo)*(hi-lo)/(4*m) + 2*scale*scale*sq + 1/(4*m)
+		worst = max(worst, v)
+	}
+	if se := math.Sqrt(worst); se < 0.5 { // false for NaN: an ill-conditioned inverse states the cap
+		return se
+	}
+	return 0.5
 }
 
 // errLP reports a failure of the simplex method.

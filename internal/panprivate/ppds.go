@@ -132,7 +132,36 @@ func (d *ppds) estimate() float64 {
 }
 
 func (d *ppds) Release(noise dprand.Laplacer) (Release, error) {
-	return d.noisyRelease(noise, d.estimate, 1/(d.cfg.Epsilon*float64(d.qualifying())), d.law.releaseCost(d.cfg.Epsilon))
+	return d.noisyRelease(noise, d.estimate, 1/(d.cfg.Epsilon*float64(d.qualifying())), d.law.releaseCost(d.cfg.Epsilon), d.errorModel())
+}
+
+// errorModel states the release's variance at the level the release most
+// likely reads (docs/errorbars-streams.md, §ppds): the qualifying users at
+// level L are a uniform random n_L-subset of the universe (perm is random),
+// so the variance is the density variance of a sample of n_L users
+// (Theorem 5.2 bounds it for fixed L), with release noise 1/(eps n_L). The
+// actual level is part of the state, which a release must not reveal, so
+// n_L is predicted from public values: the smallest level whose expected
+// distinct sample n_L (P0 + gap d) stays below m, at d the clamped estimate
+// (the rule that sets the level, in expectation).
+func (d *ppds) errorModel() errorModel {
+	n := d.cfg.UniverseSize
+	predicted := func(dens float64) uint64 {
+		pbar := d.law.p(false) + d.law.gap()*dens
+		top := ppdsMaxLevel(n)
+		for l := uint(0); l < top; l++ {
+			if float64(n>>l)*pbar < float64(d.cfg.SampleSize) {
+				return n >> l
+			}
+		}
+		return n >> top
+	}
+	return errorModel{lo: 0, hi: 1,
+		variance: func(x float64) float64 { return d.densityVariance(x, predicted(x), n) },
+		noiseScale: func(x float64) float64 {
+			scale, _ := d.releaseScale(1/(d.cfg.Epsilon*float64(predicted(x))), d.law.releaseCost(d.cfg.Epsilon))
+			return scale
+		}}
 }
 
 func (d *ppds) state() State {

@@ -1,7 +1,6 @@
 package sanitize
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -354,41 +353,6 @@ func (cu *cursor) finish() error {
 		return errors.New("sanitize: internal error: a restarted row was used before its junction was verified")
 	}
 	return cu.err
-}
-
-// ReportedFrom returns the smallest frequency whose reporting probability
-// pi_i (as the table's rows have it) is at least x, or 0 when none up to
-// MaxFrequency is. pi is non-decreasing, so a binary search reads about 33
-// rows (each O(warm-up L) by restart).
-func (t *Table) ReportedFrom(ctx context.Context, x float64) (int64, error) {
-	pi := func(i int64) (float64, error) {
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		r, _, err := t.stateFor(i)
-		if err != nil {
-			return 0, err
-		}
-		return r.pi, nil
-	}
-	top, err := pi(MaxFrequency)
-	if err != nil || top < x {
-		return 0, err
-	}
-	lo, hi := int64(0), MaxFrequency // pi(lo) < x <= pi(hi); pi(0) = 0
-	for hi-lo > 1 {
-		mid := lo + (hi-lo)/2
-		v, err := pi(mid)
-		if err != nil {
-			return 0, err
-		}
-		if v >= x {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	return hi, nil
 }
 
 // RestartCost returns about how many rows a Table computes to reach a row

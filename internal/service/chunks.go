@@ -201,20 +201,36 @@ func (s *Service) writeBehind(ctx context.Context, entries []tableEntry) {
 	}()
 }
 
-// supportedFrom returns the smallest frequency reported with probability
-// at least 1/2 under t (estimate.Table.SupportedFrom's rule), or 0 when
-// none up to sanitize.MaxFrequency is; it depends on public parameters only.
+// supportedFrom returns the smallest frequency whose privacy part of
+// reporting, pi_i/q_i, reaches 1/2 under t (estimate.Table.SupportedFrom's
+// rule), or 0. At most 2L + 1 frequencies have pi_i < q_i (Lemma 4.3), so
+// the scan from row 1 stops within a few L rows; it is capped at 2^22 rows
+// all the same. Public parameters only.
 func (s *Service) supportedFrom(ctx context.Context, t *sanitize.Table) (int64, error) {
 	key := s.tableKey("supported", t.Privacy(), t.Sampling(), t.Method())
 	if v, ok := s.supported.Get(key); ok {
 		return v, nil
 	}
-	f, err := t.ReportedFrom(ctx, 0.5)
+	smp := t.Sampling()
+	var found int64
+	err := t.Rows(1, 1<<22, func(r sanitize.Row) bool {
+		if r.Frequency%4096 == 0 && ctx.Err() != nil {
+			return false
+		}
+		if q := smp.Q(r.Frequency); q > 0 && r.Pi >= 0.5*q {
+			found = r.Frequency
+			return false
+		}
+		return true
+	})
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		return 0, fmt.Errorf("reporting probabilities: %w", err)
 	}
-	s.supported.Add(key, f)
-	return f, nil
+	s.supported.Add(key, found)
+	return found, nil
 }
 
 // valueChunks returns the chunks holding values vs (sanitized values > 0).

@@ -20,6 +20,14 @@ type Counter struct {
 	// Monotone is the latest post-processed count (0 before any step);
 	// meaningful only with Postprocess set.
 	Monotone float64
+	// CountError is the standard error of State.Count (0 before any step).
+	CountError StandardError
+}
+
+// counterError returns the standard error of c's latest output.
+func counterError(c panprivate.Counter) StandardError {
+	se, bound := c.StandardError(c.Steps())
+	return StandardError{Value: se, Bound: bound}
 }
 
 // counterConfigOf decodes a record's stored configuration.
@@ -30,9 +38,13 @@ func counterConfigOf(rec *store.StateRecord) (counterConfig, error) {
 // CounterOutputs are the outputs of a batch of steps: the raw ones and, with
 // post-processing, the post-processed ones.
 type CounterOutputs struct {
-	Raw         []float64
-	Postprocess panprivate.CounterPostprocess
-	Monotone    []float64
+	Raw []float64
+	// StandardErrors holds the standard error of each raw output
+	// (panprivate.Counter.StandardError); Bound says they are upper bounds.
+	StandardErrors []float64
+	Bound          bool
+	Postprocess    panprivate.CounterPostprocess
+	Monotone       []float64
 }
 
 // CreateCounter validates cfg (an empty algorithm takes the lowest-error one
@@ -57,7 +69,7 @@ func (s *Service) CreateCounter(ctx context.Context, cfg panprivate.CounterConfi
 		return Counter{}, storeErr(err, "creating counter")
 	}
 	_, level := c.Cost()
-	return Counter{ID: rec.ID, CreatedAt: now, State: c.State(), Level: level, Postprocess: cfg.Postprocess}, nil
+	return Counter{ID: rec.ID, CreatedAt: now, State: c.State(), Level: level, Postprocess: cfg.Postprocess, CountError: counterError(c)}, nil
 }
 
 // GetCounter returns a counter's public view: steps and the latest output.
@@ -75,7 +87,7 @@ func (s *Service) GetCounter(ctx context.Context, id string) (Counter, error) {
 		return Counter{}, err
 	}
 	_, level := c.Cost()
-	return Counter{ID: rec.ID, CreatedAt: rec.CreatedAt, State: c.State(), Level: level, Postprocess: cr.Postprocess, Monotone: cr.Monotone}, nil
+	return Counter{ID: rec.ID, CreatedAt: rec.CreatedAt, State: c.State(), Level: level, Postprocess: cr.Postprocess, Monotone: cr.Monotone, CountError: counterError(c)}, nil
 }
 
 // CounterSteps feeds bits to a counter in one transaction with the state
@@ -101,6 +113,10 @@ func (s *Service) CounterSteps(ctx context.Context, id string, bits []int) (Coun
 		}
 		if outputs.Raw, err = panprivate.CounterSteps(c, bits); err != nil {
 			return nil, err
+		}
+		outputs.StandardErrors = make([]float64, len(bits))
+		for i := range bits {
+			outputs.StandardErrors[i], outputs.Bound = c.StandardError(st.Steps + int64(i) + 1)
 		}
 		cr, err := counterConfigOf(rec)
 		if err != nil {

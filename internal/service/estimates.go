@@ -152,13 +152,13 @@ func (s *Service) EstimateSample(ctx context.Context, id string, g estimate.G, e
 		return SampleEstimate{}, err
 	}
 	var out SampleEstimate
-	if out.SumError, err = sumWithError(et, all, level); err != nil {
+	if out.SumError, err = sumWithError(et, all, level, smp.Spec.Sampling); err != nil {
 		return SampleEstimate{}, err
 	}
 	if by.enabled() {
 		out.Groups = make([]GroupEstimate, 0, len(groups))
 		for _, name := range slices.Sorted(maps.Keys(groups)) {
-			se, err := sumWithError(et, groups[name], level)
+			se, err := sumWithError(et, groups[name], level, smp.Spec.Sampling)
 			if err != nil {
 				return SampleEstimate{}, err
 			}
@@ -208,8 +208,8 @@ func (s *Service) sampleLookup(ctx context.Context, smp *Sample, g estimate.G, e
 
 // sumWithError maps estimate.SumWithError's errors: a non-finite result is a
 // 422 naming g (the frequency function that overflowed), never a 500.
-func sumWithError(t estimate.Lookup, keys []estimate.ReportedKey, level float64) (estimate.SumError, error) {
-	se, err := estimate.SumWithError(t, keys, level)
+func sumWithError(t estimate.Lookup, keys []estimate.ReportedKey, level float64, smp sanitize.Sampling) (estimate.SumError, error) {
+	se, err := estimate.SumWithError(t, keys, level, smp)
 	if errors.Is(err, estimate.ErrNotFinite) {
 		return se, fieldErr("g", "gives an estimate or standard error that is not a finite number for this sample; use a smaller power or cap")
 	}
@@ -358,7 +358,7 @@ type Quantile struct {
 	Q         float64
 	Frequency float64 // an MLE frequency estimate
 	// Supported is false when Frequency lies below the supported frequency
-	// (keys there are mostly unreported): the answer extrapolates.
+	// (the privacy mechanism withholds most keys there): the answer extrapolates.
 	Supported bool
 }
 
@@ -366,11 +366,11 @@ type Quantile struct {
 // supported by data.
 type QuantileAnswer struct {
 	Population    Population
-	SupportedFrom int64 // smallest frequency with pi_i >= 1/2; 0: none in range
+	SupportedFrom int64 // smallest frequency with pi_i/q_i >= 1/2; 0: none in range
 	// NearOrBelowShare is the share of the weight (estimated keys) at MLE
 	// frequencies below 2*SupportedFrom. Reliable is false when it exceeds
 	// estimate.UnreliableShare (population all only): keys below
-	// SupportedFrom are mostly unreported, so the number of keys, and with it
+	// SupportedFrom are mostly withheld by the privacy mechanism, so the number of keys, and with it
 	// the rank of every quantile, is then uncertain. Note explains it.
 	NearOrBelowShare float64
 	Reliable         bool
@@ -425,7 +425,7 @@ func (s *Service) Quantiles(ctx context.Context, id string, qs []float64, pop Po
 	if err != nil {
 		return QuantileAnswer{}, fmt.Errorf("quantiles: %w", err)
 	}
-	out := QuantileAnswer{Population: pop, SupportedFrom: ctT.SupportedFrom(), Reliable: true, Quantiles: make([]Quantile, len(ps))}
+	out := QuantileAnswer{Population: pop, SupportedFrom: ctT.SupportedFrom(smp.Spec.Sampling), Reliable: true, Quantiles: make([]Quantile, len(ps))}
 	var near, total float64
 	for _, it := range items {
 		total += it.Weight
@@ -438,7 +438,7 @@ func (s *Service) Quantiles(ctx context.Context, id string, qs []float64, pop Po
 	}
 	if pop == PopulationAll && out.NearOrBelowShare > estimate.UnreliableShare {
 		out.Reliable = false
-		out.Note = fmt.Sprintf("%.0f%% of the estimated keys have estimated frequency below %d, twice the frequency %d below which keys are mostly unreported; "+
+		out.Note = fmt.Sprintf("%.0f%% of the estimated keys have estimated frequency below %d, twice the frequency %d below which the privacy mechanism withholds most keys; "+
 			"keys well below it are almost never reported, so the number of keys and the rank of every quantile are uncertain: quantiles of all keys may be far too high", 100*out.NearOrBelowShare, 2*out.SupportedFrom, out.SupportedFrom)
 	}
 	for i, p := range ps {

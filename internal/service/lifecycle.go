@@ -326,7 +326,7 @@ func (s *Service) counterOf(rec *store.StateRecord) (Counter, error) {
 		return Counter{}, fmt.Errorf("decoding counter: %w", err)
 	}
 	_, level := c.Cost()
-	return Counter{ID: rec.ID, CreatedAt: rec.CreatedAt, State: c.State(), Level: level}, nil
+	return Counter{ID: rec.ID, CreatedAt: rec.CreatedAt, State: c.State(), Level: level, CountError: counterError(c)}, nil
 }
 
 // sampleOf decodes a stored sample (with or without elements).

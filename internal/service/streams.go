@@ -8,6 +8,7 @@ import (
 
 	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/dprand"
+	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/panprivate"
 	"github.com/pwsd/pwsd/internal/store"
 )
@@ -43,8 +44,10 @@ type Stream struct {
 	SampleSize int
 	Releases   int
 	Intrusions int
-	// Output is the latest continual output (continual mode only).
-	Output *float64
+	// Output is the latest continual output (continual mode only) and
+	// OutputError its standard error (Bound: an upper bound).
+	Output      *float64
+	OutputError *StandardError
 	// Privacy states the guarantee (not continual).
 	Privacy *panprivate.Privacy
 }
@@ -157,7 +160,14 @@ func (e estimatorStream) Release(noise dprand.Laplacer) (StreamRelease, error) {
 	if err != nil {
 		return StreamRelease{}, fmt.Errorf("releasing: %w", err)
 	}
-	return StreamRelease{Estimate: r.Estimate, EpsilonSpent: r.EpsilonSpent}, nil
+	return streamRelease(r), nil
+}
+
+// streamRelease converts a release (the interval is added by ReleaseStream,
+// which knows the level).
+func streamRelease(r panprivate.Release) StreamRelease {
+	return StreamRelease{Estimate: r.Estimate, EpsilonSpent: r.EpsilonSpent, Clamped: r.Clamped(),
+		StandardError: StandardError{Value: r.StandardError, Bound: r.Bound}, Min: r.Min, Max: r.Max}
 }
 
 func (e estimatorStream) Intrude() (panprivate.State, error) { return e.est.Intrude(), nil }
@@ -191,7 +201,7 @@ func (c continualStream) Apply(events []panprivate.Event) error {
 // Release returns the latest output: it is already public after every
 // step, so it costs nothing more.
 func (c continualStream) Release(dprand.Laplacer) (StreamRelease, error) {
-	return StreamRelease{Estimate: c.cd.Output(), EpsilonSpent: 0}, nil
+	return streamRelease(c.cd.Latest()), nil
 }
 
 func (c continualStream) Intrude() (panprivate.State, error) {
@@ -200,7 +210,8 @@ func (c continualStream) Intrude() (panprivate.State, error) {
 
 func (c continualStream) fill(v *Stream) {
 	out := c.cd.Output()
-	v.Output, v.SampleSize = &out, c.cd.Config().SampleSize
+	se, bound := c.cd.StandardError()
+	v.Output, v.OutputError, v.SampleSize = &out, &StandardError{Value: se, Bound: bound}, c.cd.Config().SampleSize
 }
 
 func (c continualStream) MarshalBinary() ([]byte, error) { return c.cd.MarshalBinary() }
@@ -265,17 +276,34 @@ func (s *Service) ApplyEvents(ctx context.Context, id string, events []panprivat
 	return view, nil
 }
 
-// StreamRelease is one noisy estimate from a stream.
+// StandardError is a standard error; Bound says it is an upper bound (on
+// the root mean squared error) rather than the exact value at the plug-in.
+type StandardError struct {
+	Value float64
+	Bound bool
+}
+
+// StreamRelease is one noisy estimate from a stream with its error
+// (panprivate.Release): the raw unbiased Estimate, its standard error, the
+// normal Interval at the asked level clipped to the estimand's range
+// [Min, Max], and Clamped, the estimate projected onto that range.
 type StreamRelease struct {
-	Estimate     float64
-	EpsilonSpent float64
+	Estimate      float64
+	EpsilonSpent  float64
+	StandardError StandardError
+	Interval      estimate.Interval
+	Clamped       float64
+	Min, Max      float64
 }
 
 // ReleaseStream draws one noisy estimate (Laplace noise from the vetted
-// source), charging its epsilon to the stream's dataset in the same
+// source) with its standard error and an interval at level, charging its epsilon to the stream's dataset in the same
 // transaction. Past the stream's max_releases it fails with ErrLimit. A
 // continual stream's release is its latest output, already paid for.
-func (s *Service) ReleaseStream(ctx context.Context, id string) (StreamRelease, error) {
+func (s *Service) ReleaseStream(ctx context.Context, id string, level float64) (StreamRelease, error) {
+	if !(level > 0 && level < 1) {
+		return StreamRelease{}, fieldErr("level", "must be a number strictly between 0 and 1")
+	}
 	var out StreamRelease
 	var charged *store.Charge
 	err := s.store.UpdateState(ctx, kindStream, id, func(rec *store.StateRecord) (*store.Charge, error) {
@@ -305,6 +333,7 @@ func (s *Service) ReleaseStream(ctx context.Context, id string) (StreamRelease, 
 	if err != nil {
 		return StreamRelease{}, storeErr(err, "releasing")
 	}
+	out.Interval = estimate.NormalInterval(out.Estimate, out.StandardError.Value, level, out.Min, out.Max)
 	return out, nil
 }
 

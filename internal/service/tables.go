@@ -32,13 +32,20 @@ func (s *Service) Reporting(ctx context.Context, p sanitize.Privacy, smp sanitiz
 }
 
 // Outcome is one output token (Lo, Hi] of a row with its probability and the
-// per-token estimates of the frequency (g = identity).
+// per-token estimates a_j of a sum of frequencies (g = identity): the
+// contribution of a key released in this token to the estimate of a sum,
+// e.g. i*/pi_{i*} for the MLE (i* its MLE frequency). A contribution is
+// not a frequency estimate: it carries the inverse reporting probability.
 type Outcome struct {
 	Lo          float64 `json:"lo"`
 	Hi          float64 `json:"hi"`
 	Probability float64 `json:"probability"`
-	MLE         float64 `json:"mle"`
-	BiasedDown  float64 `json:"biased_down"`
+	// MLEContribution: the MLE contribution a_j = i*/pi_{i*} (eq. 11), i*
+	// the MLE frequency of the token.
+	MLEContribution float64 `json:"mle_contribution"`
+	// BiasedDownContribution: the biased-down contribution a_j (eq. 41),
+	// which never over-estimates the sum in expectation.
+	BiasedDownContribution float64 `json:"biased_down_contribution"`
 }
 
 // FrequencyRow is one row of a frequency sanitizer: the reporting probability
@@ -86,7 +93,7 @@ func frequencyRowsBand(ctx context.Context, t *sanitize.Table, from, to int64) (
 	err := estimate.RowEstimates(ctx, t, identityG, from, to, margin, func(r sanitize.Row, out []estimate.RowOutcome) error {
 		fr := FrequencyRow{Frequency: r.Frequency, Reported: r.Pi, Outcomes: make([]Outcome, len(out))}
 		for k, o := range out {
-			fr.Outcomes[k] = Outcome{Lo: o.Lo, Hi: o.Hi, Probability: o.P, MLE: o.MLE, BiasedDown: o.BiasedDown}
+			fr.Outcomes[k] = Outcome{Lo: o.Lo, Hi: o.Hi, Probability: o.P, MLEContribution: o.MLE, BiasedDownContribution: o.BiasedDown}
 		}
 		rows = append(rows, fr)
 		return nil
@@ -134,8 +141,8 @@ func (s *Service) frequencyRowsFromTables(ctx context.Context, t *sanitize.Table
 			var ferr error
 			err := mle.Tokens(pc.Lo, pc.Hi, func(tok estimate.Token) bool {
 				lo, hi := math.Max(tok.Lo, pc.Lo), math.Min(tok.Hi, pc.Hi)
-				o := Outcome{Lo: lo, Hi: hi, Probability: density * (hi - lo), MLE: tok.Estimate}
-				if o.BiasedDown, ferr = bd.Estimate((lo + hi) / 2); ferr != nil {
+				o := Outcome{Lo: lo, Hi: hi, Probability: density * (hi - lo), MLEContribution: tok.Estimate}
+				if o.BiasedDownContribution, ferr = bd.Estimate((lo + hi) / 2); ferr != nil {
 					return false
 				}
 				fr.Outcomes = append(fr.Outcomes, o)
