@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // FieldError is one invalid parameter.
@@ -199,4 +201,26 @@ func oneOf[T ~string](field string, v T, allowed ...T) error {
 		names[i] = string(a)
 	}
 	return &FieldError{Field: field, Reason: "must be one of " + strings.Join(names, ", ")}
+}
+
+// MaxIdentifierBytes bounds every identifier pwsd accepts: sample, stream
+// and counter ids, dataset names and the ids inside listing cursors.
+const MaxIdentifierBytes = 128
+
+// Identifier reports whether s may name a resource: 1 to
+// MaxIdentifierBytes bytes of valid UTF-8 without control characters (C0,
+// DEL and C1, NUL included). It is the one rule for identifiers: the API
+// applies it to path segments and cursors before anything else runs, and
+// the stores apply it again before a query, so that no such value reaches
+// the database (which refuses NUL and invalid UTF-8) or a log line.
+func Identifier(s string) bool {
+	if s == "" || len(s) > MaxIdentifierBytes || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }

@@ -128,7 +128,18 @@ var (
 	ErrLimit = errors.New("limit reached")
 	// ErrUnavailable: the store cannot be reached; retry later (503).
 	ErrUnavailable = errors.New("the store is unavailable")
+	// ErrInvalidValue: a value of the request cannot be stored or looked
+	// up as it is (text with NUL or invalid UTF-8, a value past a size
+	// limit of the database); the request is at fault (422).
+	ErrInvalidValue = errors.New("a value of the request cannot be stored")
 )
+
+// IsInvalidValue reports whether err means a value of the request could not
+// be stored or compared (ErrInvalidValue, or the store's equivalent when
+// err did not pass through storeErr). Such errors never carry the value.
+func IsInvalidValue(err error) bool {
+	return errors.Is(err, ErrInvalidValue) || store.IsInvalidValue(err)
+}
 
 // IsUnavailable reports whether err means the store was unreachable, whether
 // or not it passed through storeErr: such a request may succeed later and is
@@ -184,6 +195,8 @@ func storeErr(err error, what string) error {
 		return fmt.Errorf("%s: %w", what, ErrExists)
 	case store.IsUnavailable(err):
 		return fmt.Errorf("%s: %w: %w", what, ErrUnavailable, err)
+	case store.IsInvalidValue(err):
+		return fmt.Errorf("%s: %w", what, ErrInvalidValue) // the driver's text may quote the value
 	default:
 		return fmt.Errorf("%s: %w", what, err)
 	}

@@ -1,0 +1,95 @@
+package api_test
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pwsd/pwsd/internal/store"
+)
+
+// TestChargeIdempotent: POST /v1/datasets/{name}/charges honours
+// Idempotency-Key like every other charging POST (issue 25, defect 2: three
+// posts with one key made three ledger entries). Concurrent and sequential
+// repeats make one ledger entry and get the first answer byte for byte
+// with Idempotent-Replayed; the key with another body is a 422.
+func TestChargeIdempotent(t *testing.T) {
+	stores(t, func(t *testing.T, st store.Store) {
+		ts := newServer(t, st)
+		if r := ts.postJSON(t, "/v1/datasets", `{"name":"beam","epsilon_budget":1,"delta_budget":1e-5}`); r.status != 201 {
+			t.Fatalf("dataset: %d %s", r.status, r.body)
+		}
+		body := `{"epsilon":0.1,"delta":1e-7,"description":"beam run"}`
+		res := make([]response, 5)
+		var wg sync.WaitGroup
+		for i := range res {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res[i] = ts.postJSON(t, "/v1/datasets/beam/charges", body, "Idempotency-Key", "run-7")
+			}()
+		}
+		wg.Wait()
+		first := -1
+		for i, r := range res {
+			if r.status != http.StatusCreated {
+				t.Fatalf("post %d: %d %s", i, r.status, r.body)
+			}
+			if r.header.Get("Idempotent-Replayed") == "" {
+				if first >= 0 {
+					t.Fatalf("posts %d and %d both ran", first, i)
+				}
+				first = i
+			}
+		}
+		again := ts.postJSON(t, "/v1/datasets/beam/charges", body, "Idempotency-Key", "run-7")
+		if again.status != http.StatusCreated || again.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again.body, res[first].body) {
+			t.Fatalf("sequential repeat: %d replayed=%q %s", again.status, again.header.Get("Idempotent-Replayed"), again.body)
+		}
+		other := ts.postJSON(t, "/v1/datasets/beam/charges", `{"epsilon":0.2,"delta":0}`, "Idempotency-Key", "run-7")
+		wantField(t, other, http.StatusUnprocessableEntity, "Idempotency-Key")
+		d := ts.dataset(t, "beam")
+		if len(d.Releases) != 1 || d.Spent.Epsilon != 0.1 {
+			t.Fatalf("ledger after one keyed charge sent 7 times: %d entries, spent %g", len(d.Releases), d.Spent.Epsilon)
+		}
+	})
+}
+
+// TestCustomSchemeManyProbabilities: a custom scheme listing thousands of
+// probabilities is served on every table route and in a sample release on
+// both stores (issue 25, defect 3: on PostgreSQL the table-cache key held
+// the whole list and passed the 8191-byte index-row limit, SQLSTATE 54000,
+// a 500).
+func TestCustomSchemeManyProbabilities(t *testing.T) {
+	stores(t, func(t *testing.T, st store.Store) {
+		ts := newServer(t, st)
+		const n = 4000
+		qs := make([]string, n)
+		for i := range qs {
+			qs[i] = fmt.Sprintf("%.6f", 0.2+0.7*float64(i)/n)
+		}
+		list := strings.Join(qs, ",")
+		params := "epsilon=1&delta=1e-6&scheme=custom&probabilities=" + list
+		for _, path := range []string{
+			"/v1/tables/reporting?" + params + "&max_frequency=50",
+			"/v1/tables/frequencies?" + params + "&frequency=3-5&method=discrete",
+			"/v1/tables/estimators?" + params + "&max_frequency=20&method=discrete",
+			"/v1/tables/audit?" + params + "&frequency=1-5&method=discrete",
+		} {
+			for i := 0; i < 2; i++ { // computed, then read from the cache
+				if r := ts.get(t, path); r.status != http.StatusOK {
+					t.Fatalf("%.40s... (%d): %d %.300s", path, i, r.status, r.body)
+				}
+			}
+		}
+		body := `{"privacy":{"epsilon":1,"delta":1e-6},"sampling":{"scheme":"custom","probabilities":[` + list + `]},"elements":[{"key":"a","frequency":40},{"key":"b","frequency":3}]}`
+		for i := 0; i < 2; i++ {
+			if r := ts.postJSON(t, "/v1/samples", body); r.status != http.StatusCreated {
+				t.Fatalf("sample release %d: %d %.300s", i, r.status, r.body)
+			}
+		}
+	})
+}
