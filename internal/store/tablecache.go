@@ -38,7 +38,7 @@ type tableLRU struct {
 	mu    sync.Mutex
 	max   int64
 	size  int64
-	order *list.List // front: most recently used; values are *lruEntry
+	order *list.List                          // front: most recently used; values are *lruEntry
 	byKey map[[sha256.Size]byte]*list.Element // by tableDigest
 }
 
