@@ -1,13 +1,18 @@
 package api_test
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/pwsd/pwsd/internal/service"
 	"github.com/pwsd/pwsd/internal/store"
 )
 
@@ -90,6 +95,56 @@ func TestCustomSchemeManyProbabilities(t *testing.T) {
 			if r := ts.postJSON(t, "/v1/samples", body); r.status != http.StatusCreated {
 				t.Fatalf("sample release %d: %d %.300s", i, r.status, r.body)
 			}
+		}
+	})
+}
+
+// TestKeyOutlivesItsRequest is the scenario of issue 25, defect 4: with
+// PWSD_SAMPLE_TTL at 1 s (the idempotency TTL is capped to it), a keyed
+// release whose upload takes 1.8 s and the same request sent at 1.3 s. The
+// old reservation expired with the TTL, so the repeat ran too: two samples,
+// two ledger entries. Now the reservation lives as long as its request can
+// and the repeat waits for the first answer and replays it.
+func TestKeyOutlivesItsRequest(t *testing.T) {
+	stores(t, func(t *testing.T, st store.Store) {
+		ts := newRawServer(t, st, withServiceConfig(t, st, func(c *service.Config) { c.SampleTTL = time.Second }))
+		if r := ts.postJSON(t, "/v1/datasets", `{"name":"d","epsilon_budget":10,"delta_budget":1e-3}`); r.status != 201 {
+			t.Fatalf("dataset: %d %s", r.status, r.body)
+		}
+		body := `{"dataset":"d","privacy":{"epsilon":0.5,"delta":1e-6},"sampling":{"scheme":"none"},"release":"keys","elements":[{"key":"a","frequency":5}]}`
+		conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST /v1/samples HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nIdempotency-Key: K\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body[:10])
+		second := make(chan response, 1)
+		go func() {
+			time.Sleep(1300 * time.Millisecond)
+			second <- ts.postJSON(t, "/v1/samples", body, "Idempotency-Key", "K")
+		}()
+		time.Sleep(1800 * time.Millisecond)
+		if _, err := conn.Write([]byte(body[10:])); err != nil {
+			t.Fatal(err)
+		}
+		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusCreated || res.Header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("first: %d replayed=%q %s", res.StatusCode, res.Header.Get("Idempotent-Replayed"), first)
+		}
+		r := <-second
+		if r.status != http.StatusCreated || r.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(r.body, first) {
+			t.Fatalf("repeat sent after the TTL while the first ran: %d replayed=%q %s", r.status, r.header.Get("Idempotent-Replayed"), r.body)
+		}
+		if d := ts.dataset(t, "d"); len(d.Releases) != 1 {
+			t.Fatalf("%d ledger entries for one keyed release, want 1", len(d.Releases))
+		}
+		if strings.Contains(ts.logs.String(), "completing idempotency key") {
+			t.Fatalf("the first request could not record its answer:\n%s", ts.logs.String())
 		}
 	})
 }

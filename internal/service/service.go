@@ -37,6 +37,16 @@ type Config struct {
 	// IdempotencyWait bounds how long a duplicate waits for the first
 	// request with its key (default 60s, the request timeout).
 	IdempotencyWait time.Duration
+	// IdempotencyHold is the longest a request can run: a reservation is
+	// kept at least this long, whatever IdempotencyTTL (and so
+	// SampleTTL) is, so that a key never expires under its own request.
+	// pwsd sets PWSD_READ_TIMEOUT + PWSD_REQUEST_TIMEOUT + a minute; the
+	// default is IdempotencyWait + 3 minutes.
+	IdempotencyHold time.Duration
+	// IdempotencyLease is the lease of a reservation, renewed every third
+	// of it while its request runs (default DefaultIdempotencyLease): a
+	// repeat of a request whose server died is answered within it.
+	IdempotencyLease time.Duration
 	// MaxTableWork bounds one request's table work, estimated up front by
 	// tableWork (422 above it); 0 means DefaultMaxTableWork, negative none.
 	MaxTableWork int64
@@ -65,8 +75,8 @@ type Service struct {
 	version string
 	// computed counts table computations (cache misses); tests read it.
 	computed atomic.Int64
-	// sampleTTL, idemTTL and idemWait: see Config.
-	sampleTTL, idemTTL, idemWait time.Duration
+	// sampleTTL, idemTTL, idemWait, idemHold and idemLease: see Config.
+	sampleTTL, idemTTL, idemWait, idemHold, idemLease time.Duration
 	// maxWork bounds one request's table work (see checkWork).
 	maxWork int64
 }
@@ -107,9 +117,16 @@ func New(cfg Config) (*Service, error) {
 	if cfg.IdempotencyWait <= 0 {
 		cfg.IdempotencyWait = time.Minute
 	}
+	if cfg.IdempotencyHold <= 0 {
+		cfg.IdempotencyHold = cfg.IdempotencyWait + 3*time.Minute
+	}
+	if cfg.IdempotencyLease <= 0 {
+		cfg.IdempotencyLease = DefaultIdempotencyLease
+	}
 	return &Service{store: cfg.Store, log: cfg.Logger, noise: cfg.Noise, newRand: cfg.NewRand, tables: newTableRegistry(cfg.TableCacheSize),
 		estimators: lru.New[string, *estimate.Table](cfg.CacheBytes, (*estimate.Table).SizeBytes), version: algorithmVersion,
-		sampleTTL: cfg.SampleTTL, idemTTL: cfg.IdempotencyTTL, idemWait: cfg.IdempotencyWait, maxWork: cfg.MaxTableWork}, nil
+		sampleTTL: cfg.SampleTTL, idemTTL: cfg.IdempotencyTTL, idemWait: cfg.IdempotencyWait,
+		idemHold: cfg.IdempotencyHold, idemLease: cfg.IdempotencyLease, maxWork: cfg.MaxTableWork}, nil
 }
 
 // Ready reports whether the store is reachable and migrated.

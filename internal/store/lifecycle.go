@@ -188,7 +188,7 @@ func (m *Memory) PurgeExpired(_ context.Context, now time.Time) (PurgeCount, err
 		}
 	}
 	for k, r := range m.idem {
-		if !now.Before(r.ExpiresAt) {
+		if !r.live(now) {
 			delete(m.idem, k)
 			n.IdempotencyKeys++
 		}

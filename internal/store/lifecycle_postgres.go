@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -159,7 +160,7 @@ func (p *Postgres) PurgeExpired(ctx context.Context, now time.Time) (PurgeCount,
 		return n, fmt.Errorf("purging expired samples: %w", err)
 	}
 	n.Samples = tag.RowsAffected()
-	tag, err = p.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE expires_at <= $1`, now)
+	tag, err = p.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE NOT `+strings.ReplaceAll(idemLive, "$2", "$1"), now)
 	if err != nil {
 		return n, fmt.Errorf("purging expired idempotency keys: %w", err)
 	}
