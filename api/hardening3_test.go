@@ -148,3 +148,45 @@ func TestKeyOutlivesItsRequest(t *testing.T) {
 		}
 	})
 }
+
+// TestBudgetNumbers: budgets and charges take only normal positive
+// epsilons and deltas in [0, 1]; a delta of -0 is taken as 0 and never
+// shown as -0 (issue 25, defect 7: a budget or charge of epsilon 5e-324
+// was accepted, and a ledger entry read "delta": -0).
+func TestBudgetNumbers(t *testing.T) {
+	stores(t, func(t *testing.T, st store.Store) {
+		ts := newServer(t, st)
+		for _, tc := range []struct{ body, field string }{
+			{`{"name":"a","epsilon_budget":5e-324,"delta_budget":0}`, "epsilon_budget"},
+			{`{"name":"a","epsilon_budget":1e-310,"delta_budget":0}`, "epsilon_budget"},
+			{`{"name":"a","epsilon_budget":0,"delta_budget":0}`, "epsilon_budget"},
+			{`{"name":"a","epsilon_budget":-0,"delta_budget":0}`, "epsilon_budget"},
+			{`{"name":"a","epsilon_budget":-1,"delta_budget":0}`, "epsilon_budget"},
+			{`{"name":"a","epsilon_budget":1,"delta_budget":-1e-9}`, "delta_budget"},
+			{`{"name":"a","epsilon_budget":1,"delta_budget":1.5}`, "delta_budget"},
+		} {
+			wantField(t, ts.postJSON(t, "/v1/datasets", tc.body), http.StatusUnprocessableEntity, tc.field)
+		}
+		r := ts.postJSON(t, "/v1/datasets", `{"name":"d","epsilon_budget":2,"delta_budget":-0}`)
+		if r.status != http.StatusCreated || bytes.Contains(r.body, []byte("-0")) {
+			t.Fatalf("delta_budget -0: %d %s", r.status, r.body)
+		}
+		for _, tc := range []struct{ body, field string }{
+			{`{"epsilon":5e-324,"delta":0}`, "epsilon"},
+			{`{"epsilon":2.2e-308,"delta":0}`, "epsilon"},
+			{`{"epsilon":-0,"delta":0}`, "epsilon"},
+			{`{"epsilon":0.1,"delta":-1e-300}`, "delta"},
+			{`{"epsilon":0.1,"delta":1}`, "delta"},
+		} {
+			wantField(t, ts.postJSON(t, "/v1/datasets/d/charges", tc.body), http.StatusUnprocessableEntity, tc.field)
+		}
+		for _, body := range []string{`{"epsilon":2.2250738585072014e-308,"delta":-0}`, `{"epsilon":0.5,"delta":-0.0}`} {
+			if r := ts.postJSON(t, "/v1/datasets/d/charges", body); r.status != http.StatusCreated || bytes.Contains(r.body, []byte("-0")) {
+				t.Fatalf("charge %s: %d %s", body, r.status, r.body)
+			}
+		}
+		if r := ts.get(t, "/v1/datasets/d"); bytes.Contains(r.body, []byte(`-0`)) || ts.dataset(t, "d").Spent.Epsilon != 0.5+2.2250738585072014e-308 {
+			t.Fatalf("ledger: %s", r.body)
+		}
+	})
+}

@@ -224,3 +224,16 @@ func Identifier(s string) bool {
 	}
 	return true
 }
+
+// UnitDelta checks that the delta of a budget or charge lies in [0, 1] and
+// returns it with a negative zero made +0: JSON's -0 is the number 0, and
+// pwsd never stores or answers a signed zero (a ledger entry "delta": -0).
+func UnitDelta(field string, v float64) (float64, error) {
+	if !(v >= 0 && v <= 1) {
+		return 0, &FieldError{Field: field, Reason: "must be at least 0 and at most 1"}
+	}
+	if v == 0 {
+		return 0, nil // -0 == 0: both become +0
+	}
+	return v, nil
+}
