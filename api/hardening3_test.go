@@ -7,11 +7,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/pwsd/pwsd/api"
 	"github.com/pwsd/pwsd/internal/service"
 	"github.com/pwsd/pwsd/internal/store"
 )
@@ -189,4 +192,45 @@ func TestBudgetNumbers(t *testing.T) {
 			t.Fatalf("ledger: %s", r.body)
 		}
 	})
+}
+
+// TestReaderWorkBound: a reader token's table requests are bounded by
+// PWSD_MAX_READER_TABLE_WORK, lower than the writers' PWSD_MAX_TABLE_WORK
+// by default (issue 25, defect 8: one reader GET of the frequencies table
+// below, just under the writers' bound, kept a core busy for 37 s). The
+// refusal is a 422 naming the parameter and the reader's limit, answered
+// before any work; a writer's request within its own bound is served.
+func TestReaderWorkBound(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "tokens.json")
+	if err := os.WriteFile(f, []byte(`{"tokens":[{"token":"writer-token-0123456789","role":"writer"},{"token":"reader-token-0123456789","role":"reader"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tokens, err := api.LoadTokens(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := []string{"Authorization", "Bearer reader-token-0123456789"}
+	writer := []string{"Authorization", "Bearer writer-token-0123456789"}
+	ts := newServer(t, nil, func(d *api.Deps) { d.Tokens = tokens })
+	start := time.Now()
+	heavy := "/v1/tables/frequencies?epsilon=0.1&delta=1e-6&scheme=ppswor&threshold=1.0001e-5&frequency=1450000&method=max_separation"
+	r := ts.get(t, heavy, reader...)
+	wantField(t, r, http.StatusUnprocessableEntity, "frequency")
+	if !strings.Contains(string(r.body), "PWSD_MAX_READER_TABLE_WORK") || time.Since(start) > 2*time.Second {
+		t.Fatalf("reader refusal after %v: %s", time.Since(start), r.body)
+	}
+	// A small reader bound against a cheap request: the writer is served,
+	// the reader refused; the writers' bound still applies to readers.
+	small := newServer(t, nil, func(d *api.Deps) { d.Tokens = tokens; d.Limits.MaxReaderTableWork = 10 })
+	cheap := "/v1/tables/frequencies?epsilon=1&delta=1e-6&scheme=none&frequency=1-20&method=discrete"
+	if r := small.get(t, cheap, writer...); r.status != http.StatusOK {
+		t.Fatalf("writer: %d %.300s", r.status, r.body)
+	}
+	if r := small.get(t, cheap, reader...); r.status != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), "PWSD_MAX_READER_TABLE_WORK") {
+		t.Fatalf("reader past its bound: %d %.300s", r.status, r.body)
+	}
+	r = small.get(t, "/v1/tables/frequencies?epsilon=1e-4&delta=1e-6&frequency=1", reader...)
+	if r.status != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), "PWSD_MAX_READER_TABLE_WORK") {
+		t.Fatalf("reader, epsilon too small: %d %s", r.status, r.body)
+	}
 }

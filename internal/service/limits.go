@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"math"
 
 	"github.com/pwsd/pwsd/internal/sanitize"
@@ -116,29 +117,61 @@ func FrequencyRowsWork(p sanitize.Privacy, smp sanitize.Sampling, rows, top int6
 	return tableWork(p, smp, rows, top, 2)
 }
 
+// workBound is a bound on one request's table work and the setting that
+// configures it, named in refusals.
+type workBound struct {
+	cells   int64
+	setting string
+}
+
+// workBoundKey is the context key of a request's own work bound.
+type workBoundKey struct{}
+
+// WithWorkLimit returns ctx carrying a bound on its request's table work,
+// named setting in refusals (the API puts PWSD_MAX_READER_TABLE_WORK on
+// requests of reader tokens). It applies beside Config.MaxTableWork: the
+// lower bound wins. cells <= 0 adds no bound.
+func WithWorkLimit(ctx context.Context, cells int64, setting string) context.Context {
+	if cells <= 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, workBoundKey{}, workBound{cells: cells, setting: setting})
+}
+
+// workLimit is the bound on the table work of ctx's request: the lower of
+// s.maxWork and the request's own (WithWorkLimit); cells <= 0 is none.
+func (s *Service) workLimit(ctx context.Context) workBound {
+	b := workBound{cells: s.maxWork, setting: "PWSD_MAX_TABLE_WORK"}
+	if own, ok := ctx.Value(workBoundKey{}).(workBound); ok && (b.cells <= 0 || own.cells < b.cells) {
+		b = own
+	}
+	return b
+}
+
 // checkWork refuses, with a 422 naming the parameter responsible, a request
-// whose tableWork exceeds s.maxWork. epsField names epsilon as the client
+// whose tableWork exceeds its work limit (workLimit). epsField names epsilon as the client
 // wrote it ("epsilon", "privacy.epsilon"); rowsField the rows or frequency
 // parameter. When even the smallest request (one row of frequency 1) is too
 // much, or rowsField is empty, epsilon is named: L is too large.
-func (s *Service) checkWork(p sanitize.Privacy, smp sanitize.Sampling, rows, top int64, estimators int, epsField, rowsField string) error {
-	return s.checkWorkOf(func(rows, top int64) (float64, float64) { return tableWork(p, smp, rows, top, estimators) },
+func (s *Service) checkWork(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, rows, top int64, estimators int, epsField, rowsField string) error {
+	return s.checkWorkOf(ctx, func(rows, top int64) (float64, float64) { return tableWork(p, smp, rows, top, estimators) },
 		rows, top, epsField, rowsField)
 }
 
 // checkWorkOf is checkWork for the work estimate work(rows, top).
-func (s *Service) checkWorkOf(work func(rows, top int64) (float64, float64), rows, top int64, epsField, rowsField string) error {
-	if s.maxWork <= 0 {
+func (s *Service) checkWorkOf(ctx context.Context, work func(rows, top int64) (float64, float64), rows, top int64, epsField, rowsField string) error {
+	limit := s.workLimit(ctx)
+	if limit.cells <= 0 {
 		return nil
 	}
 	w, window := work(rows, top)
-	if w <= float64(s.maxWork) {
+	if w <= float64(limit.cells) {
 		return nil
 	}
-	if base, _ := work(1, 1); base > float64(s.maxWork) || rowsField == "" {
-		return fieldErr(epsField, "with this delta gives L = %.6g: the tables need about %.3g window cells (rows × (L+1)), above the limit of %d (PWSD_MAX_TABLE_WORK); use a larger epsilon or delta", window-1, w, s.maxWork)
+	if base, _ := work(1, 1); base > float64(limit.cells) || rowsField == "" {
+		return fieldErr(epsField, "with this delta gives L = %.6g: the tables need about %.3g window cells (rows × (L+1)), above the limit of %d (%s); use a larger epsilon or delta", window-1, w, limit.cells, limit.setting)
 	}
-	return fieldErr(rowsField, "asks for about %.3g window cells of table work (rows × (L+1), L = %.6g), above the limit of %d (PWSD_MAX_TABLE_WORK); ask for fewer or smaller frequencies", w, window-1, s.maxWork)
+	return fieldErr(rowsField, "asks for about %.3g window cells of table work (rows × (L+1), L = %.6g), above the limit of %d (%s); ask for fewer or smaller frequencies", w, window-1, limit.cells, limit.setting)
 }
 
 // checkSampleWork bounds a sample release before reading its elements: the
@@ -147,8 +180,8 @@ func (s *Service) checkWorkOf(work func(rows, top int64) (float64, float64), row
 // bounded one by one as they are read (sampleFrequencyLimit), so a release
 // of small keys under a scheme that reaches q = 1 late is not refused for
 // keys it does not hold.
-func (s *Service) checkSampleWork(spec SampleSpec) error {
-	return s.checkWork(spec.Privacy, spec.Sampling, 0, 1, sampleEstimators(spec), "privacy.epsilon", "")
+func (s *Service) checkSampleWork(ctx context.Context, spec SampleSpec) error {
+	return s.checkWork(ctx, spec.Privacy, spec.Sampling, 0, 1, sampleEstimators(spec), "privacy.epsilon", "")
 }
 
 // sampleEstimators is the number of estimator tables a release builds.
@@ -161,17 +194,19 @@ func sampleEstimators(spec SampleSpec) int {
 
 // sampleFrequencyLimit returns the largest frequency an element of a release
 // under spec may have: the smaller of frequencyLimit(t) and the largest top
-// whose tableWork stays within s.maxWork (tableWork is non-decreasing in
-// top, so a binary search finds it). It depends on public parameters only.
-func (s *Service) sampleFrequencyLimit(spec SampleSpec, t *sanitize.Table) int64 {
+// whose tableWork stays within the request's work limit (tableWork is
+// non-decreasing in top, so a binary search finds it). It depends on
+// public parameters only.
+func (s *Service) sampleFrequencyLimit(ctx context.Context, spec SampleSpec, t *sanitize.Table) int64 {
 	limit := frequencyLimit(t)
-	if s.maxWork <= 0 {
+	bound := s.workLimit(ctx).cells
+	if bound <= 0 {
 		return limit
 	}
 	est := sampleEstimators(spec)
 	fits := func(top int64) bool {
 		w, _ := tableWork(spec.Privacy, spec.Sampling, 0, top, est)
-		return w <= float64(s.maxWork)
+		return w <= float64(bound)
 	}
 	if fits(limit) {
 		return limit
