@@ -7,8 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -201,14 +199,7 @@ func TestBudgetNumbers(t *testing.T) {
 // refusal is a 422 naming the parameter and the reader's limit, answered
 // before any work; a writer's request within its own bound is served.
 func TestReaderWorkBound(t *testing.T) {
-	f := filepath.Join(t.TempDir(), "tokens.json")
-	if err := os.WriteFile(f, []byte(`{"tokens":[{"token":"writer-token-0123456789","role":"writer"},{"token":"reader-token-0123456789","role":"reader"}]}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tokens, err := api.LoadTokens(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tokens := writerAndReader(t)
 	reader := []string{"Authorization", "Bearer reader-token-0123456789"}
 	writer := []string{"Authorization", "Bearer writer-token-0123456789"}
 	ts := newServer(t, nil, func(d *api.Deps) { d.Tokens = tokens })
