@@ -84,6 +84,13 @@ func TestUnsafeIdentifiers(t *testing.T) {
 				}
 			}
 		}
+		// Text the database cannot hold inside a body (jsonb refuses
+		// \u0000, SQLSTATE 22P05; the old code answered 500 on
+		// PostgreSQL and 201 in memory) is a 422 naming the field.
+		if r := ts.postJSON(t, "/v1/datasets", `{"name":"ok","epsilon_budget":1,"delta_budget":0}`); r.status != 201 {
+			t.Fatalf("dataset: %d %s", r.status, r.body)
+		}
+		wantField(t, ts.postJSON(t, "/v1/datasets/ok/charges", `{"epsilon":0.1,"delta":0,"description":"a\u0000b"}`), http.StatusUnprocessableEntity, "description")
 		logs := ts.logs.String()
 		for _, bad := range []string{`\u0000`, `\ufffd`, "\xff", `"level":"ERROR"`, "22021"} {
 			if strings.Contains(logs, bad) {

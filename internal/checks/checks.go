@@ -225,6 +225,16 @@ func Identifier(s string) bool {
 	return true
 }
 
+// PlainText checks that a free-text field (a charge's description) is
+// valid UTF-8 without control characters, NUL included: the stores keep
+// such text in JSON columns, which cannot hold NUL.
+func PlainText(field, s string) error {
+	if !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		return &FieldError{Field: field, Reason: "must be valid UTF-8 without control characters"}
+	}
+	return nil
+}
+
 // UnitDelta checks that the delta of a budget or charge lies in [0, 1] and
 // returns it with a negative zero made +0: JSON's -0 is the number 0, and
 // pwsd never stores or answers a signed zero (a ledger entry "delta": -0).

@@ -109,6 +109,7 @@ func (s *Service) ChargeDataset(ctx context.Context, dataset string, eps, delta 
 	if err != nil || delta == 1 {
 		es.Add("delta", "must be at least 0 and less than 1")
 	}
+	es.AddErr("description", checks.PlainText("description", description))
 	if err := es.Err(); err != nil {
 		return Charge{}, err
 	}
