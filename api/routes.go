@@ -4,8 +4,9 @@ import "github.com/go-chi/chi/v5"
 
 // routes mounts the /v1 API; every handler returns its error to adapt.
 func (h *handler) routes(cr chi.Router) {
-	// Path identifiers are checked once, for every route, before any other
-	// middleware (idempotency included) or handler sees them.
+	// Path identifiers are checked once, for every route, after
+	// authentication and before the route's own middleware (idempotency
+	// included) or handler sees them.
 	r := errRouter{Router: cr.With(validPathIDs), adapt: h.adapt}
 	r.With(h.idempotent).Post("/samples", h.createSample)
 	r.Get("/samples", h.listSamples)
