@@ -56,13 +56,15 @@ type IdempotencyClaim struct {
 const DefaultIdempotencyLease = 8 * time.Second
 
 // heartbeat renews the lease of the reservation of key every third of the
-// lease until the returned stop is called (stop waits for it to end). A
-// failed renewal is logged and retried at the next beat: if renewals keep
-// failing the lease lapses and repeats are answered "interrupted" (a 409,
-// never a second run).
+// lease until the returned stop is called (stop waits for it to end), and
+// for at most s.idemHold, the longest the request can run. A failed
+// renewal is logged and retried at the next beat: if renewals keep failing
+// the lease lapses and repeats are answered "interrupted" (a 409, never a
+// second run).
 func (s *Service) heartbeat(ctx context.Context, key string) (stop func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
+	last := time.Now().Add(s.idemHold)
 	go func() {
 		defer close(done)
 		t := time.NewTicker(s.idemLease / 3)
@@ -71,7 +73,10 @@ func (s *Service) heartbeat(ctx context.Context, key string) (stop func()) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case now := <-t.C:
+				if now.After(last) {
+					return // no request runs this long: let the lease lapse
+				}
 				rctx, rcancel := context.WithTimeout(ctx, s.idemLease/3)
 				err := s.store.RenewIdempotency(rctx, key, time.Now().UTC().Add(s.idemLease))
 				rcancel()

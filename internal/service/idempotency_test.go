@@ -34,7 +34,7 @@ func bothStores(t *testing.T, f func(t *testing.T, st store.Store)) {
 func TestIdempotencyOwnerDied(t *testing.T) {
 	bothStores(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
-		const lease = 600 * time.Millisecond
+		const lease = 1500 * time.Millisecond
 		owner, err := New(Config{Store: st, IdempotencyLease: lease})
 		if err != nil {
 			t.Fatal(err)
@@ -104,4 +104,25 @@ func TestIdempotencyHold(t *testing.T) {
 			t.Fatalf("the answer expires in %v, want the 1 s TTL from completion", until)
 		}
 	})
+}
+
+// TestIdempotencyHeartbeatBounded: a request that runs past
+// IdempotencyHold (no request can: it is stuck) stops renewing its lease,
+// so its key is answered "interrupted" instead of "in progress" forever.
+func TestIdempotencyHeartbeatBounded(t *testing.T) {
+	ctx := context.Background()
+	st := store.NewMemory()
+	svc, err := New(Config{Store: st, IdempotencyLease: 300 * time.Millisecond, IdempotencyHold: 600 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := svc.BeginIdempotent(ctx, "k")
+	if err != nil || !c.Reserved {
+		t.Fatalf("claim: %+v %v", c, err)
+	}
+	defer c.release()
+	time.Sleep(1500 * time.Millisecond)
+	if _, err := svc.BeginIdempotent(ctx, "k"); !errors.Is(err, ErrIdempotencyAbandoned) {
+		t.Fatalf("a key held past the hold: %v, want abandoned", err)
+	}
 }
