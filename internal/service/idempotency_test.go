@@ -23,6 +23,21 @@ func bothStores(t *testing.T, f func(t *testing.T, st store.Store)) {
 	})
 }
 
+// reserve makes a service of cfg and reserves key with it; the caller
+// releases the claim (or lets its owner "die" by releasing it unfinished).
+func reserve(t *testing.T, cfg Config, key string) (*Service, *IdempotencyClaim) {
+	t.Helper()
+	svc, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := svc.BeginIdempotent(context.Background(), key)
+	if err != nil || !c.Reserved {
+		t.Fatalf("claim: %+v %v", c, err)
+	}
+	return svc, c
+}
+
 // TestIdempotencyOwnerDied: while the first request with a key runs, its
 // short lease is renewed and a repeat waits ("in progress", never
 // "interrupted", however long the request runs); once its server dies (the
@@ -35,14 +50,7 @@ func TestIdempotencyOwnerDied(t *testing.T) {
 	bothStores(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		const lease = 1500 * time.Millisecond
-		owner, err := New(Config{Store: st, IdempotencyLease: lease})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := owner.BeginIdempotent(ctx, "k")
-		if err != nil || !c.Reserved {
-			t.Fatalf("first claim: %+v %v", c, err)
-		}
+		_, c := reserve(t, Config{Store: st, IdempotencyLease: lease}, "k")
 		// A repeat waiting 3 leases while the owner lives: still in progress.
 		waiter, err := New(Config{Store: st, IdempotencyLease: lease, IdempotencyWait: 3 * lease})
 		if err != nil {
@@ -77,14 +85,7 @@ func TestIdempotencyOwnerDied(t *testing.T) {
 func TestIdempotencyHold(t *testing.T) {
 	bothStores(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
-		svc, err := New(Config{Store: st, SampleTTL: time.Second, IdempotencyHold: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := svc.BeginIdempotent(ctx, "k")
-		if err != nil || !c.Reserved {
-			t.Fatalf("claim: %+v %v", c, err)
-		}
+		svc, c := reserve(t, Config{Store: st, SampleTTL: time.Second, IdempotencyHold: time.Hour}, "k")
 		defer c.release()
 		rec, err := st.GetIdempotency(ctx, "k")
 		if err != nil {
@@ -111,15 +112,7 @@ func TestIdempotencyHold(t *testing.T) {
 // so its key is answered "interrupted" instead of "in progress" forever.
 func TestIdempotencyHeartbeatBounded(t *testing.T) {
 	ctx := context.Background()
-	st := store.NewMemory()
-	svc, err := New(Config{Store: st, IdempotencyLease: 300 * time.Millisecond, IdempotencyHold: 600 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := svc.BeginIdempotent(ctx, "k")
-	if err != nil || !c.Reserved {
-		t.Fatalf("claim: %+v %v", c, err)
-	}
+	svc, c := reserve(t, Config{Store: store.NewMemory(), IdempotencyLease: 300 * time.Millisecond, IdempotencyHold: 600 * time.Millisecond}, "k")
 	defer c.release()
 	time.Sleep(1500 * time.Millisecond)
 	if _, err := svc.BeginIdempotent(ctx, "k"); !errors.Is(err, ErrIdempotencyAbandoned) {
