@@ -51,6 +51,36 @@ type option func(*api.Deps)
 
 func withLimits(f func(*api.Limits)) option { return func(d *api.Deps) { f(&d.Limits) } }
 
+// withServiceConfig replaces the test server's service by one over st
+// (the store the server is started with) whose configuration f adjusts.
+func withServiceConfig(t testing.TB, st store.Store, f func(*service.Config)) option {
+	return func(d *api.Deps) { d.Service = newTestService(t, st, d.Logger, f) }
+}
+
+// newTestService is the service of a test server: over st, logging to
+// log, with seeded generators; f, when not nil, adjusts its configuration.
+func newTestService(t testing.TB, st store.Store, log *slog.Logger, f func(*service.Config)) *service.Service {
+	t.Helper()
+	var seed uint64
+	var mu sync.Mutex
+	cfg := service.Config{Store: st, Logger: log,
+		Noise: dprandtest.NewLaplace(dprand.Seeded(99)),
+		NewRand: func() *rand.Rand {
+			mu.Lock()
+			defer mu.Unlock()
+			seed++
+			return dprand.Seeded(seed)
+		}}
+	if f != nil {
+		f(&cfg)
+	}
+	svc, err := service.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
 // newServer runs the real router over st (in-memory when nil) with a seeded
 // generator and a debug-level logger capturing every line.
 func newServer(t testing.TB, st store.Store, opts ...option) *testServer {
@@ -74,19 +104,7 @@ func startServer(t testing.TB, st store.Store, checkContract bool, opts ...optio
 	}
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	var seed uint64
-	var mu sync.Mutex
-	svc, err := service.New(service.Config{Store: st, Logger: log,
-		Noise: dprandtest.NewLaplace(dprand.Seeded(99)),
-		NewRand: func() *rand.Rand {
-			mu.Lock()
-			defer mu.Unlock()
-			seed++
-			return dprand.Seeded(seed)
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := newTestService(t, st, log, nil)
 	d := api.Deps{Service: svc, Logger: log, Registry: prometheus.NewRegistry(), Limits: api.DefaultLimits()}
 	for _, o := range opts {
 		o(&d)

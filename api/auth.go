@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pwsd/pwsd/internal/service"
 )
 
 // Role is what a token may do: a writer may do everything, a reader only GET.
@@ -88,7 +90,9 @@ func (t *Tokens) lookup(token string) (Role, bool) {
 }
 
 // middleware enforces the tokens on /v1; a nil *Tokens allows everything.
-func (t *Tokens) middleware(log *slog.Logger) func(http.Handler) http.Handler {
+// Requests of reader tokens carry readerWork as their table-work bound
+// (service.WithWorkLimit, PWSD_MAX_READER_TABLE_WORK).
+func (t *Tokens) middleware(log *slog.Logger, readerWork int64) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		if t == nil {
 			return next
@@ -107,9 +111,12 @@ func (t *Tokens) middleware(log *slog.Logger) func(http.Handler) http.Handler {
 				writeProblem(w, newProblem(http.StatusUnauthorized, "the bearer token is not valid"))
 				return
 			}
-			if role == RoleReader && r.Method != http.MethodGet && r.Method != http.MethodHead {
-				writeProblem(w, newProblem(http.StatusForbidden, "a reader token may only read"))
-				return
+			if role == RoleReader {
+				if r.Method != http.MethodGet && r.Method != http.MethodHead {
+					writeProblem(w, newProblem(http.StatusForbidden, "a reader token may only read"))
+					return
+				}
+				r = r.WithContext(service.WithWorkLimit(r.Context(), readerWork, "PWSD_MAX_READER_TABLE_WORK"))
 			}
 			next.ServeHTTP(w, r)
 		})

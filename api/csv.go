@@ -95,7 +95,10 @@ func (h *handler) csvSample(r *http.Request) (service.SampleSpec, service.Elemen
 	}
 	keyCol, freqCol := -1, -1
 	for i, name := range header {
-		name = strings.TrimSpace(strings.TrimPrefix(name, "\uFEFF"))
+		if i == 0 { // a byte order mark can only open the file
+			name = strings.TrimPrefix(name, "\uFEFF")
+		}
+		name = strings.TrimSpace(name)
 		switch {
 		case name == "key" && keyCol < 0:
 			keyCol = i
@@ -125,7 +128,7 @@ func (h *handler) csvSample(r *http.Request) (service.SampleSpec, service.Elemen
 				return "", 0, atCSVLine(invalid(fmt.Sprintf("elements[%d].frequency", i-1), err.Error()), line)
 			}
 		}
-		k, f, err := h.element(i-1, SampleElement{Key: rec[keyCol], Frequency: freq})
+		k, f, err := h.element(i-1, SampleElement{Key: csvKeyIn(rec[keyCol]), Frequency: freq})
 		if err != nil {
 			return "", 0, atCSVLine(err, line)
 		}
@@ -163,23 +166,67 @@ var csvColumns = []string{"key", "value", "frequency", "contribution"}
 
 // writeSampleCSV renders a sample's elements as CSV with a header row. The
 // sample's description is in the JSON and NDJSON forms (and in
-// GET /v1/samples); CSV holds the elements only.
+// GET /v1/samples); CSV holds the elements only. Keys, the one text
+// column, are always quoted and neutralised against formula injection
+// (csvKeyOut); the numeric columns are numbers as strconv writes them (a
+// negative number such as -3.2 is a number to a spreadsheet, not a
+// formula) or empty.
 func writeSampleCSV(w http.ResponseWriter, status int, smp *service.Sample) {
 	w.Header().Set("Content-Type", csvMediaType+"; charset=utf-8; header=present")
 	w.WriteHeader(status)
 	bw := bufio.NewWriterSize(w, 64<<10)
 	defer bw.Flush()
-	cw := csv.NewWriter(bw)
-	_ = cw.Write(csvColumns)
-	rec := make([]string, len(csvColumns))
+	bw.WriteString(strings.Join(csvColumns, ","))
+	bw.WriteByte('\n')
 	for i, e := range smp.Elements {
-		rec[0], rec[1], rec[2], rec[3] = e.Key, csvFloat(e.Value), "", ""
+		writeQuoted(bw, csvKeyOut(e.Key))
+		bw.WriteByte(',')
+		bw.WriteString(csvFloat(e.Value))
+		bw.WriteByte(',')
 		if i < len(smp.Keys) {
-			rec[2], rec[3] = csvFloat(smp.Keys[i].Frequency), csvFloat(smp.Keys[i].Contribution)
+			bw.WriteString(csvFloat(smp.Keys[i].Frequency))
+			bw.WriteByte(',')
+			bw.WriteString(csvFloat(smp.Keys[i].Contribution))
+		} else {
+			bw.WriteByte(',')
 		}
-		_ = cw.Write(rec)
+		bw.WriteByte('\n')
 	}
-	cw.Flush()
+}
+
+// writeQuoted writes s as one quoted CSV field (RFC 4180: quotes doubled).
+func writeQuoted(bw *bufio.Writer, s string) {
+	bw.WriteByte('"')
+	bw.WriteString(strings.ReplaceAll(s, `"`, `""`))
+	bw.WriteByte('"')
+}
+
+// formulaLead reports whether s begins with a character that makes a
+// spreadsheet read a cell as a formula (OWASP's list: = + - @ tab CR).
+func formulaLead(s string) bool {
+	return s != "" && strings.IndexByte("=+-@\t\r", s[0]) >= 0
+}
+
+// csvKeyOut neutralises a key for a CSV answer the OWASP way: a key that a
+// spreadsheet would run as a formula, once any leading single quotes are
+// set aside, gets one more single quote in front (so a key that already
+// began with quotes stays distinct). csvKeyIn undoes it.
+func csvKeyOut(k string) string {
+	if formulaLead(strings.TrimLeft(k, "'")) {
+		return "'" + k
+	}
+	return k
+}
+
+// csvKeyIn reads a key cell of a CSV upload, undoing csvKeyOut, so that a
+// CSV answer uploaded again holds the same keys: one leading single quote
+// is dropped when, past all leading quotes, the cell begins with a formula
+// character. Other cells are taken as they are.
+func csvKeyIn(cell string) string {
+	if strings.HasPrefix(cell, "'") && formulaLead(strings.TrimLeft(cell, "'")) {
+		return cell[1:]
+	}
+	return cell
 }
 
 // csvFloat renders a number for CSV as the JSON answer does (integers as

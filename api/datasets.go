@@ -128,6 +128,7 @@ type ChargeView struct {
 //	@Produce		json
 //	@Param			name	path		string			true	"dataset name"
 //	@Param			body	body		ChargeRequest	true	"the release's (epsilon, delta)"
+//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and charges nothing (see README, Idempotency)"
 //	@Success		201		{object}	ChargeView
 //	@Failure		400,404,409,422	{object}	Problem
 //	@Security		bearer

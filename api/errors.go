@@ -85,6 +85,9 @@ func (h *handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	case service.IsUnavailable(err):
 		h.outage.failed(err)
 		unavailable(w, 2*time.Second, "the store is unreachable; nothing was changed, retry later")
+	case service.IsInvalidValue(err):
+		// Never logged: the store's message may quote the value.
+		writeProblem(w, newProblem(http.StatusUnprocessableEntity, "a value of the request cannot be stored or looked up (text with NUL or invalid UTF-8, or a value too large); nothing was changed"))
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		writeProblem(w, newProblem(http.StatusServiceUnavailable, "the request did not finish within PWSD_REQUEST_TIMEOUT or was cancelled; nothing was stored"))
 	default:

@@ -1,9 +1,12 @@
 package api_test
 
 import (
+	"context"
+	"encoding/base64"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +20,7 @@ import (
 	"github.com/pwsd/pwsd/internal/dprand/dprandtest"
 	"github.com/pwsd/pwsd/internal/service"
 	"github.com/pwsd/pwsd/internal/store"
+	"github.com/pwsd/pwsd/internal/store/pgtest"
 )
 
 // fuzzRouter is the real router over the in-memory store with small limits,
@@ -183,5 +187,45 @@ func FuzzQuerySurface(f *testing.F) {
 		req := httptest.NewRequest(method, "/", nil)
 		req.URL.Path, req.URL.RawQuery = path, query
 		checkAnswer(t, h, req)
+	})
+}
+
+// FuzzIdentifiersPostgres sends fuzzed path segments and cursors (raw, and
+// base64url-encoded as a listing's own cursor around fuzzed bytes) to the
+// real router over the PostgreSQL store: no answer is a 5xx (issue 25: NUL
+// and invalid UTF-8 reached PostgreSQL, SQLSTATE 22021, and answered 500).
+// It needs PWSD_TEST_DATABASE_URL (make test sets it) and skips without.
+func FuzzIdentifiersPostgres(f *testing.F) {
+	pg, err := store.OpenPostgres(context.Background(), pgtest.NewDatabase(f))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(pg.Close)
+	svc, err := service.New(service.Config{Store: pg, Noise: dprandtest.NewLaplace(dprand.Seeded(1))})
+	if err != nil {
+		f.Fatal(err)
+	}
+	h := api.NewRouter(api.Deps{Service: svc, Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(), Limits: api.DefaultLimits()})
+	for _, s := range []string{"\xff", "\x00", "a\x00b", "\xc0\x80", "\xed\xa0\x80", "abc", strings.Repeat("a", 129), "s.1.x", "%"} {
+		f.Add(s, []byte(s))
+	}
+	f.Fuzz(func(t *testing.T, seg string, cur []byte) {
+		p := url.PathEscape(seg)
+		for _, r := range []struct{ method, path string }{
+			{"GET", "/v1/samples/" + p}, {"GET", "/v1/samples/" + p + "/top"}, {"DELETE", "/v1/samples/" + p},
+			{"GET", "/v1/datasets/" + p}, {"POST", "/v1/datasets/" + p + "/charges"},
+			{"GET", "/v1/streams/" + p}, {"POST", "/v1/streams/" + p + "/releases"},
+			{"GET", "/v1/counters/" + p}, {"DELETE", "/v1/counters/" + p},
+		} {
+			req := httptest.NewRequest(r.method, r.path, strings.NewReader(`{"epsilon":0.1,"delta":0}`))
+			req.Header.Set("Content-Type", "application/json")
+			checkAnswer(t, h, req)
+		}
+		for _, kind := range []struct{ path, prefix string }{{"/v1/samples", "s"}, {"/v1/datasets", "d"}, {"/v1/streams", "t"}, {"/v1/counters", "c"}} {
+			own := base64.RawURLEncoding.EncodeToString(append([]byte(kind.prefix+".1."), cur...))
+			for _, c := range []string{url.QueryEscape(string(cur)), own} {
+				checkAnswer(t, h, httptest.NewRequest("GET", kind.path+"?cursor="+c, nil))
+			}
+		}
 	})
 }

@@ -111,7 +111,7 @@ func (h *handler) idempotent(next http.Handler) http.Handler {
 		finished := false
 		defer func() {
 			if !finished { // a panic: free the key and let the recoverer answer
-				h.abandon(r, key)
+				h.abandon(r, claim)
 			}
 		}()
 		next.ServeHTTP(rec, r)
@@ -120,7 +120,7 @@ func (h *handler) idempotent(next http.Handler) http.Handler {
 		finished = true
 		status := rec.statusCode()
 		if status >= 500 || (drainErr != nil && status >= 300) {
-			h.abandon(r, key)
+			h.abandon(r, claim)
 			return
 		}
 		a := service.IdempotentAnswer{Status: status, Header: map[string]string{}, Body: rec.body.Bytes(), Ref: rec.Header().Get("Location")}
@@ -131,7 +131,7 @@ func (h *handler) idempotent(next http.Handler) http.Handler {
 		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
 		defer cancel()
-		if err := h.svc.FinishIdempotent(ctx, key, digest.Sum(nil), a); err != nil {
+		if err := h.svc.FinishIdempotent(ctx, claim, digest.Sum(nil), a); err != nil {
 			// The answer is sent; a repeat will find the key in progress
 			// until the lease ends, then abandoned: never run twice.
 			h.log.Error("recording an idempotent answer failed", "route", routePattern(r), "request_id", middleware.GetReqID(r.Context()), "error", err)
@@ -139,11 +139,11 @@ func (h *handler) idempotent(next http.Handler) http.Handler {
 	})
 }
 
-// abandon frees a key whose request changed nothing.
-func (h *handler) abandon(r *http.Request, key string) {
+// abandon frees the key of claim, whose request changed nothing.
+func (h *handler) abandon(r *http.Request, claim *service.IdempotencyClaim) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
 	defer cancel()
-	if err := h.svc.AbandonIdempotent(ctx, key); err != nil {
+	if err := h.svc.AbandonIdempotent(ctx, claim); err != nil {
 		h.log.Error("freeing an idempotency key failed", "route", routePattern(r), "error", err)
 	}
 }

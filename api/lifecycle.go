@@ -18,6 +18,9 @@ const (
 func page(r *http.Request) (service.Page, error) {
 	q := newQuery(r)
 	limit := q.int(paramLimit, 0, 1, service.MaxPageLimit)
+	if !validCursor(q.v.Get(paramCursor)) {
+		q.fail(paramCursor, service.CursorReason)
+	}
 	if err := q.problem(); err != nil {
 		return service.Page{}, err
 	}

@@ -221,15 +221,12 @@ func notFound(r *http.Request, err error) *Problem {
 	if errors.As(err, &nf) {
 		return newProblem(http.StatusNotFound, quoteBounded(nf))
 	}
-	pattern := routePattern(r)
-	for _, kind := range []string{"sample", "stream", "counter", "dataset"} {
-		if strings.HasPrefix(pattern, "/v1/"+kind+"s/{") {
-			id := chi.URLParam(r, "id")
-			if id == "" {
-				id = chi.URLParam(r, "name")
-			}
-			return newProblem(http.StatusNotFound, quoteBounded(&service.NotFoundError{Kind: kind, Name: id}))
+	if kind := resourceKind(r); kind != "resource" {
+		id := chi.URLParam(r, "id")
+		if id == "" {
+			id = chi.URLParam(r, "name")
 		}
+		return newProblem(http.StatusNotFound, quoteBounded(&service.NotFoundError{Kind: kind, Name: id}))
 	}
 	return newProblem(http.StatusNotFound, "no such resource")
 }

@@ -4,7 +4,10 @@ import "github.com/go-chi/chi/v5"
 
 // routes mounts the /v1 API; every handler returns its error to adapt.
 func (h *handler) routes(cr chi.Router) {
-	r := errRouter{Router: cr, adapt: h.adapt}
+	// Path identifiers are checked once, for every route, after
+	// authentication and before the route's own middleware (idempotency
+	// included) or handler sees them.
+	r := errRouter{Router: cr.With(validPathIDs), adapt: h.adapt}
 	r.With(h.idempotent).Post("/samples", h.createSample)
 	r.Get("/samples", h.listSamples)
 	r.Delete("/samples/{id}", h.deleteSample)
@@ -37,5 +40,5 @@ func (h *handler) routes(cr chi.Router) {
 	r.With(h.idempotent).Post("/datasets", h.createDataset)
 	r.Get("/datasets", h.listDatasets)
 	r.Get("/datasets/{name}", h.getDataset)
-	r.Post("/datasets/{name}/charges", h.createCharge)
+	r.With(h.idempotent).Post("/datasets/{name}/charges", h.createCharge)
 }

@@ -51,7 +51,19 @@ type Limits struct {
 	MaxInflightBytes int64
 	// AdmissionWait is how long a heavy request may wait for a slot.
 	AdmissionWait time.Duration
+	// MaxReaderTableWork bounds the table work of one request of a reader
+	// token (PWSD_MAX_READER_TABLE_WORK), in the unit of the service's
+	// MaxTableWork, which bounds every request; the lower bound wins, so a
+	// reader's GET cannot hold a core as long as a writer's release. 0
+	// adds no bound of its own.
+	MaxReaderTableWork int64
 }
+
+// DefaultMaxReaderTableWork is the default of Limits.MaxReaderTableWork: a
+// quarter of service.DefaultMaxTableWork (a table request of a reader then
+// takes a few seconds of one core at most, where the writers' bound allows
+// about half a minute for the costliest rows).
+const DefaultMaxReaderTableWork = service.DefaultMaxTableWork / 4
 
 // DefaultLimits are the limits used when nothing is configured.
 func DefaultLimits() Limits {
@@ -70,6 +82,8 @@ func DefaultLimits() Limits {
 		MaxHeavyRequests:  8,
 		MaxInflightBytes:  512 << 20,
 		AdmissionWait:     time.Second,
+
+		MaxReaderTableWork: DefaultMaxReaderTableWork,
 	}
 }
 
@@ -132,7 +146,7 @@ func NewRouter(d Deps) http.Handler {
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(middleware.Timeout(d.Limits.RequestTimeout))
 		r.Use(bodyLimit(d.Limits.MaxBodyBytes))
-		r.Use(d.Tokens.middleware(d.Logger))
+		r.Use(d.Tokens.middleware(d.Logger, d.Limits.MaxReaderTableWork))
 		r.Use(h.outage.middleware)
 		r.Use(newAdmission(d.Limits).middleware)
 		h.routes(r)

@@ -9,4 +9,4 @@ var FS embed.FS
 
 // Head is the version of the newest migration; /readyz requires the database
 // to be at this version and clean.
-const Head = 5
+const Head = 6

@@ -558,6 +558,12 @@ const docTemplate = `{
                         "schema": {
                             "$ref": "#/definitions/api.ChargeRequest"
                         }
+                    },
+                    {
+                        "type": "string",
+                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and charges nothing (see README, Idempotency)",
+                        "name": "Idempotency-Key",
+                        "in": "header"
                     }
                 ],
                 "responses": {

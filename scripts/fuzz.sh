@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
-# Runs every fuzz target for FUZZTIME (default 5s) each.
+# Runs every fuzz target (every `func Fuzz...` in a _test.go file) for
+# FUZZTIME (default 5s) each. Targets over the PostgreSQL store (e.g.
+# api's FuzzIdentifiersPostgres: path segments and cursors) use
+# PWSD_TEST_DATABASE_URL, which make test exports; they skip without it
+# unless PWSD_REQUIRE_POSTGRES is set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t=${FUZZTIME:-5s}

@@ -11,12 +11,22 @@ go vet ./...
 phase "openapi freshness"
 bash scripts/openapi-check.sh
 
-started=""
 if [ -z "${PWSD_TEST_DATABASE_URL:-}" ]; then
 	echo "== starting a throwaway PostgreSQL cluster"
-	eval "$(bash scripts/pg.sh start)"
-	started=1
-	trap 'bash scripts/pg.sh stop' EXIT
+	# pg.sh makes its own directory and port, so parallel runs in other
+	# checkouts are untouched; a failed start stops make test here.
+	if ! pg=$(bash scripts/pg.sh start); then
+		echo "make test: the test PostgreSQL cluster could not start (see above)" >&2
+		exit 1
+	fi
+	PWSD_TEST_DATABASE_URL=$(sed -n "s/^export PWSD_TEST_DATABASE_URL='\(.*\)'\$/\1/p" <<<"$pg")
+	PWSD_PG_DIR=$(sed -n "s/^export PWSD_PG_DIR='\(.*\)'\$/\1/p" <<<"$pg")
+	export PWSD_PG_DIR
+	[ -n "$PWSD_PG_DIR" ] && trap 'bash scripts/pg.sh stop' EXIT
+	if [ -z "$PWSD_TEST_DATABASE_URL" ] || [ -z "$PWSD_PG_DIR" ]; then
+		echo "make test: scripts/pg.sh start printed no URL and directory" >&2
+		exit 1
+	fi
 fi
 export PWSD_TEST_DATABASE_URL
 # Tests needing PostgreSQL must run, never skip, under make test.

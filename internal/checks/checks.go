@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // FieldError is one invalid parameter.
@@ -199,4 +201,49 @@ func oneOf[T ~string](field string, v T, allowed ...T) error {
 		names[i] = string(a)
 	}
 	return &FieldError{Field: field, Reason: "must be one of " + strings.Join(names, ", ")}
+}
+
+// MaxIdentifierBytes bounds every identifier pwsd accepts: sample, stream
+// and counter ids, dataset names and the ids inside listing cursors.
+const MaxIdentifierBytes = 128
+
+// Identifier reports whether s may name a resource: 1 to
+// MaxIdentifierBytes bytes of valid UTF-8 without control characters (C0,
+// DEL and C1, NUL included). It is the one rule for identifiers: the API
+// applies it to path segments and cursors before anything else runs, and
+// the stores apply it again before a query, so that no such value reaches
+// the database (which refuses NUL and invalid UTF-8) or a log line.
+func Identifier(s string) bool {
+	if s == "" || len(s) > MaxIdentifierBytes || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// PlainText checks that a free-text field (a charge's description) is
+// valid UTF-8 without control characters, NUL included: the stores keep
+// such text in JSON columns, which cannot hold NUL.
+func PlainText(field, s string) error {
+	if !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		return &FieldError{Field: field, Reason: "must be valid UTF-8 without control characters"}
+	}
+	return nil
+}
+
+// UnitDelta checks that the delta of a budget or charge lies in [0, 1] and
+// returns it with a negative zero made +0: JSON's -0 is the number 0, and
+// pwsd never stores or answers a signed zero (a ledger entry "delta": -0).
+func UnitDelta(field string, v float64) (float64, error) {
+	if !(v >= 0 && v <= 1) {
+		return 0, &FieldError{Field: field, Reason: "must be at least 0 and at most 1"}
+	}
+	if v == 0 {
+		return 0, nil // -0 == 0: both become +0
+	}
+	return v, nil
 }

@@ -47,18 +47,18 @@ func ledgerOf(rel []store.Release) []LedgerEntry {
 // charges stay far from float64 overflow.
 const maxEpsilonBudget = 1e6
 
-// CreateDataset creates a dataset with a budget; epsilon_budget > 0 and
-// 0 <= delta_budget <= 1.
+// CreateDataset creates a dataset with a budget: epsilon_budget a normal
+// float64 in (0, maxEpsilonBudget] (no subnormal such as 5e-324) and
+// 0 <= delta_budget <= 1 (-0 is taken as 0).
 func (s *Service) CreateDataset(ctx context.Context, name string, eps, delta float64) (Dataset, error) {
 	var es checks.Errors
-	if err := checks.Positive("epsilon_budget", eps); err != nil {
+	if err := checks.NormalPositive("epsilon_budget", eps); err != nil {
 		es.AddErr("epsilon_budget", err)
 	} else if eps > maxEpsilonBudget {
 		es.Add("epsilon_budget", fmt.Sprintf("must be at most %g", float64(maxEpsilonBudget)))
 	}
-	if !(delta >= 0) || delta > 1 {
-		es.Add("delta_budget", "must be at least 0 and at most 1")
-	}
+	delta, err := checks.UnitDelta("delta_budget", delta)
+	es.AddErr("delta_budget", err)
 	if err := es.Err(); err != nil {
 		return Dataset{}, err
 	}
@@ -98,15 +98,18 @@ type chargeConfig struct {
 }
 
 // ChargeDataset charges an external release of (eps, delta) to a dataset:
-// eps > 0 finite, 0 <= delta < 1. An overspend returns ErrBudget and an unknown
+// eps a finite normal float64 > 0 (no subnormal such as 5e-324), 0 <= delta
+// < 1 (-0 is taken as 0). An overspend returns ErrBudget and an unknown
 // dataset ErrNotFound; either way nothing is recorded. The charge is recorded
 // in the ledger as kind "external" with a fresh id as its ref.
 func (s *Service) ChargeDataset(ctx context.Context, dataset string, eps, delta float64, description string) (Charge, error) {
 	var es checks.Errors
-	es.AddErr("epsilon", checks.Positive("epsilon", eps))
-	if !(delta >= 0) || delta >= 1 {
+	es.AddErr("epsilon", checks.NormalPositive("epsilon", eps))
+	delta, err := checks.UnitDelta("delta", delta)
+	if err != nil || delta == 1 {
 		es.Add("delta", "must be at least 0 and less than 1")
 	}
+	es.AddErr("description", checks.PlainText("description", description))
 	if err := es.Err(); err != nil {
 		return Charge{}, err
 	}

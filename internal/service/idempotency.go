@@ -44,6 +44,60 @@ type IdempotencyClaim struct {
 	Reserved    bool
 	RequestHash []byte
 	Answer      *IdempotentAnswer
+	// stop ends the heartbeat renewing a reservation's lease and waits
+	// for it; nil when not Reserved.
+	stop func()
+}
+
+// DefaultIdempotencyLease is the lease of a reservation when
+// Config.IdempotencyLease is unset: the request renews it every third of
+// it while it runs, so a repeat of a request whose server died learns so
+// (ErrIdempotencyAbandoned) within this long.
+const DefaultIdempotencyLease = 8 * time.Second
+
+// heartbeat renews the lease of the reservation of key every third of the
+// lease until the returned stop is called (stop waits for it to end), and
+// for at most s.idemHold, the longest the request can run. A failed
+// renewal is logged and retried at the next beat: if renewals keep failing
+// the lease lapses and repeats are answered "interrupted" (a 409, never a
+// second run).
+func (s *Service) heartbeat(ctx context.Context, key string) (stop func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	last := time.Now().Add(s.idemHold)
+	go func() {
+		defer close(done)
+		t := time.NewTicker(s.idemLease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				if now.After(last) {
+					return // no request runs this long: let the lease lapse
+				}
+				rctx, rcancel := context.WithTimeout(ctx, s.idemLease/3)
+				err := s.store.RenewIdempotency(rctx, key, time.Now().UTC().Add(s.idemLease))
+				rcancel()
+				if err != nil && ctx.Err() == nil {
+					s.log.Warn("renewing an idempotency lease failed", "error", err)
+				}
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// release stops c's heartbeat, if any.
+func (c *IdempotencyClaim) release() {
+	if c != nil && c.stop != nil {
+		c.stop()
+		c.stop = nil
+	}
 }
 
 // BeginIdempotent claims key (a digest naming the caller and its
@@ -57,15 +111,17 @@ func (s *Service) BeginIdempotent(ctx context.Context, key string) (*Idempotency
 	pause := 5 * time.Millisecond
 	for {
 		now := time.Now().UTC()
-		// The lease outlives the request timeout: a record still running
-		// after it belonged to a server that stopped.
-		rec := &store.IdempotencyRecord{Key: key, CreatedAt: now, LockedUntil: now.Add(s.idemWait + 30*time.Second), ExpiresAt: now.Add(s.idemTTL)}
+		// The lease is short and renewed while the request runs
+		// (heartbeat): a record whose lease lapsed belonged to a server
+		// that stopped. The reservation itself lives at least as long as
+		// its request can (s.idemHold), whatever the TTL.
+		rec := &store.IdempotencyRecord{Key: key, CreatedAt: now, LockedUntil: now.Add(s.idemLease), ExpiresAt: now.Add(max(s.idemTTL, s.idemHold))}
 		cur, reserved, err := s.store.ReserveIdempotency(ctx, rec)
 		if err != nil {
 			return nil, fmt.Errorf("reserving idempotency key: %w", err)
 		}
 		if reserved {
-			return &IdempotencyClaim{Key: key, Reserved: true}, nil
+			return &IdempotencyClaim{Key: key, Reserved: true, stop: s.heartbeat(ctx, key)}, nil
 		}
 		for !cur.Done {
 			if now.After(cur.LockedUntil) {
@@ -96,20 +152,24 @@ func (s *Service) BeginIdempotent(ctx context.Context, key string) (*Idempotency
 	}
 }
 
-// FinishIdempotent records the digest of the reserved request and its
-// answer; later requests with the key get the answer again.
-func (s *Service) FinishIdempotent(ctx context.Context, key string, requestHash []byte, a IdempotentAnswer) error {
-	err := s.store.CompleteIdempotency(ctx, &store.IdempotencyRecord{Key: key, RequestHash: requestHash, Status: a.Status, Header: a.Header, Body: a.Body, Ref: a.Ref})
+// FinishIdempotent records the digest of the reserved request of c and its
+// answer, kept for the idempotency TTL from now; later requests with the
+// key get the answer again.
+func (s *Service) FinishIdempotent(ctx context.Context, c *IdempotencyClaim, requestHash []byte, a IdempotentAnswer) error {
+	c.release()
+	err := s.store.CompleteIdempotency(ctx, &store.IdempotencyRecord{Key: c.Key, RequestHash: requestHash, Status: a.Status, Header: a.Header, Body: a.Body, Ref: a.Ref,
+		ExpiresAt: time.Now().UTC().Add(s.idemTTL)})
 	if err != nil {
 		return fmt.Errorf("recording idempotent answer: %w", err)
 	}
 	return nil
 }
 
-// AbandonIdempotent frees a reserved key whose request changed nothing
-// (it failed with a server error), so that a retry runs it again.
-func (s *Service) AbandonIdempotent(ctx context.Context, key string) error {
-	if err := s.store.ReleaseIdempotency(ctx, key); err != nil {
+// AbandonIdempotent frees the reserved key of c whose request changed
+// nothing (it failed with a server error), so that a retry runs it again.
+func (s *Service) AbandonIdempotent(ctx context.Context, c *IdempotencyClaim) error {
+	c.release()
+	if err := s.store.ReleaseIdempotency(ctx, c.Key); err != nil {
 		return fmt.Errorf("freeing idempotency key: %w", err)
 	}
 	return nil

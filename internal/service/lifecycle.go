@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/panprivate"
 	"github.com/pwsd/pwsd/internal/store"
 )
@@ -43,9 +44,12 @@ func encodeCursor(kind string, t time.Time, id string) string {
 }
 
 // errCursor is the answer to a cursor this server did not issue for the listing.
-func errCursor() error {
-	return fieldErr("cursor", "is not a cursor this listing issued; pass next_cursor from the previous page as it is")
-}
+func errCursor() error { return fieldErr("cursor", CursorReason) }
+
+// CursorReason is the reason of every refused cursor, forged, tampered or
+// from another listing (the API refuses malformed ones before they reach
+// the service with the same words).
+const CursorReason = "is not a cursor this listing issued; pass next_cursor from the previous page as it is"
 
 // decodeCursor reads a cursor of listing kind.
 func decodeCursor(kind, s string) (store.Cursor, error) {
@@ -59,7 +63,7 @@ func decodeCursor(kind, s string) (store.Cursor, error) {
 	k, rest, ok1 := strings.Cut(string(b), ".")
 	ns, id, ok2 := strings.Cut(rest, ".")
 	n, err := strconv.ParseInt(ns, 10, 64)
-	if !ok1 || !ok2 || k != kind || err != nil || id == "" {
+	if !ok1 || !ok2 || k != kind || err != nil || !checks.Identifier(id) {
 		return store.Cursor{}, errCursor()
 	}
 	return store.Cursor{CreatedAt: time.Unix(0, n).UTC(), ID: id}, nil

@@ -135,13 +135,14 @@ func TestIdempotencyClaims(t *testing.T) {
 		got <- claim
 	}()
 	time.Sleep(20 * time.Millisecond)
-	if err := svc.AbandonIdempotent(ctx, "k"); err != nil {
+	if err := svc.AbandonIdempotent(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	if c := <-got; c == nil || !c.Reserved {
+	c = <-got
+	if c == nil || !c.Reserved {
 		t.Fatalf("a waiter did not claim the freed key: %+v", c)
 	}
-	if err := svc.FinishIdempotent(ctx, "k", []byte{7}, IdempotentAnswer{Status: 201, Body: []byte("x")}); err != nil {
+	if err := svc.FinishIdempotent(ctx, c, []byte{7}, IdempotentAnswer{Status: 201, Body: []byte("x")}); err != nil {
 		t.Fatal(err)
 	}
 	if c, err := svc.BeginIdempotent(ctx, "k"); err != nil || c.Reserved || c.Answer.Status != 201 || string(c.Answer.Body) != "x" {

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"math"
 
 	"github.com/pwsd/pwsd/internal/estimate"
@@ -104,47 +105,80 @@ func FrequencyRowsWork(p sanitize.Privacy, smp sanitize.Sampling, rows, top int6
 	return tableWork(p, smp, rows, top, 2)
 }
 
+// workBound is a bound on one request's table work and the setting that
+// configures it, named in refusals.
+type workBound struct {
+	cells   int64
+	setting string
+}
+
+// workBoundKey is the context key of a request's own work bound.
+type workBoundKey struct{}
+
+// WithWorkLimit returns ctx carrying a bound on its request's table work,
+// named setting in refusals (the API puts PWSD_MAX_READER_TABLE_WORK on
+// requests of reader tokens). It applies beside Config.MaxTableWork: the
+// lower bound wins. cells <= 0 adds no bound.
+func WithWorkLimit(ctx context.Context, cells int64, setting string) context.Context {
+	if cells <= 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, workBoundKey{}, workBound{cells: cells, setting: setting})
+}
+
+// workLimit is the bound on the table work of ctx's request: the lower of
+// s.maxWork and the request's own (WithWorkLimit); cells <= 0 is none.
+func (s *Service) workLimit(ctx context.Context) workBound {
+	b := workBound{cells: s.maxWork, setting: "PWSD_MAX_TABLE_WORK"}
+	if own, ok := ctx.Value(workBoundKey{}).(workBound); ok && (b.cells <= 0 || own.cells < b.cells) {
+		b = own
+	}
+	return b
+}
+
 // checkWork refuses, with a 422 naming the parameter responsible, a request
-// whose tableWork exceeds s.maxWork. epsField names epsilon as the client
+// whose tableWork exceeds its work limit (workLimit). epsField names epsilon as the client
 // wrote it ("epsilon", "privacy.epsilon"); rowsField the rows or frequency
 // parameter. When even the smallest request (one row of frequency 1) is too
 // much, or rowsField is empty, epsilon is named: L is too large.
-func (s *Service) checkWork(p sanitize.Privacy, smp sanitize.Sampling, rows, top int64, estimators int, epsField, rowsField string) error {
-	return s.checkWorkOf(func(rows, top int64) (float64, float64) { return tableWork(p, smp, rows, top, estimators) },
+func (s *Service) checkWork(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, rows, top int64, estimators int, epsField, rowsField string) error {
+	return s.checkWorkOf(ctx, func(rows, top int64) (float64, float64) { return tableWork(p, smp, rows, top, estimators) },
 		rows, top, epsField, rowsField)
 }
 
 // checkWorkOf is checkWork for the work estimate work(rows, top).
-func (s *Service) checkWorkOf(work func(rows, top int64) (float64, float64), rows, top int64, epsField, rowsField string) error {
-	if s.maxWork <= 0 {
+func (s *Service) checkWorkOf(ctx context.Context, work func(rows, top int64) (float64, float64), rows, top int64, epsField, rowsField string) error {
+	limit := s.workLimit(ctx)
+	if limit.cells <= 0 {
 		return nil
 	}
 	w, window := work(rows, top)
-	if w <= float64(s.maxWork) {
+	if w <= float64(limit.cells) {
 		return nil
 	}
-	if base, _ := work(1, 1); base > float64(s.maxWork) || rowsField == "" {
-		return fieldErr(epsField, "with this delta gives L = %.6g: the tables need about %.3g window cells (rows × (L+1)), above the limit of %d (PWSD_MAX_TABLE_WORK); use a larger epsilon or delta", window-1, w, s.maxWork)
+	if base, _ := work(1, 1); base > float64(limit.cells) || rowsField == "" {
+		return fieldErr(epsField, "with this delta gives L = %.6g: the tables need about %.3g window cells (rows × (L+1)), above the limit of %d (%s); use a larger epsilon or delta", window-1, w, limit.cells, limit.setting)
 	}
-	return fieldErr(rowsField, "asks for about %.3g window cells of table work (rows × (L+1), L = %.6g), above the limit of %d (PWSD_MAX_TABLE_WORK); ask for fewer or smaller frequencies", w, window-1, s.maxWork)
+	return fieldErr(rowsField, "asks for about %.3g window cells of table work (rows × (L+1), L = %.6g), above the limit of %d (%s); ask for fewer or smaller frequencies", w, window-1, limit.cells, limit.setting)
 }
 
 // checkSampleWork bounds a sample release before reading its elements, on
 // public parameters only: the rows one stretch of the release reads (a
 // restart's warm-up, and for a frequencies release the MLE chunk with its
-// band, releaseWork) must fit the work limit. A release's cost then grows
-// with the number of distinct stretches of frequencies it holds, never with
-// how large they are, and is bounded by PWSD_MAX_ELEMENTS and the request
-// timeout.
-func (s *Service) checkSampleWork(spec SampleSpec) error {
-	if s.maxWork <= 0 {
+// band, releaseWork) must fit the request's work limit (workLimit). A
+// release's cost then grows with the number of distinct stretches of
+// frequencies it holds, never with how large they are, and is bounded by
+// PWSD_MAX_ELEMENTS and the request timeout.
+func (s *Service) checkSampleWork(ctx context.Context, spec SampleSpec) error {
+	limit := s.workLimit(ctx)
+	if limit.cells <= 0 {
 		return nil
 	}
 	w, window := releaseWork(spec.Privacy, spec.Release == ReleaseFrequencies)
-	if w <= float64(s.maxWork) {
+	if w <= float64(limit.cells) {
 		return nil
 	}
-	return fieldErr("privacy.epsilon", "with this delta gives L = %.6g: one stretch of a release reads about %.3g window cells (rows × (L+1)), above the limit of %d (PWSD_MAX_TABLE_WORK); use a larger epsilon or delta", window-1, w, s.maxWork)
+	return fieldErr("privacy.epsilon", "with this delta gives L = %.6g: one stretch of a release reads about %.3g window cells (rows × (L+1)), above the limit of %d (%s); use a larger epsilon or delta", window-1, w, limit.cells, limit.setting)
 }
 
 // releaseWork is the work, in window cells of tableWork, of one stretch of
@@ -160,16 +194,11 @@ func releaseWork(p sanitize.Privacy, estimates bool) (work, window float64) {
 	return window * rows, window
 }
 
-// sampleEstimators is the number of estimator tables a release builds.
-func sampleEstimators(spec SampleSpec) int {
-	if spec.Release == ReleaseFrequencies {
-		return 1
-	}
 	return 0
 }
 
 // sampleFrequencyLimit returns the largest frequency an element of a release
 // under spec may have (frequencyLimit: rows by restart serve every one).
-func (s *Service) sampleFrequencyLimit(_ SampleSpec, t *sanitize.Table) int64 {
+func (s *Service) sampleFrequencyLimit(_ context.Context, _ SampleSpec, t *sanitize.Table) int64 {
 	return frequencyLimit(t)
 }

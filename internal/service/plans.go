@@ -53,7 +53,7 @@ const (
 // PlotEstimator renders the bias or variance of the per-key estimate per
 // frequency (optionally with the SbH baseline, normalized by g(i)^2) as SVG.
 func (s *Service) PlotEstimator(ctx context.Context, kind PlotKind, p sanitize.Privacy, smp sanitize.Sampling, m sanitize.Method, g estimate.G, e estimate.Estimator, n int64, baseline, normalized bool) ([]byte, error) {
-	if err := s.checkWork(p, smp, 0, n, 1, "epsilon", "max_frequency"); err != nil {
+	if err := s.checkWork(ctx, p, smp, 0, n, 1, "epsilon", "max_frequency"); err != nil {
 		return nil, err
 	}
 	et, err := s.estimatorTableFor(ctx, p, smp, m, estimate.Spec{MaxFrequency: n, G: g, Estimator: e})

@@ -106,7 +106,7 @@ type ElementSource func() (key string, frequency int64, err error)
 // The result holds reported keys only, in random order: it reveals neither how
 // many elements came in nor which were dropped.
 func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements int, src ElementSource) (*Sample, error) {
-	if err := s.checkSampleWork(spec); err != nil {
+	if err := s.checkSampleWork(ctx, spec); err != nil {
 		return nil, err
 	}
 	// Refuse an unknown dataset or an overspend before reading the upload;
@@ -121,7 +121,7 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 	if err != nil {
 		return nil, err
 	}
-	limit := s.sampleFrequencyLimit(spec, table)
+	limit := s.sampleFrequencyLimit(ctx, spec, table)
 	rng := s.newRand()
 	draw := table.NewDrawer(rng)
 	seen := s.newKeySet(maxElements)

@@ -38,6 +38,16 @@ type Config struct {
 	// IdempotencyWait bounds how long a duplicate waits for the first
 	// request with its key (default 60s, the request timeout).
 	IdempotencyWait time.Duration
+	// IdempotencyHold is the longest a request can run: a reservation is
+	// kept at least this long, whatever IdempotencyTTL (and so
+	// SampleTTL) is, so that a key never expires under its own request.
+	// pwsd sets PWSD_READ_TIMEOUT + PWSD_REQUEST_TIMEOUT + a minute; the
+	// default is IdempotencyWait + 3 minutes.
+	IdempotencyHold time.Duration
+	// IdempotencyLease is the lease of a reservation, renewed every third
+	// of it while its request runs (default DefaultIdempotencyLease): a
+	// repeat of a request whose server died is answered within it.
+	IdempotencyLease time.Duration
 	// MaxTableWork bounds one request's table work, estimated up front by
 	// tableWork (422 above it); 0 means DefaultMaxTableWork, negative none.
 	MaxTableWork int64
@@ -74,8 +84,8 @@ type Service struct {
 	version string
 	// computed counts table computations (cache misses); tests read it.
 	computed atomic.Int64
-	// sampleTTL, idemTTL and idemWait: see Config.
-	sampleTTL, idemTTL, idemWait time.Duration
+	// sampleTTL, idemTTL, idemWait, idemHold and idemLease: see Config.
+	sampleTTL, idemTTL, idemWait, idemHold, idemLease time.Duration
 	// maxWork bounds one request's table work (see checkWork).
 	maxWork int64
 }
@@ -116,11 +126,18 @@ func New(cfg Config) (*Service, error) {
 	if cfg.IdempotencyWait <= 0 {
 		cfg.IdempotencyWait = time.Minute
 	}
+	if cfg.IdempotencyHold <= 0 {
+		cfg.IdempotencyHold = cfg.IdempotencyWait + 3*time.Minute
+	}
+	if cfg.IdempotencyLease <= 0 {
+		cfg.IdempotencyLease = DefaultIdempotencyLease
+	}
 	return &Service{store: cfg.Store, log: cfg.Logger, noise: cfg.Noise, newRand: cfg.NewRand, tables: newTableRegistry(cfg.TableCacheSize),
 		estimators: lru.New[string, *estimate.Table](cfg.CacheBytes, (*estimate.Table).SizeBytes),
 		chunkCache: lru.New[string, *estimate.Chunk](cfg.CacheBytes, (*estimate.Chunk).SizeBytes),
 		supported:  lru.New[string, int64](1024, nil), writers: make(chan struct{}, 2), version: algorithmVersion,
-		sampleTTL: cfg.SampleTTL, idemTTL: cfg.IdempotencyTTL, idemWait: cfg.IdempotencyWait, maxWork: cfg.MaxTableWork}, nil
+		sampleTTL: cfg.SampleTTL, idemTTL: cfg.IdempotencyTTL, idemWait: cfg.IdempotencyWait,
+		idemHold: cfg.IdempotencyHold, idemLease: cfg.IdempotencyLease, maxWork: cfg.MaxTableWork}, nil
 }
 
 // Wait waits for the service's background work (writes of computed tables
@@ -143,7 +160,18 @@ var (
 	ErrLimit = errors.New("limit reached")
 	// ErrUnavailable: the store cannot be reached; retry later (503).
 	ErrUnavailable = errors.New("the store is unavailable")
+	// ErrInvalidValue: a value of the request cannot be stored or looked
+	// up as it is (text with NUL or invalid UTF-8, a value past a size
+	// limit of the database); the request is at fault (422).
+	ErrInvalidValue = errors.New("a value of the request cannot be stored")
 )
+
+// IsInvalidValue reports whether err means a value of the request could not
+// be stored or compared (ErrInvalidValue, or the store's equivalent when
+// err did not pass through storeErr). Such errors never carry the value.
+func IsInvalidValue(err error) bool {
+	return errors.Is(err, ErrInvalidValue) || store.IsInvalidValue(err)
+}
 
 // IsUnavailable reports whether err means the store was unreachable, whether
 // or not it passed through storeErr: such a request may succeed later and is
@@ -199,6 +227,8 @@ func storeErr(err error, what string) error {
 		return fmt.Errorf("%s: %w", what, ErrExists)
 	case store.IsUnavailable(err):
 		return fmt.Errorf("%s: %w: %w", what, ErrUnavailable, err)
+	case store.IsInvalidValue(err):
+		return fmt.Errorf("%s: %w", what, ErrInvalidValue) // the driver's text may quote the value
 	default:
 		return fmt.Errorf("%s: %w", what, err)
 	}

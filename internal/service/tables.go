@@ -60,7 +60,7 @@ type FrequencyRow struct {
 // FrequencyRows returns rows from..to of the frequency sanitizer, cached.
 func (s *Service) FrequencyRows(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, m sanitize.Method, from, to int64) ([]FrequencyRow, error) {
 	work := func(rows, top int64) (float64, float64) { return FrequencyRowsWork(p, smp, rows, top) }
-	if err := s.checkWorkOf(work, to-from+1, to, "epsilon", "frequency"); err != nil {
+	if err := s.checkWorkOf(ctx, work, to-from+1, to, "epsilon", "frequency"); err != nil {
 		return nil, err
 	}
 	key := s.tableKey("rows", p, smp, m, rangePart(from, to))
@@ -177,7 +177,7 @@ type EstimatorRow struct {
 // EstimatorRows returns expected value, bias, variance and MSE of the per-key
 // estimate for frequencies 1..n, with the non-private reference variance.
 func (s *Service) EstimatorRows(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, m sanitize.Method, g estimate.G, e estimate.Estimator, n int64) ([]EstimatorRow, error) {
-	if err := s.checkWork(p, smp, 0, n, 1, "epsilon", "max_frequency"); err != nil {
+	if err := s.checkWork(ctx, p, smp, 0, n, 1, "epsilon", "max_frequency"); err != nil {
 		return nil, err
 	}
 	key := s.tableKey("estimator-rows", p, smp, m, strPart("g", g.String()), strPart("est", string(e)), intPart("n", n))

@@ -2,12 +2,16 @@ package store_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pwsd/pwsd/internal/store"
+	"github.com/pwsd/pwsd/internal/store/pgtest"
 )
 
 // cacheMeter is implemented by both stores.
@@ -28,7 +32,7 @@ func TestTableCacheBounded(t *testing.T) {
 			m := s.(cacheMeter)
 			const bound = 10_000
 			m.LimitTableCache(bound)
-			data := make([]byte, 1000)
+			data := make([]byte, 990) // with its key (stored beside the digest) under 1000 bytes
 			put := func(k string) {
 				t.Helper()
 				if err := s.PutTable(ctx, k, data); err != nil {
@@ -100,5 +104,40 @@ func TestBudgetOverflow(t *testing.T) {
 				t.Fatalf("spent %g (%v), want 1e308", d.SpentEpsilon, err)
 			}
 		})
+	}
+}
+
+// TestTableCacheDigestCollision: a table_cache row whose digest matches a
+// key but whose stored parameters differ (what a SHA-256 collision would
+// look like, forged here) is never served for that key, and a put of the
+// key neither fails nor replaces it.
+func TestTableCacheDigestCollision(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	p, err := store.OpenPostgres(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	d := sha256.Sum256([]byte("wanted"))
+	if _, err := conn.Exec(ctx, `INSERT INTO table_cache (digest, params, data, size) VALUES ($1, 'other', 'x', 6)`, d[:]); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := p.GetTable(ctx, "wanted"); err != nil || ok {
+		t.Fatalf("forged collision: ok=%v err=%v, want a miss", ok, err)
+	}
+	if err := p.PutTable(ctx, "wanted", []byte("y")); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := p.GetTable(ctx, "wanted"); err != nil || ok {
+		t.Fatalf("after a put: ok=%v err=%v, want a miss", ok, err)
+	}
+	if d, ok, err := p.GetTable(ctx, "other"); err != nil || ok {
+		t.Fatalf("the other parameters under a foreign digest: %q %v %v", d, ok, err)
 	}
 }

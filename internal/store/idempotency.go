@@ -25,11 +25,23 @@ type IdempotencyRecord struct {
 	// that its answer can be redacted when the resource is deleted.
 	Ref       string
 	CreatedAt time.Time
-	// LockedUntil: a record still not Done after this was abandoned by a
-	// server that stopped mid-request.
+	// LockedUntil is the lease of a record not Done: the request holding
+	// it renews it while it runs (RenewIdempotency), so a record still not
+	// Done after it was abandoned by a server that stopped mid-request.
 	LockedUntil time.Time
-	ExpiresAt   time.Time
+	// ExpiresAt is when the record is forgotten; a reservation whose lease
+	// is still renewed is never forgotten, whatever ExpiresAt says.
+	ExpiresAt time.Time
 }
+
+// live reports whether r still holds its key at now: unexpired, or a
+// reservation whose lease is still renewed (its request still runs).
+func (r *IdempotencyRecord) live(now time.Time) bool {
+	return now.Before(r.ExpiresAt) || (!r.Done && now.Before(r.LockedUntil))
+}
+
+// idemLive is IdempotencyRecord.live in SQL, with $2 the time now.
+const idemLive = `(expires_at > $2 OR (NOT done AND locked_until > $2))`
 
 // Idempotency keeps the answers of keyed requests.
 type Idempotency interface {
@@ -41,8 +53,13 @@ type Idempotency interface {
 	// GetIdempotency returns the unexpired record of key or ErrNotFound.
 	GetIdempotency(ctx context.Context, key string) (*IdempotencyRecord, error)
 	// CompleteIdempotency stores the request digest and answer of a
-	// reserved key and marks it Done.
+	// reserved key and marks it Done; a non-zero rec.ExpiresAt replaces the
+	// reservation's.
 	CompleteIdempotency(ctx context.Context, rec *IdempotencyRecord) error
+	// RenewIdempotency extends the lease of a reservation that is not Done
+	// to lockedUntil (the request holding it still runs); a Done or absent
+	// record is left alone.
+	RenewIdempotency(ctx context.Context, key string, lockedUntil time.Time) error
 	// ReleaseIdempotency deletes a reservation that is not Done, so that the
 	// key may be used again (the first request changed nothing).
 	ReleaseIdempotency(ctx context.Context, key string) error
@@ -67,7 +84,7 @@ func (m *Memory) ReserveIdempotency(_ context.Context, rec *IdempotencyRecord) (
 	if m.idem == nil {
 		m.idem = map[string]*IdempotencyRecord{}
 	}
-	if cur, ok := m.idem[rec.Key]; ok && time.Now().Before(cur.ExpiresAt) {
+	if cur, ok := m.idem[rec.Key]; ok && cur.live(time.Now()) {
 		return cloneIdem(cur), false, nil
 	}
 	c := cloneIdem(rec)
@@ -81,10 +98,20 @@ func (m *Memory) GetIdempotency(_ context.Context, key string) (*IdempotencyReco
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cur, ok := m.idem[key]
-	if !ok || !time.Now().Before(cur.ExpiresAt) {
+	if !ok || !cur.live(time.Now()) {
 		return nil, ErrNotFound
 	}
 	return cloneIdem(cur), nil
+}
+
+// RenewIdempotency implements Idempotency.
+func (m *Memory) RenewIdempotency(_ context.Context, key string, lockedUntil time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cur, ok := m.idem[key]; ok && !cur.Done {
+		cur.LockedUntil = lockedUntil
+	}
+	return nil
 }
 
 // CompleteIdempotency implements Idempotency.
@@ -96,7 +123,10 @@ func (m *Memory) CompleteIdempotency(_ context.Context, rec *IdempotencyRecord) 
 		return fmt.Errorf("completing idempotency key: %w", ErrNotFound)
 	}
 	c := cloneIdem(rec)
-	c.Done, c.CreatedAt, c.LockedUntil, c.ExpiresAt = true, cur.CreatedAt, cur.LockedUntil, cur.ExpiresAt
+	c.Done, c.CreatedAt, c.LockedUntil = true, cur.CreatedAt, cur.LockedUntil
+	if c.ExpiresAt.IsZero() {
+		c.ExpiresAt = cur.ExpiresAt
+	}
 	m.idem[rec.Key] = c
 	return nil
 }
@@ -144,7 +174,7 @@ func (p *Postgres) ReserveIdempotency(ctx context.Context, rec *IdempotencyRecor
 	var cur *IdempotencyRecord
 	reserved := false
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `DELETE FROM idempotency_keys WHERE key = $1 AND expires_at <= $2`, rec.Key, time.Now()); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM idempotency_keys WHERE key = $1 AND NOT `+idemLive, rec.Key, time.Now()); err != nil {
 			return fmt.Errorf("expiring idempotency key: %w", err)
 		}
 		tag, err := tx.Exec(ctx, `INSERT INTO idempotency_keys (key, created_at, locked_until, expires_at) VALUES ($1, $2, $3, $4)
@@ -167,7 +197,15 @@ func (p *Postgres) ReserveIdempotency(ctx context.Context, rec *IdempotencyRecor
 
 // GetIdempotency implements Idempotency.
 func (p *Postgres) GetIdempotency(ctx context.Context, key string) (*IdempotencyRecord, error) {
-	return scanIdem(p.pool.QueryRow(ctx, `SELECT `+idemColumns+` FROM idempotency_keys WHERE key = $1 AND expires_at > $2`, key, time.Now()))
+	return scanIdem(p.pool.QueryRow(ctx, `SELECT `+idemColumns+` FROM idempotency_keys WHERE key = $1 AND `+idemLive, key, time.Now()))
+}
+
+// RenewIdempotency implements Idempotency.
+func (p *Postgres) RenewIdempotency(ctx context.Context, key string, lockedUntil time.Time) error {
+	if _, err := p.pool.Exec(ctx, `UPDATE idempotency_keys SET locked_until = $2 WHERE key = $1 AND NOT done`, key, lockedUntil); err != nil {
+		return fmt.Errorf("renewing idempotency lease: %w", err)
+	}
+	return nil
 }
 
 // CompleteIdempotency implements Idempotency.
@@ -184,8 +222,12 @@ func (p *Postgres) CompleteIdempotency(ctx context.Context, rec *IdempotencyReco
 	if rec.Ref != "" {
 		ref = rec.Ref
 	}
-	tag, err := p.pool.Exec(ctx, `UPDATE idempotency_keys SET done = true, request_hash = $2, status = $3, header = $4, body = $5, ref = $6
-		WHERE key = $1 AND NOT done`, rec.Key, rec.RequestHash, rec.Status, header, body, ref)
+	var expires any
+	if !rec.ExpiresAt.IsZero() {
+		expires = rec.ExpiresAt
+	}
+	tag, err := p.pool.Exec(ctx, `UPDATE idempotency_keys SET done = true, request_hash = $2, status = $3, header = $4, body = $5, ref = $6,
+		expires_at = coalesce($7, expires_at) WHERE key = $1 AND NOT done`, rec.Key, rec.RequestHash, rec.Status, header, body, ref, expires)
 	if err != nil {
 		return fmt.Errorf("completing idempotency key: %w", err)
 	}

@@ -63,6 +63,9 @@ func expired(exp, now time.Time) bool { return !exp.IsZero() && !now.Before(exp)
 
 // ListSamples implements Lifecycle.
 func (m *Memory) ListSamples(_ context.Context, c Cursor, limit int) ([]*Sample, error) {
+	if err := checkCursor(c); err != nil {
+		return nil, err
+	}
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -86,6 +89,9 @@ func (m *Memory) ListSamples(_ context.Context, c Cursor, limit int) ([]*Sample,
 
 // DeleteSample implements Lifecycle.
 func (m *Memory) DeleteSample(_ context.Context, id string) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.samples[id]
@@ -101,6 +107,9 @@ func (m *Memory) DeleteSample(_ context.Context, id string) error {
 
 // ListDatasets implements Lifecycle.
 func (m *Memory) ListDatasets(_ context.Context, c Cursor, limit int) ([]Dataset, [][]Release, error) {
+	if err := checkCursor(c); err != nil {
+		return nil, nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var ds []Dataset
@@ -125,6 +134,9 @@ func (m *Memory) ListDatasets(_ context.Context, c Cursor, limit int) ([]Dataset
 
 // ListStates implements Lifecycle.
 func (m *Memory) ListStates(_ context.Context, kind string, c Cursor, limit int) ([]*StateRecord, error) {
+	if err := checkCursor(c); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []*StateRecord
@@ -145,6 +157,9 @@ func (m *Memory) ListStates(_ context.Context, kind string, c Cursor, limit int)
 // DeleteState implements Lifecycle. It waits for a running UpdateState of
 // the record, as a row lock does in PostgreSQL.
 func (m *Memory) DeleteState(_ context.Context, kind, id string) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
 	k := stateKey(kind, id)
 	unlock, err := m.lockState(k)
 	if err != nil {
@@ -173,7 +188,7 @@ func (m *Memory) PurgeExpired(_ context.Context, now time.Time) (PurgeCount, err
 		}
 	}
 	for k, r := range m.idem {
-		if !now.Before(r.ExpiresAt) {
+		if !r.live(now) {
 			delete(m.idem, k)
 			n.IdempotencyKeys++
 		}

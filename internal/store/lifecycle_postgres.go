@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,6 +20,9 @@ func cursorArgs(c Cursor) (time.Time, string) {
 
 // ListSamples implements Lifecycle.
 func (p *Postgres) ListSamples(ctx context.Context, c Cursor, limit int) ([]*Sample, error) {
+	if err := checkCursor(c); err != nil {
+		return nil, err
+	}
 	t, id := cursorArgs(c)
 	rows, err := p.pool.Query(ctx, `SELECT id, created_at, coalesce(dataset, ''), header, reported, expires_at FROM samples
 		WHERE (created_at, id) > ($1, $2) AND (expires_at IS NULL OR expires_at > $3)
@@ -47,6 +51,9 @@ func (p *Postgres) ListSamples(ctx context.Context, c Cursor, limit int) ([]*Sam
 
 // DeleteSample implements Lifecycle; its chunks go by ON DELETE CASCADE.
 func (p *Postgres) DeleteSample(ctx context.Context, id string) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
 	tag, err := p.pool.Exec(ctx, `DELETE FROM samples WHERE id = $1 AND (expires_at IS NULL OR expires_at > $2)`, id, time.Now())
 	if err != nil {
 		return fmt.Errorf("deleting sample: %w", err)
@@ -59,6 +66,9 @@ func (p *Postgres) DeleteSample(ctx context.Context, id string) error {
 
 // ListDatasets implements Lifecycle.
 func (p *Postgres) ListDatasets(ctx context.Context, c Cursor, limit int) ([]Dataset, [][]Release, error) {
+	if err := checkCursor(c); err != nil {
+		return nil, nil, err
+	}
 	t, name := cursorArgs(c)
 	rows, err := p.pool.Query(ctx, `SELECT name, epsilon_budget, delta_budget, spent_epsilon, spent_delta, created_at FROM datasets
 		WHERE (created_at, name) > ($1, $2) ORDER BY created_at, name LIMIT $3`, t, name, limit)
@@ -102,6 +112,9 @@ func (p *Postgres) ListDatasets(ctx context.Context, c Cursor, limit int) ([]Dat
 
 // ListStates implements Lifecycle.
 func (p *Postgres) ListStates(ctx context.Context, kind string, c Cursor, limit int) ([]*StateRecord, error) {
+	if err := checkCursor(c); err != nil {
+		return nil, err
+	}
 	t, id := cursorArgs(c)
 	rows, err := p.pool.Query(ctx, `SELECT `+stateColumns+` FROM states WHERE kind = $1 AND (created_at, id) > ($2, $3)
 		ORDER BY created_at, id LIMIT $4`, kind, t, id, limit)
@@ -126,6 +139,9 @@ func (p *Postgres) ListStates(ctx context.Context, kind string, c Cursor, limit 
 // DeleteState implements Lifecycle. The DELETE waits for the row lock of a
 // running UpdateState.
 func (p *Postgres) DeleteState(ctx context.Context, kind, id string) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
 	tag, err := p.pool.Exec(ctx, `DELETE FROM states WHERE kind = $1 AND id = $2`, kind, id)
 	if err != nil {
 		return fmt.Errorf("deleting %s: %w", kind, err)
@@ -144,7 +160,7 @@ func (p *Postgres) PurgeExpired(ctx context.Context, now time.Time) (PurgeCount,
 		return n, fmt.Errorf("purging expired samples: %w", err)
 	}
 	n.Samples = tag.RowsAffected()
-	tag, err = p.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE expires_at <= $1`, now)
+	tag, err = p.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE NOT `+strings.ReplaceAll(idemLive, "$2", "$1"), now)
 	if err != nil {
 		return n, fmt.Errorf("purging expired idempotency keys: %w", err)
 	}

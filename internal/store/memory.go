@@ -93,6 +93,9 @@ func (m *Memory) CreateSample(_ context.Context, s *Sample, charge *Charge) erro
 
 // GetSample implements Store.
 func (m *Memory) GetSample(_ context.Context, id string) (*Sample, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.samples[id]
@@ -124,6 +127,9 @@ func (m *Memory) CreateDataset(_ context.Context, d Dataset) error {
 
 // GetDataset implements Store.
 func (m *Memory) GetDataset(_ context.Context, name string) (Dataset, []Release, error) {
+	if err := checkID(name); err != nil {
+		return Dataset{}, nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	d, ok := m.datasets[name]
@@ -167,6 +173,9 @@ func (m *Memory) CreateState(_ context.Context, rec *StateRecord, charge *Charge
 
 // GetState implements Store.
 func (m *Memory) GetState(_ context.Context, kind, id string) (*StateRecord, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, ok := m.states[stateKey(kind, id)]
@@ -192,6 +201,9 @@ func (m *Memory) lockState(k string) (unlock func(), err error) {
 
 // UpdateState implements Store.
 func (m *Memory) UpdateState(_ context.Context, kind, id string, fn func(*StateRecord) (*Charge, error)) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
 	k := stateKey(kind, id)
 	unlock, err := m.lockState(k)
 	if err != nil {

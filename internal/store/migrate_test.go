@@ -66,3 +66,31 @@ func TestMigration5Chunks(t *testing.T) {
 		t.Errorf("down migration left % x (%v)", data, err)
 	}
 }
+
+// TestMigration6TableCacheDigest: migration 0006 re-keys the tables cached
+// under text keys by the SHA-256 digest of the key, keeps the key beside
+// it (GetTable finds each table again), and its down migration restores
+// the text keys.
+func TestMigration6TableCacheDigest(t *testing.T) {
+	url, conn := storetest.DatabaseAt(t, 5)
+	ctx := context.Background()
+	if _, err := conn.Exec(ctx, `INSERT INTO table_cache (key, data, size) VALUES ('k2|v|reporting', 'abc', 3)`); err != nil {
+		t.Fatal(err)
+	}
+	pg, err := store.OpenPostgres(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, ok, err := pg.GetTable(ctx, "k2|v|reporting")
+	pg.Close()
+	if err != nil || !ok || string(d) != "abc" {
+		t.Fatalf("migrated table: %q %v %v", d, ok, err)
+	}
+	if err := store.MigrateTo(url, 5); err != nil {
+		t.Fatal(err)
+	}
+	var data []byte
+	if err := conn.QueryRow(ctx, `SELECT data FROM table_cache WHERE key = 'k2|v|reporting'`).Scan(&data); err != nil || string(data) != "abc" {
+		t.Fatalf("down migration: %q %v", data, err)
+	}
+}

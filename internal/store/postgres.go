@@ -106,40 +106,49 @@ func (p *Postgres) Ready(ctx context.Context) error {
 // Close implements Store.
 func (p *Postgres) Close() { p.pool.Close() }
 
-// GetTable implements Store.
+// GetTable implements Store: the row is found by the digest of key
+// (tableDigest) and counts only when its stored parameters equal key.
 func (p *Postgres) GetTable(ctx context.Context, key string) ([]byte, bool, error) {
 	var data []byte
+	var params []byte
+	d := tableDigest(key)
 	// Reading marks the table used, for least-recently-used eviction.
-	err := p.pool.QueryRow(ctx, `UPDATE table_cache SET last_used = clock_timestamp() WHERE key = $1 RETURNING data`, key).Scan(&data)
+	err := p.pool.QueryRow(ctx, `UPDATE table_cache SET last_used = clock_timestamp() WHERE digest = $1 RETURNING params, data`, d[:]).Scan(&params, &data)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("reading cached table: %w", err)
 	}
+	if string(params) != key {
+		return nil, false, nil // another parameter set with this digest: never served
+	}
 	return data, true, nil
 }
 
 // PutTable implements Store.
-// The insert and the eviction of the least recently used tables until the
-// total size is within the bound run in one transaction, serialised by an
-// advisory lock, so table_cache never stays above the bound. A table larger
-// than the bound is not stored.
+// The table is stored under the digest of key with key beside it (see
+// GetTable); its size counts both. The insert and the eviction of the
+// least recently used tables until the total size is within the bound run
+// in one transaction, serialised by an advisory lock, so table_cache never
+// stays above the bound. A table larger than the bound is not stored.
 func (p *Postgres) PutTable(ctx context.Context, key string, data []byte) error {
 	limit := p.tableCacheBytes.Load()
-	if int64(len(data)) > limit {
+	size := tableSize(key, data)
+	if size > limit {
 		return nil
 	}
+	d := tableDigest(key)
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7316001)`); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO table_cache (key, data, size, last_used) VALUES ($1, $2, $3, clock_timestamp()) ON CONFLICT (key) DO NOTHING`,
-			key, data, int64(len(data))); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO table_cache (digest, params, data, size, last_used) VALUES ($1, $2, $3, $4, clock_timestamp()) ON CONFLICT (digest) DO NOTHING`,
+			d[:], []byte(key), data, size); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `DELETE FROM table_cache WHERE key IN (
-			SELECT key FROM (SELECT key, sum(size) OVER (ORDER BY last_used DESC, key) AS total FROM table_cache) t WHERE total > $1)`, limit)
+		_, err := tx.Exec(ctx, `DELETE FROM table_cache WHERE digest IN (
+			SELECT digest FROM (SELECT digest, sum(size) OVER (ORDER BY last_used DESC, digest) AS total FROM table_cache) t WHERE total > $1)`, limit)
 		return err
 	})
 	if err != nil {
@@ -162,6 +171,9 @@ func (p *Postgres) TableCacheBytes(ctx context.Context) (int64, error) {
 
 // charge applies c inside tx with the dataset row locked.
 func charge(ctx context.Context, tx pgx.Tx, c *Charge) error {
+	if err := checkID(c.Dataset); err != nil {
+		return fmt.Errorf("charging dataset: %w", err)
+	}
 	var d Dataset
 	err := tx.QueryRow(ctx, `SELECT epsilon_budget, delta_budget, spent_epsilon, spent_delta FROM datasets WHERE name = $1 FOR UPDATE`, c.Dataset).
 		Scan(&d.EpsilonBudget, &d.DeltaBudget, &d.SpentEpsilon, &d.SpentDelta)
@@ -235,6 +247,9 @@ func (p *Postgres) CreateSample(ctx context.Context, s *Sample, c *Charge) error
 
 // GetSample implements Store.
 func (p *Postgres) GetSample(ctx context.Context, id string) (*Sample, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
 	s := &Sample{ID: id}
 	var dataset *string
 	var reported int64
@@ -296,6 +311,9 @@ func (p *Postgres) CreateDataset(ctx context.Context, d Dataset) error {
 
 // GetDataset implements Store.
 func (p *Postgres) GetDataset(ctx context.Context, name string) (Dataset, []Release, error) {
+	if err := checkID(name); err != nil {
+		return Dataset{}, nil, err
+	}
 	d := Dataset{Name: name}
 	err := p.pool.QueryRow(ctx, `SELECT epsilon_budget, delta_budget, spent_epsilon, spent_delta, created_at FROM datasets WHERE name = $1`, name).
 		Scan(&d.EpsilonBudget, &d.DeltaBudget, &d.SpentEpsilon, &d.SpentDelta, &d.CreatedAt)
@@ -370,11 +388,17 @@ func scanState(row pgx.Row) (*StateRecord, error) {
 
 // GetState implements Store.
 func (p *Postgres) GetState(ctx context.Context, kind, id string) (*StateRecord, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
 	return scanState(p.pool.QueryRow(ctx, `SELECT `+stateColumns+` FROM states WHERE kind = $1 AND id = $2`, kind, id))
 }
 
 // UpdateState implements Store: SELECT ... FOR UPDATE, fn, UPDATE, commit.
 func (p *Postgres) UpdateState(ctx context.Context, kind, id string, fn func(*StateRecord) (*Charge, error)) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
 	return pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		r, err := scanState(tx.QueryRow(ctx, `SELECT `+stateColumns+` FROM states WHERE kind = $1 AND id = $2 FOR UPDATE`, kind, id))
 		if err != nil {

@@ -3,9 +3,22 @@ package store
 import (
 	"container/list"
 	"context"
+	"crypto/sha256"
 	"slices"
 	"sync"
 )
+
+// tableDigest is the key of a cached table in both stores: the SHA-256
+// digest of its canonical parameters (the key the service builds), 32 bytes
+// however long the parameters are (a custom scheme lists up to
+// PWSD_MAX_CUSTOM_Q probabilities). The parameters are stored beside the
+// digest and compared on every read, so that a collision could only cost a
+// recomputation, never serve one table for another.
+func tableDigest(key string) [sha256.Size]byte { return sha256.Sum256([]byte(key)) }
+
+// tableSize is what a cached table counts against the cache's bound: its
+// data and its stored parameters.
+func tableSize(key string, data []byte) int64 { return int64(len(key) + len(data)) }
 
 // DefaultTableCacheBytes bounds the cached tables (PWSD_TABLE_CACHE_BYTES)
 // when nothing else is configured: the least recently used tables are
@@ -25,24 +38,25 @@ type tableLRU struct {
 	mu    sync.Mutex
 	max   int64
 	size  int64
-	order *list.List // front: most recently used; values are *lruEntry
-	byKey map[string]*list.Element
+	order *list.List                          // front: most recently used; values are *lruEntry
+	byKey map[[sha256.Size]byte]*list.Element // by tableDigest
 }
 
 type lruEntry struct {
-	key  string
-	data []byte
+	digest [sha256.Size]byte
+	params string // the key, compared on every read
+	data   []byte
 }
 
 func newTableLRU(max int64) *tableLRU {
-	return &tableLRU{max: max, order: list.New(), byKey: map[string]*list.Element{}}
+	return &tableLRU{max: max, order: list.New(), byKey: map[[sha256.Size]byte]*list.Element{}}
 }
 
 func (c *tableLRU) get(key string) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.byKey[key]
-	if !ok {
+	e, ok := c.byKey[tableDigest(key)]
+	if !ok || e.Value.(*lruEntry).params != key {
 		return nil, false
 	}
 	c.order.MoveToFront(e)
@@ -54,11 +68,12 @@ func (c *tableLRU) get(key string) ([]byte, bool) {
 func (c *tableLRU) put(key string, data []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.byKey[key]; ok || int64(len(data)) > c.max {
+	d := tableDigest(key)
+	if _, ok := c.byKey[d]; ok || tableSize(key, data) > c.max {
 		return
 	}
-	c.byKey[key] = c.order.PushFront(&lruEntry{key: key, data: slices.Clone(data)})
-	c.size += int64(len(data))
+	c.byKey[d] = c.order.PushFront(&lruEntry{digest: d, params: key, data: slices.Clone(data)})
+	c.size += tableSize(key, data)
 	c.evictLocked()
 }
 
@@ -67,8 +82,8 @@ func (c *tableLRU) evictLocked() {
 		old := c.order.Back()
 		e := old.Value.(*lruEntry)
 		c.order.Remove(old)
-		delete(c.byKey, e.key)
-		c.size -= int64(len(e.data))
+		delete(c.byKey, e.digest)
+		c.size -= tableSize(e.params, e.data)
 	}
 }
 

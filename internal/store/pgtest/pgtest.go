@@ -31,23 +31,25 @@ func Main(m *testing.M) int {
 		return m.Run()
 	}
 	script := repoScript()
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("pwsd-pgtest-%d", os.Getpid()))
-	env := append(os.Environ(), "PWSD_PG_DIR="+dir, fmt.Sprintf("PWSD_PG_PORT=%d", 20000+os.Getpid()%30000))
-	start := exec.Command("bash", script, "start")
-	start.Env, start.Stderr = env, os.Stderr
+	start := exec.Command("bash", script, "start") // its own directory and free port
+	start.Stderr = os.Stderr
 	out, err := start.Output()
-	if err == nil {
-		u := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(string(out)), "export "+EnvURL+"='"), "'")
-		os.Setenv(EnvURL, u)
-		defer func() {
-			stop := exec.Command("bash", script, "stop")
-			stop.Env = env
-			_ = stop.Run()
-			_ = os.RemoveAll(dir)
-		}()
-	} else {
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "pgtest: could not start a PostgreSQL cluster: %v\n", err)
+		return m.Run()
 	}
+	vars := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if name, value, ok := strings.Cut(strings.TrimPrefix(line, "export "), "="); ok {
+			vars[name] = strings.Trim(value, "'")
+		}
+	}
+	defer func() {
+		stop := exec.Command("bash", script, "stop")
+		stop.Env = append(os.Environ(), "PWSD_PG_DIR="+vars["PWSD_PG_DIR"])
+		_ = stop.Run()
+	}()
+	os.Setenv(EnvURL, vars[EnvURL])
 	return m.Run()
 }
 

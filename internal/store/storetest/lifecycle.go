@@ -280,6 +280,43 @@ func testIdempotency(t *testing.T, s store.Store) {
 	if _, ok, _ := s.ReserveIdempotency(ctx, r3); !ok {
 		t.Fatal("expired key could not be reserved again")
 	}
+	// A reservation past its expiry whose lease is still renewed (its
+	// request still runs) is neither replaced, nor hidden, nor purged.
+	r4 := &store.IdempotencyRecord{Key: "k4", CreatedAt: now, LockedUntil: time.Now().Add(time.Minute), ExpiresAt: time.Now().Add(-time.Second)}
+	s.ReserveIdempotency(ctx, r4)
+	if _, ok, _ := s.ReserveIdempotency(ctx, r4); ok {
+		t.Fatal("a reservation still leased was replaced after its expiry")
+	}
+	if got, err := s.GetIdempotency(ctx, "k4"); err != nil || got.Done {
+		t.Fatalf("leased reservation: %+v %v", got, err)
+	}
+	if _, err := s.PurgeExpired(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetIdempotency(ctx, "k4"); err != nil {
+		t.Fatalf("a leased reservation was purged: %v", err)
+	}
+	// Renewal moves the lease of a reservation, never of a Done record.
+	renewed := time.Now().UTC().Add(2 * time.Minute).Truncate(time.Microsecond)
+	if err := s.RenewIdempotency(ctx, "k4", renewed); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.GetIdempotency(ctx, "k4"); !got.LockedUntil.Equal(renewed) {
+		t.Fatalf("renewed lease %v, want %v", got.LockedUntil, renewed)
+	}
+	if err := s.RenewIdempotency(ctx, "k", renewed); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.GetIdempotency(ctx, "k"); got.LockedUntil.Equal(renewed) {
+		t.Fatal("the lease of a Done record was renewed")
+	}
+	// Without renewal the lease lapses: the record then expires as usual.
+	if err := s.RenewIdempotency(ctx, "k4", time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetIdempotency(ctx, "k4"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("lapsed and expired: %v", err)
+	}
 }
 
 // testIdempotencyConcurrent: of 20 concurrent reservations of one key

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,6 +36,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"idempotency keys", testIdempotency},
 		{"concurrent idempotency reservations", testIdempotencyConcurrent},
 		{"rewrite of legacy formats", testRewrite},
+		{"unsafe identifiers", testUnsafeIDs},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, open(t)) })
 	}
@@ -65,6 +67,23 @@ func testTables(t *testing.T, s store.Store) {
 	d, ok, err := s.GetTable(ctx, "k")
 	if err != nil || !ok || string(d) != "one" {
 		t.Fatalf("got %q ok=%v err=%v, want one", d, ok, err)
+	}
+	// Keys of any length (a custom scheme of 10^5 probabilities makes a
+	// key of megabytes; PostgreSQL refused text keys past 8191 bytes,
+	// SQLSTATE 54000) and of any bytes, each its own table.
+	long := strings.Repeat("0.123456789,", 200_000)
+	for i, key := range []string{long + "a", long + "b", "k\x00", "\xff"} {
+		if err := s.PutTable(ctx, key, []byte{byte(i)}); err != nil {
+			t.Fatalf("put %d: %v", i, err)
+		}
+	}
+	for i, key := range []string{long + "a", long + "b", "k\x00", "\xff"} {
+		if d, ok, err := s.GetTable(ctx, key); err != nil || !ok || len(d) != 1 || d[0] != byte(i) {
+			t.Fatalf("get %d: %v %v %v", i, d, ok, err)
+		}
+	}
+	if _, ok, err := s.GetTable(ctx, long); err != nil || ok {
+		t.Fatalf("a prefix of a stored key: ok=%v err=%v, want a miss", ok, err)
 	}
 }
 
@@ -269,5 +288,47 @@ func testStateSerialised(t *testing.T, s store.Store) {
 	got, _ := s.GetState(ctx, "counter", "c")
 	if got.Events != 100 {
 		t.Fatalf("events = %d after 100 increments", got.Events)
+	}
+}
+
+// testUnsafeIDs: ids no resource can have (invalid UTF-8, NUL, too long)
+// are not found, and a cursor holding one is an invalid value, without a
+// query (PostgreSQL refused them with SQLSTATE 22021, which became a 500).
+func testUnsafeIDs(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	if err := s.CreateDataset(ctx, store.Dataset{Name: "d", EpsilonBudget: 1, DeltaBudget: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"\xff", "\x00", "a\x00b", "\xc0\x80", strings.Repeat("a", 129)} {
+		notFound := func(what string, err error) {
+			t.Helper()
+			if !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("%s(%q): %v, want ErrNotFound", what, id, err)
+			}
+		}
+		_, err := s.GetSample(ctx, id)
+		notFound("GetSample", err)
+		_, _, err = s.GetDataset(ctx, id)
+		notFound("GetDataset", err)
+		_, err = s.GetState(ctx, "stream", id)
+		notFound("GetState", err)
+		notFound("UpdateState", s.UpdateState(ctx, "stream", id, func(*store.StateRecord) (*store.Charge, error) { return nil, nil }))
+		notFound("DeleteSample", s.DeleteSample(ctx, id))
+		notFound("DeleteState", s.DeleteState(ctx, "counter", id))
+		notFound("CreateSample charged to it", s.CreateSample(ctx, &store.Sample{ID: "x", Dataset: "d", Header: []byte(`{}`), CreatedAt: time.Now()},
+			&store.Charge{Dataset: id, Kind: "sample", Ref: "x", Epsilon: 0.1}))
+		c := store.Cursor{CreatedAt: time.Now(), ID: id}
+		invalid := func(what string, err error) {
+			t.Helper()
+			if !store.IsInvalidValue(err) {
+				t.Errorf("%s after %q: %v, want an invalid value", what, id, err)
+			}
+		}
+		_, err = s.ListSamples(ctx, c, 10)
+		invalid("ListSamples", err)
+		_, _, err = s.ListDatasets(ctx, c, 10)
+		invalid("ListDatasets", err)
+		_, err = s.ListStates(ctx, "stream", c, 10)
+		invalid("ListStates", err)
 	}
 }
