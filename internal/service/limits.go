@@ -194,9 +194,6 @@ func releaseWork(p sanitize.Privacy, estimates bool) (work, window float64) {
 	return window * rows, window
 }
 
-	return 0
-}
-
 // sampleFrequencyLimit returns the largest frequency an element of a release
 // under spec may have (frequencyLimit: rows by restart serve every one).
 func (s *Service) sampleFrequencyLimit(_ context.Context, _ SampleSpec, t *sanitize.Table) int64 {
