@@ -105,6 +105,7 @@ type StreamReleaseView struct {
 // createStream creates a pan-private stream.
 //
 //	@Summary		Create a pan-private stream estimator
+//	@ID			createStream
 //	@Description	density (dwork | optbern | ppds), cropped_mean (t), heavy_hitters (k, max_occurrences), incidence (t, max_occurrences). Give sample_size or accuracy {alpha, beta} to pick m*. continual: true runs the continual-observation density estimator (latest output in GET). The stored state is exactly what pan-privacy protects; raw events are never stored.
 //	@Tags			streams
 //	@Accept			json
@@ -140,6 +141,8 @@ func (h *handler) createStream(w http.ResponseWriter, r *http.Request) error {
 // getStream returns a stream's configuration and counts.
 //
 //	@Summary	A stream's configuration, event count and (continual mode) latest output
+//	@ID			getStream
+//	@Description	The stream's resolved configuration, the number of events applied, releases drawn and intrusions announced, and in continual mode the latest output. Never the state.
 //	@Tags		streams
 //	@Produce	json
 //	@Param		id	path		string	true	"stream id"
@@ -159,6 +162,7 @@ func (h *handler) getStream(w http.ResponseWriter, r *http.Request) error {
 // postEvents applies a batch of events.
 //
 //	@Summary		Apply a batch of events
+//	@ID			addStreamEvents
 //	@Description	JSON {"events":[{"user":"u17"},{"user":42,"op":"delete"}]} or NDJSON, one event per line. Answers after the batch is durable; a batch with an invalid event changes nothing.
 //	@Tags			streams
 //	@Accept			json
@@ -197,6 +201,7 @@ func (h *handler) postEvents(w http.ResponseWriter, r *http.Request) error {
 // postRelease draws one noisy estimate.
 //
 //	@Summary		Release one noisy estimate
+//	@ID			createStreamRelease
 //	@Description	Laplace noise from the google/differential-privacy library; epsilon_spent is charged to the stream's dataset. 409 past the stream's max_releases or the dataset's budget.
 //	@Tags			streams
 //	@Produce		json
@@ -218,6 +223,7 @@ func (h *handler) postRelease(w http.ResponseWriter, r *http.Request) error {
 // postIntrusion performs an announced intrusion.
 //
 //	@Summary		Announced intrusion
+//	@ID			announceStreamIntrusion
 //	@Description	Returns the internal (pan-private) state as it is, then re-randomizes it and switches to the shifted distributions; later releases account for it.
 //	@Tags			streams
 //	@Produce		json

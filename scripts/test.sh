@@ -10,6 +10,8 @@ phase "go vet"
 go vet ./...
 phase "openapi freshness"
 bash scripts/openapi-check.sh
+phase "openapi lint"
+bash scripts/openapi-lint.sh
 
 started=""
 if [ -z "${PWSD_TEST_DATABASE_URL:-}" ]; then
