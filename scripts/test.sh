@@ -26,6 +26,8 @@ export PWSD_REQUIRE_POSTGRES=1
 
 phase "go test -race"
 go test -race -count=1 -timeout 30m ./...
+phase "generated client (clienttest, its own module)"
+(cd clienttest && go vet ./... && go test -race -count=1 ./...)
 phase "beam"
 bash scripts/beam-test.sh
 
