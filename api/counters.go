@@ -76,7 +76,7 @@ type StepsView struct {
 //	@Accept			json
 //	@Produce		json
 //	@Param			body	body		CounterRequest	true	"counter configuration"
-//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)"
+//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)"
 //	@Success		201		{object}	CounterView
 //	@Failure		400,409,422	{object}	Problem
 //	@Security		bearer
@@ -128,7 +128,7 @@ func (h *handler) getCounter(w http.ResponseWriter, r *http.Request) error {
 //	@Produce		json
 //	@Param			id		path		string			true	"counter id"
 //	@Param			body	body		StepsRequest	true	"bits"
-//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)"
+//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)"
 //	@Success		200		{object}	StepsView
 //	@Failure		400,404,409,413,422	{object}	Problem
 //	@Security		bearer

@@ -64,7 +64,7 @@ func datasetView(d service.Dataset) DatasetView {
 //	@Accept			json
 //	@Produce		json
 //	@Param			body	body		DatasetRequest	true	"name and budget"
-//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)"
+//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)"
 //	@Success		201		{object}	DatasetView
 //	@Failure		400,409,422	{object}	Problem
 //	@Security		bearer

@@ -111,7 +111,7 @@ type StreamReleaseView struct {
 //	@Accept			json
 //	@Produce		json
 //	@Param			body	body		StreamRequest	true	"stream configuration"
-//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)"
+//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)"
 //	@Success		201		{object}	StreamView
 //	@Failure		400,404,409,422	{object}	Problem
 //	@Security		bearer
@@ -170,7 +170,7 @@ func (h *handler) getStream(w http.ResponseWriter, r *http.Request) error {
 //	@Produce		json
 //	@Param			id		path		string			true	"stream id"
 //	@Param			body	body		EventsRequest	true	"events"
-//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)"
+//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)"
 //	@Success		200		{object}	StreamView
 //	@Failure		400,404,409,413,422	{object}	Problem
 //	@Security		bearer
@@ -206,7 +206,7 @@ func (h *handler) postEvents(w http.ResponseWriter, r *http.Request) error {
 //	@Tags			streams
 //	@Produce		json
 //	@Param			id	path		string	true	"stream id"
-//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)"
+//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)"
 //	@Success		200	{object}	StreamReleaseView
 //	@Failure		400,404,409,422	{object}	Problem
 //	@Security		bearer

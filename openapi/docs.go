@@ -194,7 +194,7 @@ const docTemplate = `{
                     },
                     {
                         "type": "string",
-                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)",
+                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)",
                         "name": "Idempotency-Key",
                         "in": "header"
                     }
@@ -340,7 +340,7 @@ const docTemplate = `{
                     },
                     {
                         "type": "string",
-                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)",
+                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)",
                         "name": "Idempotency-Key",
                         "in": "header"
                     }
@@ -468,7 +468,7 @@ const docTemplate = `{
                     },
                     {
                         "type": "string",
-                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)",
+                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)",
                         "name": "Idempotency-Key",
                         "in": "header"
                     }
@@ -1764,7 +1764,7 @@ const docTemplate = `{
                     },
                     {
                         "type": "string",
-                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)",
+                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)",
                         "name": "Idempotency-Key",
                         "in": "header"
                     }
@@ -1922,7 +1922,7 @@ const docTemplate = `{
                     },
                     {
                         "type": "string",
-                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)",
+                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)",
                         "name": "Idempotency-Key",
                         "in": "header"
                     }
@@ -2040,7 +2040,7 @@ const docTemplate = `{
                     },
                     {
                         "type": "string",
-                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)",
+                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)",
                         "name": "Idempotency-Key",
                         "in": "header"
                     }

@@ -2502,13 +2502,13 @@ type ListCountersParams struct {
 
 // CreateCounterParams defines parameters for CreateCounter.
 type CreateCounterParams struct {
-	// IdempotencyKey makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)
+	// IdempotencyKey makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // AddCounterStepsParams defines parameters for AddCounterSteps.
 type AddCounterStepsParams struct {
-	// IdempotencyKey makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)
+	// IdempotencyKey makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2523,7 +2523,7 @@ type ListDatasetsParams struct {
 
 // CreateDatasetParams defines parameters for CreateDataset.
 type CreateDatasetParams struct {
-	// IdempotencyKey makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)
+	// IdempotencyKey makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2856,19 +2856,19 @@ type ListStreamsParams struct {
 
 // CreateStreamParams defines parameters for CreateStream.
 type CreateStreamParams struct {
-	// IdempotencyKey makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)
+	// IdempotencyKey makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // AddStreamEventsParams defines parameters for AddStreamEvents.
 type AddStreamEventsParams struct {
-	// IdempotencyKey makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)
+	// IdempotencyKey makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // CreateStreamReleaseParams defines parameters for CreateStreamRelease.
 type CreateStreamReleaseParams struct {
-	// IdempotencyKey makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)
+	// IdempotencyKey makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
