@@ -5,40 +5,21 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/pwsd/pwsd/api"
 	"github.com/pwsd/pwsd/clienttest/client"
-	"github.com/pwsd/pwsd/internal/service"
-	"github.com/pwsd/pwsd/internal/store"
+	"github.com/pwsd/pwsd/internal/testserver"
 )
-
-// newServer serves pwsd's real router over the in-memory store.
-func newServer(t *testing.T) *httptest.Server {
-	t.Helper()
-	svc, err := service.New(service.Config{Store: store.NewMemory()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(api.NewRouter(api.Deps{Service: svc, Logger: slog.New(slog.DiscardHandler),
-		Registry: prometheus.NewRegistry(), Limits: api.DefaultLimits()}))
-	t.Cleanup(srv.Close)
-	return srv
-}
 
 // TestClientIsFresh: client/client.gen.go is what oapi-codegen v2.8.2 (the
 // tool pinned in go.mod) generates from the document pwsd serves at
 // /openapi.json, so the workflow below runs the client a user would get.
 func TestClientIsFresh(t *testing.T) {
-	srv := newServer(t)
+	srv := testserver.New(t)
 	res, err := http.Get(srv.URL + "/openapi.json")
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +56,7 @@ func TestClientIsFresh(t *testing.T) {
 // charged to it, an estimate with its interval, a stream release, a
 // counter, an idempotent replay, and a 409 and a 422 decoded as problems.
 func TestGeneratedClientWorkflow(t *testing.T) {
-	srv := newServer(t)
+	srv := testserver.New(t)
 	ctx := context.Background()
 	c, err := client.NewClientWithResponses(srv.URL)
 	if err != nil {

@@ -7,8 +7,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"reflect"
@@ -16,11 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/pwsd/pwsd/api"
-	"github.com/pwsd/pwsd/internal/service"
-	"github.com/pwsd/pwsd/internal/store"
+	"github.com/pwsd/pwsd/internal/testserver"
 )
 
 // server starts pwsd's real router over the in-memory store on a loopback
@@ -32,14 +26,7 @@ func server(t *testing.T) string {
 			t.Fatalf("the README's examples need %s: %v", tool, err)
 		}
 	}
-	svc, err := service.New(service.Config{Store: store.NewMemory()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(api.NewRouter(api.Deps{Service: svc, Logger: slog.New(slog.DiscardHandler),
-		Registry: prometheus.NewRegistry(), Limits: api.DefaultLimits()}))
-	t.Cleanup(srv.Close)
-	return strings.TrimPrefix(srv.URL, "http://")
+	return strings.TrimPrefix(testserver.New(t).URL, "http://")
 }
 
 // block is one fenced code block of a Markdown file.
