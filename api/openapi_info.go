@@ -9,7 +9,7 @@ package api
 //	@description				pwsd turns non-private weighted samples (threshold, ppswor, priority) into (epsilon, delta)-differentially private ones, estimates linear and ordinal statistics from them, and runs pan-private streaming estimators and counters under continual observation.
 //	@description				Sanitized values ("value", table "outcomes") are ORDINAL TOKENS, not frequencies: a key of true frequency i is typically reported near i - L. Use the "frequency" fields for frequencies ("contribution" is a key's term in a sum, with 1/q weighting under sampling).
 //	@description				Every error is application/problem+json naming the invalid fields; every response carries X-Request-Id and every problem its request_id. Unknown or repeated query parameters are a 400. Every GET also answers HEAD (the same headers, no body).
-//	@description				Authentication: open by default; with PWSD_API_TOKENS_FILE every /v1 operation needs "Authorization: Bearer <token>" (a reader token may only GET). Each /v1 operation therefore lists both: no requirement ({}) and bearer.
+//	@description				Authentication: open by default; with PWSD_API_TOKENS_FILE every /v1 operation needs "Authorization: Bearer TOKEN" (a reader token may only GET). Each /v1 operation therefore lists both: no requirement ({}) and bearer.
 //	@BasePath					/
 //	@tag.name					samples
 //	@tag.description			Sanitize a non-private weighted sample into a differentially private one (Algorithms 4 and 5) and estimate from it: sums with confidence intervals, top-k, rank, quantiles.
@@ -28,5 +28,5 @@ package api
 //	@securityDefinitions.apikey	bearer
 //	@in							header
 //	@name						Authorization
-//	@description				"Bearer <token>" when PWSD_API_TOKENS_FILE is set (the scheme is case-insensitive).
+//	@description				"Bearer TOKEN" when PWSD_API_TOKENS_FILE is set (the scheme is case-insensitive).
 var _ struct{}

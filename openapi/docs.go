@@ -3902,7 +3902,7 @@ const docTemplate = `{
     },
     "securityDefinitions": {
         "bearer": {
-            "description": "\"Bearer \u003ctoken\u003e\" when PWSD_API_TOKENS_FILE is set (the scheme is case-insensitive).",
+            "description": "\"Bearer TOKEN\" when PWSD_API_TOKENS_FILE is set (the scheme is case-insensitive).",
             "type": "apiKey",
             "name": "Authorization",
             "in": "header"
@@ -3947,7 +3947,7 @@ var SwaggerInfo = &swag.Spec{
 	BasePath:         "/",
 	Schemes:          []string{},
 	Title:            "pwsd — private weighted sampling service",
-	Description:      "pwsd turns non-private weighted samples (threshold, ppswor, priority) into (epsilon, delta)-differentially private ones, estimates linear and ordinal statistics from them, and runs pan-private streaming estimators and counters under continual observation.\nSanitized values (\"value\", table \"outcomes\") are ORDINAL TOKENS, not frequencies: a key of true frequency i is typically reported near i - L. Use the \"frequency\" fields for frequencies (\"contribution\" is a key's term in a sum, with 1/q weighting under sampling).\nEvery error is application/problem+json naming the invalid fields; every response carries X-Request-Id and every problem its request_id. Unknown or repeated query parameters are a 400. Every GET also answers HEAD (the same headers, no body).\nAuthentication: open by default; with PWSD_API_TOKENS_FILE every /v1 operation needs \"Authorization: Bearer <token>\" (a reader token may only GET). Each /v1 operation therefore lists both: no requirement ({}) and bearer.",
+	Description:      "pwsd turns non-private weighted samples (threshold, ppswor, priority) into (epsilon, delta)-differentially private ones, estimates linear and ordinal statistics from them, and runs pan-private streaming estimators and counters under continual observation.\nSanitized values (\"value\", table \"outcomes\") are ORDINAL TOKENS, not frequencies: a key of true frequency i is typically reported near i - L. Use the \"frequency\" fields for frequencies (\"contribution\" is a key's term in a sum, with 1/q weighting under sampling).\nEvery error is application/problem+json naming the invalid fields; every response carries X-Request-Id and every problem its request_id. Unknown or repeated query parameters are a 400. Every GET also answers HEAD (the same headers, no body).\nAuthentication: open by default; with PWSD_API_TOKENS_FILE every /v1 operation needs \"Authorization: Bearer TOKEN\" (a reader token may only GET). Each /v1 operation therefore lists both: no requirement ({}) and bearer.",
 	InfoInstanceName: "swagger",
 	SwaggerTemplate:  docTemplate,
 	LeftDelim:        "{{",
