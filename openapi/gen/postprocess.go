@@ -73,6 +73,7 @@ func postProcess(doc *openapi3.T, types map[string][]goField) error {
 	markRequired(doc, types)
 	describeEvents(doc)
 	strictRequests(doc)
+	nonEmptyRequestID(doc)
 	timeFormats(doc)
 	typedConfig(doc, types)
 	// The bearer token is an HTTP authentication scheme in OpenAPI 3.
