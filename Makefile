@@ -1,7 +1,7 @@
 # pwsd — see README.md. Two set-up commands: `make run` and `make test`.
 GO       ?= go
 BIN      ?= bin/pwsd
-SWAGARGS  = init -g openapi_info.go -d api,internal/service,internal/panprivate -o $(1) --packageName openapi --parseInternal --quiet
+SWAGARGS  = init -g openapi_info.go -d api,internal/service,internal/panprivate,internal/planner -o $(1) --packageName openapi --parseInternal --quiet
 
 .PHONY: run build test vet openapi openapi-check bench bench-zipf fuzz load clean beam
 
@@ -20,10 +20,11 @@ test:
 vet:
 	$(GO) vet ./...
 
-## openapi: regenerate openapi/ from the swag annotations: Swagger 2.0 by swag, then OpenAPI 3.0 (openapi.json) by openapi/gen
+## openapi: regenerate openapi/ from the swag annotations: Swagger 2.0 by swag, then OpenAPI 3.0 (openapi.json) by openapi/gen, then the Go client clienttest/ generates from it (oapi-codegen)
 openapi:
 	$(GO) tool swag $(call SWAGARGS,openapi)
 	$(GO) run ./openapi/gen -in openapi/swagger.json -out openapi/openapi.json
+	cd clienttest && $(GO) generate ./client
 
 ## openapi-check: fail when openapi/ is stale
 openapi-check:

@@ -179,8 +179,8 @@ func (r response) problem(t *testing.T) problem {
 	}
 	var p problem
 	r.json(t, &p)
-	if p.Status != r.status || p.Type == "" || p.Title == "" {
-		t.Fatalf("incomplete problem %+v for status %d", p, r.status)
+	if p.Status != r.status || p.Type == "" || p.Title == "" || p.RequestID == "" {
+		t.Fatalf("incomplete problem %+v for status %d (type, title and request_id are never empty)", p, r.status)
 	}
 	return p
 }

@@ -96,12 +96,13 @@ type StepsView struct {
 // createCounter creates a counter.
 //
 //	@Summary		Create a counter under continual observation
+//	@ID			createCounter
 //	@Description	algorithm: simple (Laplace per step), randomized_response, cascading (buffers, Fig. 2; d, l, kappa optional, else Corollary 6.1), tree (binary-tree counter, noised from initialisation). Without algorithm pwsd picks the lowest-error one for the horizon. postprocess: monotone adds, beside each raw output, a count clamped to [0, t] and non-decreasing (PAVA isotonic regression given what was published; free post-processing).
 //	@Tags			counters
 //	@Accept			json
 //	@Produce		json
 //	@Param			body	body		CounterRequest	true	"counter configuration"
-//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)"
+//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)"
 //	@Success		201		{object}	CounterView
 //	@Failure		400,409,422	{object}	Problem
 //	@Security		bearer
@@ -124,6 +125,8 @@ func (h *handler) createCounter(w http.ResponseWriter, r *http.Request) error {
 // getCounter returns a counter's steps and latest output.
 //
 //	@Summary	A counter's steps and latest output
+//	@ID			getCounter
+//	@Description	The counter's configuration, the number of steps fed and its latest noisy output (with postprocess monotone, also the post-processed one).
 //	@Tags		counters
 //	@Produce	json
 //	@Param		id	path		string	true	"counter id"
@@ -143,6 +146,7 @@ func (h *handler) getCounter(w http.ResponseWriter, r *http.Request) error {
 // postSteps feeds bits to a counter.
 //
 //	@Summary		Feed bits, one output per step
+//	@ID			addCounterSteps
 //	@Description	JSON {"bits":[0,1,1,0]} or NDJSON with one bit (0 or 1) per line. Answers after the new state is durable; a batch past the horizon changes nothing.
 //	@Tags			counters
 //	@Accept			json
@@ -150,7 +154,7 @@ func (h *handler) getCounter(w http.ResponseWriter, r *http.Request) error {
 //	@Produce		json
 //	@Param			id		path		string			true	"counter id"
 //	@Param			body	body		StepsRequest	true	"bits"
-//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)"
+//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)"
 //	@Success		200		{object}	StepsView
 //	@Failure		400,404,409,413,422	{object}	Problem
 //	@Security		bearer

@@ -58,12 +58,13 @@ func datasetView(d service.Dataset) DatasetView {
 // createDataset creates a privacy budget.
 //
 //	@Summary		Create a dataset with a privacy budget
+//	@ID			createDataset
 //	@Description	Releases created with "dataset" are charged to it by basic composition; a release that would overspend is refused with 409 and changes nothing.
 //	@Tags			budgets
 //	@Accept			json
 //	@Produce		json
 //	@Param			body	body		DatasetRequest	true	"name and budget"
-//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)"
+//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)"
 //	@Success		201		{object}	DatasetView
 //	@Failure		400,409,422	{object}	Problem
 //	@Security		bearer
@@ -85,6 +86,8 @@ func (h *handler) createDataset(w http.ResponseWriter, r *http.Request) error {
 // getDataset returns a dataset's budget, spend and ledger.
 //
 //	@Summary	A dataset's budget, what is spent and remains, and the releases charged
+//	@ID			getDataset
+//	@Description	The budget (epsilon_budget, delta_budget), what is spent and remains by basic composition, and the ledger of every release charged to the dataset.
 //	@Tags		budgets
 //	@Produce	json
 //	@Param		name	path		string	true	"dataset name"
@@ -122,6 +125,7 @@ type ChargeView struct {
 // createCharge charges an external release to a dataset.
 //
 //	@Summary		Charge a release made outside pwsd to a dataset's budget
+//	@ID			createDatasetCharge
 //	@Description	For releases computed elsewhere with pwsd's tables (the Beam pipeline charges here before it writes any output). Recorded in the ledger with kind "external"; a charge that would overspend is refused with 409 and changes nothing.
 //	@Tags			budgets
 //	@Accept			json

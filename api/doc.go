@@ -13,6 +13,6 @@
 // middleware set up in NewRouter; the OpenAPI description is generated from
 // the swag annotations on the handlers (see openapi_info.go and openapi/).
 //
-// The routes, their parameters and answers are described in README.md and
+// The routes, their parameters and answers are described in docs/api.md and
 // in the generated OpenAPI document served at /openapi.json.
 package api

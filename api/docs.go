@@ -11,6 +11,7 @@ import (
 // openAPIJSON serves the generated OpenAPI 3.0 description.
 //
 //	@Summary		The OpenAPI 3.0 description of this API
+//	@ID			getOpenAPIDocument
 //	@Description	Generated from the swag annotations by openapi/gen (make openapi); the HTTP tests validate every request and answer against it.
 //	@Tags			operations
 //	@Produce		json
@@ -25,6 +26,8 @@ func openAPIJSON(w http.ResponseWriter, r *http.Request) {
 // derived.
 //
 //	@Summary	The Swagger 2.0 description of this API (swag's output)
+//	@ID			getSwaggerDocument
+//	@Description	The Swagger 2.0 document swag generates from the annotations; openapi.json (OpenAPI 3.0) is derived from it and is the one to generate clients from.
 //	@Tags		operations
 //	@Produce	json
 //	@Success	200	{object}	object

@@ -139,6 +139,7 @@ const maxGroupLength = 1 << 16
 // estimateSample estimates a linear statistic from a stored sample.
 //
 //	@Summary		Estimate sum_x L(x) g(w_x) from a sanitized sample, with error bars
+//	@ID			getSampleEstimate
 //	@Description	Selection L(x) by key (repeatable), key_prefix and key_regex (RE2, length-limited); none selects all keys. Estimators: mle (default), biased_down (never over-estimates in expectation), unbiased (exactly unbiased, but can be negative with huge variance). 422 for a keys-only sample.
 //	@Description	standard_error: square root of the plug-in Horvitz-Thompson variance sum over selected reported keys of V(i)/pi_i at the key's MLE frequency i, V(i) the exact per-frequency variance of the estimator (sampling and sanitizer noise). interval: estimate -/+ z*standard_error at level (default 0.95), lower end clamped at 0. reliability: supported_from (pi_i/q_i >= 1/2 from there: the privacy mechanism reports most sampled keys; sampling is in the weights and the standard error), the share of the answer carried by keys with MLE frequency below 2*supported_from, reliable=false with a note when that share exceeds 1/5. The interval covers sampling and sanitizer noise, not the bias from keys well below supported_from, which are almost never reported.
 //	@Description	group_by=prefix with delimiter=D (the part of the key before the first D; the whole key without D) or length=N (its first N characters) answers every group that has a selected reported key.
@@ -218,6 +219,7 @@ func (h *handler) estimateSample(w http.ResponseWriter, r *http.Request) error {
 // top returns the k keys with the largest estimated frequencies.
 //
 //	@Summary		Top-k keys by estimated frequency
+//	@ID			getSampleTop
 //	@Description	Ordered by MLE frequency, ties by sanitized value (the sanitized order; remaining ties at random per request). Algorithm 5 maximises the probability that any pair is ordered correctly. Each key shows its frequency (MLE) and contribution (its term in the MLE sum estimate).
 //	@Tags			samples
 //	@Produce		json
@@ -249,6 +251,8 @@ func (h *handler) top(w http.ResponseWriter, r *http.Request) error {
 // rank returns one key's rank.
 //
 //	@Summary	Rank of a reported key by estimated frequency (1 = largest)
+//	@ID			getSampleRank
+//	@Description	The rank of key among the sample's reported keys ordered by estimated frequency (1 = largest), with its estimate and contribution; a 404 when the key is not reported.
 //	@Tags		samples
 //	@Produce	json
 //	@Param		id	path		string	true	"sample id"
@@ -275,6 +279,7 @@ func (h *handler) rank(w http.ResponseWriter, r *http.Request) error {
 // quantiles returns quantiles of the estimated frequency distribution.
 //
 //	@Summary		Quantiles of the estimated frequency distribution
+//	@ID			getSampleQuantiles
 //	@Description	population=all (default): the frequency distribution of all keys, reported or not: each reported key carries its MLE frequency and weight 1/pi_i (its inverse inclusion probability at that frequency). population=reported: the reported keys, weight 1. The answer is the lower inverse-CDF quantile. supported_from is the frequency below which the privacy mechanism withholds most sampled keys (pi_i/q_i < 1/2); quantiles below it are marked supported=false: they extrapolate from few reports.
 //	@Tags			samples
 //	@Produce		json

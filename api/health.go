@@ -9,6 +9,8 @@ import (
 // healthz answers 200 while the process is up.
 //
 //	@Summary	Liveness
+//	@ID			getHealth
+//	@Description	200 while the process serves requests; it does not touch the store (use readyz for that). Public: never needs a token.
 //	@Tags		operations
 //	@Produce	json
 //	@Success	200	{object}	map[string]string
@@ -22,6 +24,8 @@ func (h *handler) healthz(w http.ResponseWriter, r *http.Request) error {
 // head, 503 otherwise.
 //
 //	@Summary	Readiness: store reachable and migrations applied
+//	@ID			getReadiness
+//	@Description	200 when the store answers and its migrations are applied, else a 503 problem. Public: never needs a token.
 //	@Tags		operations
 //	@Produce	json
 //	@Success	200	{object}	map[string]string

@@ -24,6 +24,13 @@ const IdempotencyKeyHeader = "Idempotency-Key"
 // ReplayedHeader is set to "true" on an answer replayed for a repeated key.
 const ReplayedHeader = "Idempotent-Replayed"
 
+// OriginalRequestIDHeader, on a replayed answer, is the X-Request-Id of the
+// request that produced it: the first request with the key, or for the 409
+// that replaces the answer of a request whose resource was deleted, the
+// DELETE. A replayed problem's request_id is the same id; the replay's own
+// X-Request-Id header is the repeat's.
+const OriginalRequestIDHeader = "Idempotent-Original-Request-Id"
+
 // keptHeaders are the answer headers recorded and replayed with the body.
 var keptHeaders = []string{"Content-Type", "Location"}
 
@@ -57,10 +64,11 @@ func callerIdentity(r *http.Request) string {
 
 // idempotent makes a POST honour Idempotency-Key. The first request with a
 // key runs; its answer (status, Content-Type, Location, body) is kept for
-// PWSD_IDEMPOTENCY_TTL with a SHA-256 digest of the request (method, path,
-// query, Content-Type, Accept, caller and body; never the body itself). A
-// repeat with the same digest gets that answer again, marked
-// Idempotent-Replayed: true, and runs nothing, so charges nothing; a repeat
+// PWSD_IDEMPOTENCY_TTL with the request's id and a SHA-256 digest of the
+// request (method, path, query, Content-Type, Accept, caller and body; never
+// the body itself). A repeat with the same digest gets that answer again,
+// marked Idempotent-Replayed: true with the first request's id in
+// Idempotent-Original-Request-Id, and runs nothing, so charges nothing; a repeat
 // with another digest is a 422. A repeat arriving while the first runs waits
 // for its answer. An answer with a 5xx status is not kept: the request
 // changed nothing and may be retried with the same key.
@@ -123,7 +131,8 @@ func (h *handler) idempotent(next http.Handler) http.Handler {
 			h.abandon(r, claim)
 			return
 		}
-		a := service.IdempotentAnswer{Status: status, Header: map[string]string{}, Body: rec.body.Bytes(), Ref: rec.Header().Get("Location")}
+		a := service.IdempotentAnswer{Status: status, Body: rec.body.Bytes(), Ref: rec.Header().Get("Location"),
+			Header: map[string]string{OriginalRequestIDHeader: middleware.GetReqID(r.Context())}}
 		for _, k := range keptHeaders {
 			if v := rec.Header().Get(k); v != "" {
 				a.Header[k] = v
@@ -248,9 +257,13 @@ func notIdempotent(next http.Handler) http.Handler {
 // so, and is still not run again. A failure is logged: the answers then
 // expire with PWSD_IDEMPOTENCY_TTL.
 func (h *handler) redactAnswers(r *http.Request, ref string) {
+	// The 409 is produced by this DELETE: it carries the DELETE's id.
+	id := middleware.GetReqID(r.Context())
 	p := newProblem(http.StatusConflict, "the resource the first request with this Idempotency-Key created has been deleted; its answer is no longer kept and the request is not run again")
+	p.RequestID = id
 	body, _ := json.Marshal(p)
-	a := service.IdempotentAnswer{Status: p.Status, Header: map[string]string{"Content-Type": "application/problem+json"}, Body: append(body, '\n')}
+	a := service.IdempotentAnswer{Status: p.Status, Body: append(body, '\n'),
+		Header: map[string]string{"Content-Type": "application/problem+json", OriginalRequestIDHeader: id}}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
 	defer cancel()
 	if err := h.svc.RedactIdempotent(ctx, ref, a); err != nil {

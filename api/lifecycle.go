@@ -68,6 +68,7 @@ type CounterList struct {
 // listSamples lists stored samples.
 //
 //	@Summary		List stored samples (metadata only)
+//	@ID			listSamples
 //	@Description	Oldest first, ordered by (created_at, id). Pass next_cursor as cursor for the next page; the last page has no next_cursor. Expired samples (PWSD_SAMPLE_TTL) are not listed.
 //	@Tags			samples
 //	@Produce		json
@@ -97,6 +98,7 @@ func (h *handler) listSamples(w http.ResponseWriter, r *http.Request) error {
 // deleteSample deletes a sample.
 //
 //	@Summary		Delete a sample
+//	@ID			deleteSample
 //	@Description	Deletes the sanitized sample and its elements. The release stays in its dataset's ledger: the budget it spent is never returned.
 //	@Tags			samples
 //	@Param			id	path	string	true	"sample id"
@@ -117,6 +119,7 @@ func (h *handler) deleteSample(w http.ResponseWriter, r *http.Request) error {
 // listDatasets lists datasets with their ledgers.
 //
 //	@Summary		List datasets with their budgets, spend and ledgers
+//	@ID			listDatasets
 //	@Description	Oldest first, ordered by (created_at, name). Pass next_cursor as cursor for the next page. Datasets and ledgers are never deleted: they are the audit trail.
 //	@Tags			budgets
 //	@Produce		json
@@ -146,6 +149,7 @@ func (h *handler) listDatasets(w http.ResponseWriter, r *http.Request) error {
 // listStreams lists streams.
 //
 //	@Summary		List streams (configuration and counts)
+//	@ID			listStreams
 //	@Description	Oldest first, ordered by (created_at, id). Pass next_cursor as cursor for the next page.
 //	@Tags			streams
 //	@Produce		json
@@ -175,6 +179,7 @@ func (h *handler) listStreams(w http.ResponseWriter, r *http.Request) error {
 // deleteStream deletes a stream.
 //
 //	@Summary		Delete a stream
+//	@ID			deleteStream
 //	@Description	Deletes the stream and its pan-private state. Its releases stay in its dataset's ledger.
 //	@Tags			streams
 //	@Param			id	path	string	true	"stream id"
@@ -195,6 +200,7 @@ func (h *handler) deleteStream(w http.ResponseWriter, r *http.Request) error {
 // listCounters lists counters.
 //
 //	@Summary		List counters
+//	@ID			listCounters
 //	@Description	Oldest first, ordered by (created_at, id). Pass next_cursor as cursor for the next page.
 //	@Tags			counters
 //	@Produce		json
@@ -224,6 +230,8 @@ func (h *handler) listCounters(w http.ResponseWriter, r *http.Request) error {
 // deleteCounter deletes a counter.
 //
 //	@Summary	Delete a counter
+//	@ID			deleteCounter
+//	@Description	Deletes the counter and its state; its outputs so far stay published. A repeat is a 404.
 //	@Tags		counters
 //	@Param		id	path	string	true	"counter id"
 //	@Success	204

@@ -99,6 +99,16 @@ func TestIdempotentRetries(t *testing.T) {
 		if again.status != http.StatusCreated || !bytes.Equal(again.body, res[0].body) || again.header.Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("sequential retry: %d %s", again.status, again.header)
 		}
+		// The replay names the request that produced it, not itself.
+		firstID := ""
+		for _, r := range res {
+			if r.header.Get("Idempotent-Replayed") == "" {
+				firstID = r.header.Get("X-Request-Id")
+			}
+		}
+		if got := again.header.Get("Idempotent-Original-Request-Id"); got == "" || got != firstID || got == again.header.Get("X-Request-Id") {
+			t.Fatalf("replay's Idempotent-Original-Request-Id %q, want the first request's id %q", got, firstID)
+		}
 		d := ts.dataset(t, "d")
 		if len(d.Releases) != 1 || d.Spent.Epsilon != 0.25 {
 			t.Fatalf("dataset charged %d times (spent %g), want once", len(d.Releases), d.Spent.Epsilon)
@@ -147,12 +157,20 @@ func TestIdempotentRetries(t *testing.T) {
 		}
 		// Deleting the sample redacts its recorded answer: a repeat of the
 		// request that created it gets a 409 and is still not run.
-		if r := ts.do(t, http.MethodDelete, res[0].header.Get("Location"), "", ""); r.status != http.StatusNoContent {
-			t.Fatalf("delete: %d", r.status)
+		del := ts.do(t, http.MethodDelete, res[0].header.Get("Location"), "", "")
+		if del.status != http.StatusNoContent {
+			t.Fatalf("delete: %d", del.status)
 		}
 		gone := ts.postJSON(t, "/v1/samples", body, "Idempotency-Key", "retry-1")
 		if gone.status != http.StatusConflict || gone.header.Get("Idempotent-Replayed") != "true" || strings.Contains(string(gone.body), `"elements"`) {
 			t.Fatalf("repeat after delete: %d %.200s", gone.status, gone.body)
+		}
+		// Its 409 was produced by the DELETE: it carries the DELETE's id
+		// (it had an empty request_id).
+		delID := del.header.Get("X-Request-Id")
+		if p := gone.problem(t); delID == "" || p.RequestID != delID || gone.header.Get("Idempotent-Original-Request-Id") != delID {
+			t.Fatalf("repeat after delete: request_id %q, Idempotent-Original-Request-Id %q, want the DELETE's %q",
+				p.RequestID, gone.header.Get("Idempotent-Original-Request-Id"), delID)
 		}
 		if d := ts.dataset(t, "d"); len(d.Releases) != 3 {
 			t.Fatalf("after a repeat of a deleted sample's request %d releases, want 3", len(d.Releases))

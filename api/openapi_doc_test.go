@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -15,8 +16,9 @@ import (
 	"github.com/pwsd/pwsd/openapi"
 )
 
-// TestOpenAPIDocumentsEverything: the generated OpenAPI 3 document covers
-// the router: every route and method is an operation, every query parameter
+// TestOpenAPIDocumentsEverything: the generated OpenAPI 3 document and the
+// router agree: every route and method is an operation and every operation
+// a route (HEAD aside, which every GET answers), every query parameter
 // it documents is one the route accepts (routeQuery), every property has a
 // description, every closed set of query values is an enum, and every error
 // answer is application/problem+json.
@@ -35,7 +37,9 @@ func TestOpenAPIDocumentsEverything(t *testing.T) {
 	}
 	router := NewRouter(Deps{Service: svc, Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(), Limits: DefaultLimits()})
 	undocumented := []string{"/metrics", "/docs", "/docs/*", "/planner"}
+	served := map[string]bool{}
 	err = chi.Walk(router.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		served[method+" "+route] = true
 		if slices.Contains(undocumented, route) {
 			return nil
 		}
@@ -43,9 +47,6 @@ func TestOpenAPIDocumentsEverything(t *testing.T) {
 		if item == nil || item.GetOperation(method) == nil {
 			t.Errorf("%s %s is served but not in the document", method, route)
 			return nil
-		}
-		if method == http.MethodGet && item.Head == nil {
-			t.Errorf("HEAD %s is answered but not in the document", route)
 		}
 		spec := routeQuery[method+" "+route]
 		for _, p := range item.GetOperation(method).Parameters {
@@ -57,6 +58,35 @@ func TestOpenAPIDocumentsEverything(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The other way: every documented operation is served. HEAD is not
+	// documented (every GET answers it, as the description says).
+	ids := map[string]bool{}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			if !served[method+" "+path] {
+				t.Errorf("%s %s is in the document but not served", method, path)
+			}
+			// A client method name (swag @ID), unique.
+			if op.OperationID == "" || ids[op.OperationID] {
+				t.Errorf("%s %s: operationId %q missing or repeated (add an @ID line)", method, path, op.OperationID)
+			}
+			ids[op.OperationID] = true
+			// /v1 takes a token or none (open by default); the rest none ever.
+			var want openapi3.SecurityRequirements
+			if strings.HasPrefix(path, "/v1/") {
+				want = openapi3.SecurityRequirements{{"bearer": []string{}}, {}}
+			}
+			if op.Security == nil || len(*op.Security) != len(want) || len(want) == 2 && ((*op.Security)[0]["bearer"] == nil || len((*op.Security)[1]) != 0) {
+				t.Errorf("%s %s: security %v, want %v", method, path, op.Security, want)
+			}
+			if r := op.Responses.Value("201"); r != nil && slices.Contains([]string{"/v1/samples", "/v1/datasets", "/v1/streams", "/v1/counters"}, path) && r.Value.Headers["Location"] == nil {
+				t.Errorf("%s %s: 201 without Location", method, path)
+			}
+			if r := op.Responses.Value("503"); r != nil && r.Value.Headers["Retry-After"] == nil {
+				t.Errorf("%s %s: 503 without Retry-After", method, path)
+			}
+		}
 	}
 	closed := []string{"scheme", "method", "estimator", "baseline", "distribution", "release"}
 	for path, item := range doc.Paths.Map() {
@@ -71,7 +101,10 @@ func TestOpenAPIDocumentsEverything(t *testing.T) {
 				}
 			}
 			for code, r := range op.Responses.Map() {
-				if code[0] != '4' && code[0] != '5' || method == http.MethodHead {
+				if code == "405" {
+					t.Errorf("%s %s: declares 405, which belongs to the path, not an operation", method, path)
+				}
+				if code[0] != '4' && code[0] != '5' {
 					continue
 				}
 				if _, ok := r.Value.Content["application/problem+json"]; !ok || len(r.Value.Content) != 1 {

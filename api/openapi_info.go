@@ -8,10 +8,25 @@ package api
 //	@version					1
 //	@description				pwsd turns non-private weighted samples (threshold, ppswor, priority) into (epsilon, delta)-differentially private ones, estimates linear and ordinal statistics from them, and runs pan-private streaming estimators and counters under continual observation.
 //	@description				Sanitized values ("value", table "outcomes") are ORDINAL TOKENS, not frequencies: a key of true frequency i is typically reported near i - L. Use the "frequency" fields for frequencies ("contribution" is a key's term in a sum, with 1/q weighting under sampling).
-//	@description				Every error is application/problem+json naming the invalid fields; every response carries X-Request-Id and every problem its request_id. Unknown or repeated query parameters are a 400.
+//	@description				Every error is application/problem+json naming the invalid fields; every response carries X-Request-Id and every problem its request_id. Unknown or repeated query parameters are a 400. Every GET also answers HEAD (the same headers, no body).
+//	@description				Authentication: open by default; with PWSD_API_TOKENS_FILE every /v1 operation needs "Authorization: Bearer TOKEN" (a reader token may only GET). Each /v1 operation therefore lists both: no requirement ({}) and bearer.
 //	@BasePath					/
+//	@tag.name					samples
+//	@tag.description			Sanitize a non-private weighted sample into a differentially private one (Algorithms 4 and 5) and estimate from it: sums with confidence intervals, top-k, rank, quantiles.
+//	@tag.name					budgets
+//	@tag.description			Datasets and their (epsilon, delta) budgets: every release names a dataset and is charged to its ledger; an overspend is a 409 that changes nothing.
+//	@tag.name					streams
+//	@tag.description			Pan-private streaming estimators (density, cropped mean, heavy hitters, incidence): feed events, draw noisy releases, announce intrusions.
+//	@tag.name					counters
+//	@tag.description			Differentially private counters under continual observation: feed bits, read one noisy count per step.
+//	@tag.name					tables
+//	@tag.description			Exact tables computed from the privacy and sampling parameters alone (no data): reporting probabilities, sanitized frequency outcomes, estimator bias and variance, a privacy audit.
+//	@tag.name					planner
+//	@tag.description			Plan a release before making it: SVG plots and a summary comparing PWS with sampled-SbH and the non-private estimate on a synthetic distribution.
+//	@tag.name					operations
+//	@tag.description			Health, readiness and this API's description. Public: never need a token.
 //	@securityDefinitions.apikey	bearer
 //	@in							header
 //	@name						Authorization
-//	@description				"Bearer <token>" when PWSD_API_TOKENS_FILE is set (the scheme is case-insensitive).
+//	@description				"Bearer TOKEN" when PWSD_API_TOKENS_FILE is set (the scheme is case-insensitive).
 var _ struct{}

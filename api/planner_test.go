@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/xml"
 	"image"
+	"image/color"
 	"image/png"
 	"io"
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -138,9 +140,11 @@ func TestPlanQueryNamesInvalidParameters(t *testing.T) {
 	}
 }
 
-// TestPlannerPageInBrowser drives /planner in headless Chromium: it sets the
-// parameters, clicks update, waits for the numbers and the four plots, and
-// checks on a screenshot that the plots rendered (not a blank page).
+// TestPlannerPageInBrowser drives /planner in headless Chromium. On first
+// load, without a click, the page shows the numbers and the four plots
+// (not broken images); on a screenshot every plot draws PWS in one colour
+// and sampled-SbH in another, the same in all four. Then a changed epsilon
+// and a click on Update redraw the numbers.
 func TestPlannerPageInBrowser(t *testing.T) {
 	chrome, err := exec.LookPath("chromium")
 	if err != nil {
@@ -154,7 +158,7 @@ func TestPlannerPageInBrowser(t *testing.T) {
 		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 1800),
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.Flag("no-first-run", true), chromedp.Flag("disable-quic", true),
-		chromedp.UserDataDir(t.TempDir()))
+		chromedp.Flag("force-device-scale-factor", "1"), chromedp.UserDataDir(t.TempDir()))
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancel()
 	ctx, cancel := chromedp.NewContext(actx)
@@ -162,42 +166,32 @@ func TestPlannerPageInBrowser(t *testing.T) {
 	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 
-	steps := func() (string, string, bool, []byte, error) {
-		if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/planner")); err != nil {
-			return "", "", false, nil, err
-		}
-		if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.ID("update"))); err != nil {
-			return "", "", false, nil, err
-		}
-		if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("update"))); err != nil {
-			return "", "", false, nil, err
-		}
-		loaded, err := chromedp.Run(ctx, chromedp.Poll[bool](`(() => {
-			const ids = ["plot-reporting", "plot-bias", "plot-variance", "plot-nrmse"];
-			const ok = ids.every(id => { const i = document.getElementById(id); return i && i.complete && i.naturalWidth > 0; });
-			return ok && document.getElementById("num-L").textContent.trim() !== "" &&
-				document.getElementById("num-fraction").textContent.trim() !== "";
-		})()`, chromedp.WithPollingTimeout(80*time.Second)))
-		if err != nil {
-			return "", "", false, nil, err
-		}
-		L, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.ID("num-L")))
-		if err != nil {
-			return "", "", false, nil, err
-		}
-		fraction, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.ID("num-fraction")))
-		if err != nil {
-			return "", "", false, nil, err
-		}
-		shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		return L, fraction, loaded, shot, err
-	}
-	L, fraction, loaded, shot, err := steps()
-	if err != nil {
+	const rendered = `(() => {
+		const ids = ["plot-reporting", "plot-bias", "plot-variance", "plot-nrmse"];
+		const ok = ids.every(id => { const i = document.getElementById(id); return i && i.complete && i.naturalWidth > 0; });
+		return ok && document.getElementById("num-L").textContent.trim() !== "–" &&
+			document.getElementById("num-fraction").textContent.trim() !== "–";
+	})()`
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/planner")); err != nil {
 		t.Fatalf("browser: %v", err)
 	}
-	if !loaded || strings.TrimSpace(L) == "" || strings.TrimSpace(fraction) == "" {
-		t.Fatalf("page did not show numbers: L=%q fraction=%q", L, fraction)
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](rendered, chromedp.WithPollingTimeout(80*time.Second))); err != nil {
+		t.Fatalf("first load did not draw the numbers and plots (without a click): %v", err)
+	}
+	L, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.ID("num-L")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rects, err := chromedp.Run(ctx, chromedp.Evaluate[[][4]float64](`["plot-reporting", "plot-bias", "plot-variance", "plot-nrmse"].map(id => {
+		const r = document.getElementById(id).getBoundingClientRect();
+		return [r.left + window.scrollX, r.top + window.scrollY, r.width, r.height];
+	})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
 	}
 	if dir := os.Getenv("PWSD_SCREENSHOT_DIR"); dir != "" {
 		_ = os.WriteFile(dir+"/planner.png", shot, 0o644)
@@ -210,7 +204,52 @@ func TestPlannerPageInBrowser(t *testing.T) {
 	if dark := darkPixels(img); dark < 2000 {
 		t.Fatalf("screenshot has only %d dark pixels: plots did not render", dark)
 	}
-	t.Logf("planner page: L = %s, reported fraction = %s", L, fraction)
+	// One colour per method in every plot (plotsvg's seriesColours).
+	pws, sbh := color.RGBA{0, 114, 178, 255}, color.RGBA{213, 94, 0, 255}
+	for k, r := range rects {
+		area := image.Rect(int(r[0]), int(r[1]), int(r[0]+r[2]), int(r[1]+r[3]))
+		if n := colourPixels(img, area, pws); n < 30 {
+			t.Errorf("plot %d: %d pixels of the PWS colour, want its curve", k, n)
+		}
+		if n := colourPixels(img, area, sbh); n < 30 {
+			t.Errorf("plot %d: %d pixels of the sampled-SbH colour, want its curve", k, n)
+		}
+		// No method is drawn in another plot's colour for another method
+		// (PWS was vermillion and SbH green in three plots).
+		if n := colourPixels(img, area, color.RGBA{0, 158, 115, 255}); n > 0 {
+			t.Errorf("plot %d: %d pixels of green, a colour no method has", k, n)
+		}
+	}
+
+	// Update redraws with the new parameters.
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.ID("epsilon"), "0.5")); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("update"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("num-L").textContent.trim() !== `+strconv.Quote(strings.TrimSpace(L))+` && `+rendered,
+		chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+		t.Fatalf("Update did not redraw L (was %s): %v", L, err)
+	}
+	t.Logf("planner page: first load L = %s", L)
+}
+
+// colourPixels counts the pixels of img in area within a small distance
+// of c (antialiasing blends the lines' edges).
+func colourPixels(img image.Image, area image.Rectangle, c color.RGBA) int {
+	n := 0
+	area = area.Intersect(img.Bounds())
+	for y := area.Min.Y; y < area.Max.Y; y++ {
+		for x := area.Min.X; x < area.Max.X; x++ {
+			r, g, b, _ := img.At(x, y).RGBA()
+			d := func(v uint32, w uint8) int { return int(v>>8) - int(w) }
+			if dr, dg, db := d(r, c.R), d(g, c.G), d(b, c.B); dr*dr+dg*dg+db*db < 40*40 {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func darkPixels(img image.Image) int {

@@ -44,6 +44,8 @@ func (q *query) baseline() bool {
 // plotReporting renders pi_i vs q_i.
 //
 //	@Summary	Plot: reporting probabilities pi_i against q_i (SVG), optional SbH baseline
+//	@ID			plotReporting
+//	@Description	An SVG line plot of pi_i (the probability that a key of frequency i is reported) against q_i (its sampling probability), per frequency i, for PWS (and sampled-SbH with baseline=sbh). Computed exactly from the parameters; no data is read.
 //	@Tags		planner
 //	@Produce	image/svg+xml
 //	@Param		epsilon			query	number	true	"epsilon > 0"
@@ -53,7 +55,7 @@ func (q *query) baseline() bool {
 //	@Param		power			query	number	false	"p"
 //	@Param		max_frequency	query	int		false	"n"	default(100)
 //	@Param		baseline		query	string	false	"sbh"
-//	@Success	200
+//	@Success	200	{string}	string	"the SVG image"
 //	@Failure	422	{object}	Problem
 //	@Security	bearer
 //	@Router		/v1/plots/reporting [get]
@@ -69,6 +71,8 @@ func (h *handler) plotReporting(w http.ResponseWriter, r *http.Request) error {
 // plotBias renders the bias per frequency.
 //
 //	@Summary	Plot: normalized bias of the per-key estimate per frequency (SVG)
+//	@ID			plotBias
+//	@Description	An SVG line plot of the per-key estimate's bias divided by g(i), per true frequency i, for PWS (and sampled-SbH with baseline=sbh). Computed exactly from the parameters; no data is read.
 //	@Tags		planner
 //	@Produce	image/svg+xml
 //	@Param		epsilon			query	number	true	"epsilon > 0"
@@ -80,7 +84,7 @@ func (h *handler) plotReporting(w http.ResponseWriter, r *http.Request) error {
 //	@Param		estimator		query	string	false	"mle | biased_down | unbiased"
 //	@Param		max_frequency	query	int		false	"n"	default(100)
 //	@Param		baseline		query	string	false	"sbh"
-//	@Success	200
+//	@Success	200	{string}	string	"the SVG image"
 //	@Failure	422	{object}	Problem
 //	@Security	bearer
 //	@Router		/v1/plots/bias [get]
@@ -91,6 +95,8 @@ func (h *handler) plotBias(w http.ResponseWriter, r *http.Request) error {
 // plotVariance renders the variance per frequency.
 //
 //	@Summary	Plot: variance of the per-key estimate per frequency (SVG), normalized by g(i)^2 unless normalized=false
+//	@ID			plotVariance
+//	@Description	An SVG line plot of the per-key estimate's variance per true frequency i, divided by g(i)^2 unless normalized=false, for PWS (and sampled-SbH with baseline=sbh). Computed exactly from the parameters; no data is read.
 //	@Tags		planner
 //	@Produce	image/svg+xml
 //	@Param		epsilon			query	number	true	"epsilon > 0"
@@ -103,7 +109,7 @@ func (h *handler) plotBias(w http.ResponseWriter, r *http.Request) error {
 //	@Param		max_frequency	query	int		false	"n"	default(100)
 //	@Param		baseline		query	string	false	"sbh"
 //	@Param		normalized		query	bool	false	"divide by g(i)^2"	default(true)
-//	@Success	200
+//	@Success	200	{string}	string	"the SVG image"
 //	@Failure	422	{object}	Problem
 //	@Security	bearer
 //	@Router		/v1/plots/variance [get]
@@ -155,6 +161,7 @@ func (h *handler) planRequest(r *http.Request, sweep bool) (planner.PlanRequest,
 // plotNRMSE renders NRMSE against the threshold.
 //
 //	@Summary		Plot: NRMSE of the sum estimate over a synthetic distribution as the threshold tau sweeps (SVG)
+//	@ID			plotNRMSE
 //	@Description	PWS vs sampled-SbH vs non-private sampling, from exact expressions (eq. 12). distribution=zipf&alpha&n or distribution=uniform&a&b; sweep_from, sweep_to, sweep_points.
 //	@Tags			planner
 //	@Produce		image/svg+xml
@@ -166,7 +173,7 @@ func (h *handler) planRequest(r *http.Request, sweep bool) (planner.PlanRequest,
 //	@Param			n				query	int		false	"keys"
 //	@Param			a				query	int		false	"uniform: smallest frequency"
 //	@Param			b				query	int		false	"uniform: largest frequency"
-//	@Success		200
+//	@Success		200	{string}	string	"the SVG image"
 //	@Failure		422	{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/plots/nrmse [get]
@@ -182,6 +189,7 @@ func (h *handler) plotNRMSE(w http.ResponseWriter, r *http.Request) error {
 // planSummary returns the key planning numbers.
 //
 //	@Summary		Plan a release: L, where pi reaches q, expected reported fraction and NRMSE (PWS, sampled-SbH, non-private)
+//	@ID			getPlanSummary
 //	@Description	Exact expressions on a synthetic frequency distribution (no private data): distribution=zipf&alpha&n or distribution=uniform&a&b. sweep=true adds the same quantities as tau sweeps.
 //	@Tags			planner
 //	@Produce		json
@@ -194,7 +202,7 @@ func (h *handler) plotNRMSE(w http.ResponseWriter, r *http.Request) error {
 //	@Param			n				query		int		false	"keys"
 //	@Param			a				query		int		false	"uniform: smallest frequency"
 //	@Param			b				query		int		false	"uniform: largest frequency"
-//	@Success		200				{object}	object
+//	@Success		200				{object}	planner.PlanResult
 //	@Failure		422				{object}	Problem
 //	@Security		bearer
 //	@Router			/v1/plan/summary [get]

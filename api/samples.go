@@ -174,6 +174,7 @@ func (h *handler) elementFields(i int, key, freq string) (string, int64, error) 
 // createSample sanitizes a non-private sample.
 //
 //	@Summary		Sanitize a non-private weighted sample
+//	@ID			createSample
 //	@Description	Each sampled key of frequency i is reported with probability pi_i/q_i; in a frequencies release it gets a sanitized ORDINAL value (Algorithm 5 max_separation, default, or Algorithm 4 discrete) and an MLE frequency estimate. Only the sanitized output is stored. The response lists reported keys only, in random order, and reveals neither how many elements came in nor which were dropped.
 //	@Description	Batch form: Content-Type application/x-ndjson, line 1 the header (SampleHeader), each further line one SampleElement. With Accept: application/x-ndjson the answer is the SampleMeta line then one SanitizedElement per line.
 //	@Description	CSV form: Content-Type text/csv, a header row naming the columns key and frequency, one element per row; the release description is in the query string (dataset, epsilon, delta, scheme, threshold, power, probabilities comma-separated, release, method), which only this form takes. With Accept: text/csv the answer is the elements as CSV (see GET /v1/samples/{id}).
@@ -271,6 +272,7 @@ func (h *handler) createSample(w http.ResponseWriter, r *http.Request) error {
 // getSample returns a stored sanitized sample.
 //
 //	@Summary		A stored sanitized sample
+//	@ID			getSample
 //	@Description	Same shapes as the answer of POST /v1/samples; NDJSON with Accept: application/x-ndjson. Values are ordinal tokens, not frequencies.
 //	@Description	JSON answers may be paged: with limit and/or cursor the answer holds that page of elements (in stored order) and next_cursor, absent on the last page; without them it holds every element. NDJSON and CSV always stream every element (limit and cursor are a 400 there).
 //	@Description	CSV (Accept: text/csv): a header row key,value,estimate and one row per element; a keys release leaves value and estimate empty.

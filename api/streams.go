@@ -150,12 +150,13 @@ type RangeView struct {
 // createStream creates a pan-private stream.
 //
 //	@Summary		Create a pan-private stream estimator
+//	@ID			createStream
 //	@Description	density (dwork | optbern | ppds), cropped_mean (t), heavy_hitters (k, max_occurrences), incidence (t, max_occurrences). Give sample_size or accuracy {alpha, beta} to pick m*. continual: true runs the continual-observation density estimator (latest output in GET). The stored state is exactly what pan-privacy protects; raw events are never stored.
 //	@Tags			streams
 //	@Accept			json
 //	@Produce		json
 //	@Param			body	body		StreamRequest	true	"stream configuration"
-//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)"
+//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)"
 //	@Success		201		{object}	StreamView
 //	@Failure		400,404,409,422	{object}	Problem
 //	@Security		bearer
@@ -185,6 +186,8 @@ func (h *handler) createStream(w http.ResponseWriter, r *http.Request) error {
 // getStream returns a stream's configuration and counts.
 //
 //	@Summary	A stream's configuration, event count and (continual mode) latest output
+//	@ID			getStream
+//	@Description	The stream's resolved configuration, the number of events applied, releases drawn and intrusions announced, and in continual mode the latest output. Never the state.
 //	@Tags		streams
 //	@Produce	json
 //	@Param		id	path		string	true	"stream id"
@@ -204,6 +207,7 @@ func (h *handler) getStream(w http.ResponseWriter, r *http.Request) error {
 // postEvents applies a batch of events.
 //
 //	@Summary		Apply a batch of events
+//	@ID			addStreamEvents
 //	@Description	JSON {"events":[{"user":"u17"},{"user":42,"op":"delete"}]} or NDJSON, one event per line. Answers after the batch is durable; a batch with an invalid event changes nothing.
 //	@Tags			streams
 //	@Accept			json
@@ -211,7 +215,7 @@ func (h *handler) getStream(w http.ResponseWriter, r *http.Request) error {
 //	@Produce		json
 //	@Param			id		path		string			true	"stream id"
 //	@Param			body	body		EventsRequest	true	"events"
-//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)"
+//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)"
 //	@Success		200		{object}	StreamView
 //	@Failure		400,404,409,413,422	{object}	Problem
 //	@Security		bearer
@@ -242,13 +246,14 @@ func (h *handler) postEvents(w http.ResponseWriter, r *http.Request) error {
 // postRelease draws one noisy estimate.
 //
 //	@Summary		Release one noisy estimate, with its standard error and interval
+//	@ID			createStreamRelease
 //	@Description	Laplace noise from the google/differential-privacy library; epsilon_spent is charged to the stream's dataset. 409 past the stream's max_releases or the dataset's budget.
 //	@Description	estimate is the unbiased raw value (it may leave its range); standard_error comes from the estimator's variance at the stream's parameters (release noise Lap(b) adds 2b^2), evaluated at clamped where it depends on the true value, and bound=true marks an upper bound; interval is estimate -/+ z*standard_error at level, clipped to range; clamped is the estimate projected onto range (post-processing, free). Derivations and simulated coverage: docs/errorbars-streams.md. A continual stream answers its latest output the same way, at no cost.
 //	@Tags			streams
 //	@Produce		json
 //	@Param			id	path		string	true	"stream id"
 //	@Param			level	query		number	false	"confidence level of the interval, in (0, 1)"	default(0.95)
-//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)"
+//	@Param			Idempotency-Key	header	string	false	"makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)"
 //	@Success		200	{object}	StreamReleaseView
 //	@Failure		400,404,409,422	{object}	Problem
 //	@Security		bearer
@@ -272,6 +277,7 @@ func (h *handler) postRelease(w http.ResponseWriter, r *http.Request) error {
 // postIntrusion performs an announced intrusion.
 //
 //	@Summary		Announced intrusion
+//	@ID			announceStreamIntrusion
 //	@Description	Returns the internal (pan-private) state as it is, then re-randomizes it and switches to the shifted distributions; later releases account for it.
 //	@Tags			streams
 //	@Produce		json

@@ -36,6 +36,7 @@ type EstimatorRowView struct {
 // reporting returns pi_i and q_i for i = 1..max_frequency.
 //
 //	@Summary		Reporting probabilities pi_i (Algorithm 3) and L(epsilon, delta)
+//	@ID			getReportingTable
 //	@Description	Index 0 is frequency 1. Cached: identical parameters never recompute.
 //	@Tags			tables
 //	@Produce		json
@@ -73,6 +74,7 @@ func (h *handler) reporting(w http.ResponseWriter, r *http.Request) error {
 // frequencies returns rows of the frequency sanitizer.
 //
 //	@Summary		Rows of the frequency sanitizer (Algorithm 4 discrete or Algorithm 5 max_separation)
+//	@ID			getFrequencyTable
 //	@Description	Outcomes are pieces (lo, hi] with their probability under the row, split at the global tokens so each carries its per-token contributions to the estimate of a sum of frequencies (g = identity): mle_contribution = i*/pi_{i*} (i* the token's MLE frequency) and biased_down_contribution. A contribution is a key's term in a sum, with the inverse reporting probability in it: not a frequency estimate (the MLE frequency of a sample element is its frequency field). Tokens are ORDINAL, not frequencies. Algorithm 4 token j is (j-1, j].
 //	@Tags			tables
 //	@Produce		json
@@ -100,6 +102,7 @@ func (h *handler) frequencies(w http.ResponseWriter, r *http.Request) error {
 // estimators returns the per-frequency planning table.
 //
 //	@Summary		Expected value, bias, variance and MSE of the per-key estimate per frequency (Section 7)
+//	@ID			getEstimatorTable
 //	@Description	estimator unbiased is labelled as such: exactly unbiased but it can be negative and its variance is huge.
 //	@Tags			tables
 //	@Produce		json
@@ -163,6 +166,7 @@ type AuditView struct {
 // audit runs the exact (epsilon, delta) audit on a range of rows.
 //
 //	@Summary		Exact privacy audit of the frequency sanitizer's rows (a privacy certificate)
+//	@ID			getPrivacyAudit
 //	@Description	For every pair of neighbouring frequencies (i-1, i) with i in the range (frequency 0 is never reported), computes exactly max over output sets S of P_i(S) - e^epsilon P_{i-1}(S) (up) and of P_{i-1}(S) - e^epsilon P_i(S) (down), over "not reported" and the common refinement of both rows' pieces, in double-double arithmetic. Answers per direction the worst loss, its excess over delta (<= 0 when the release is (epsilon, delta)-DP) and the row where it occurs. The same audit the test suite runs.
 //	@Tags			tables
 //	@Produce		json

@@ -17,6 +17,7 @@ const docTemplate = `{
     "paths": {
         "/healthz": {
             "get": {
+                "description": "200 while the process serves requests; it does not touch the store (use readyz for that). Public: never needs a token.",
                 "produces": [
                     "application/json"
                 ],
@@ -24,6 +25,7 @@ const docTemplate = `{
                     "operations"
                 ],
                 "summary": "Liveness",
+                "operationId": "getHealth",
                 "responses": {
                     "200": {
                         "description": "OK",
@@ -47,6 +49,7 @@ const docTemplate = `{
                     "operations"
                 ],
                 "summary": "The OpenAPI 3.0 description of this API",
+                "operationId": "getOpenAPIDocument",
                 "responses": {
                     "200": {
                         "description": "OK",
@@ -59,6 +62,7 @@ const docTemplate = `{
         },
         "/readyz": {
             "get": {
+                "description": "200 when the store answers and its migrations are applied, else a 503 problem. Public: never needs a token.",
                 "produces": [
                     "application/json"
                 ],
@@ -66,6 +70,7 @@ const docTemplate = `{
                     "operations"
                 ],
                 "summary": "Readiness: store reachable and migrations applied",
+                "operationId": "getReadiness",
                 "responses": {
                     "200": {
                         "description": "OK",
@@ -87,6 +92,7 @@ const docTemplate = `{
         },
         "/swagger.json": {
             "get": {
+                "description": "The Swagger 2.0 document swag generates from the annotations; openapi.json (OpenAPI 3.0) is derived from it and is the one to generate clients from.",
                 "produces": [
                     "application/json"
                 ],
@@ -94,6 +100,7 @@ const docTemplate = `{
                     "operations"
                 ],
                 "summary": "The Swagger 2.0 description of this API (swag's output)",
+                "operationId": "getSwaggerDocument",
                 "responses": {
                     "200": {
                         "description": "OK",
@@ -119,6 +126,7 @@ const docTemplate = `{
                     "counters"
                 ],
                 "summary": "List counters",
+                "operationId": "listCounters",
                 "parameters": [
                     {
                         "maximum": 1000,
@@ -173,6 +181,7 @@ const docTemplate = `{
                     "counters"
                 ],
                 "summary": "Create a counter under continual observation",
+                "operationId": "createCounter",
                 "parameters": [
                     {
                         "description": "counter configuration",
@@ -185,7 +194,7 @@ const docTemplate = `{
                     },
                     {
                         "type": "string",
-                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)",
+                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)",
                         "name": "Idempotency-Key",
                         "in": "header"
                     }
@@ -225,6 +234,7 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
+                "description": "The counter's configuration, the number of steps fed and its latest noisy output (with postprocess monotone, also the post-processed one).",
                 "produces": [
                     "application/json"
                 ],
@@ -232,6 +242,7 @@ const docTemplate = `{
                     "counters"
                 ],
                 "summary": "A counter's steps and latest output",
+                "operationId": "getCounter",
                 "parameters": [
                     {
                         "type": "string",
@@ -262,10 +273,12 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
+                "description": "Deletes the counter and its state; its outputs so far stay published. A repeat is a 404.",
                 "tags": [
                     "counters"
                 ],
                 "summary": "Delete a counter",
+                "operationId": "deleteCounter",
                 "parameters": [
                     {
                         "type": "string",
@@ -307,6 +320,7 @@ const docTemplate = `{
                     "counters"
                 ],
                 "summary": "Feed bits, one output per step",
+                "operationId": "addCounterSteps",
                 "parameters": [
                     {
                         "type": "string",
@@ -326,7 +340,7 @@ const docTemplate = `{
                     },
                     {
                         "type": "string",
-                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)",
+                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)",
                         "name": "Idempotency-Key",
                         "in": "header"
                     }
@@ -386,6 +400,7 @@ const docTemplate = `{
                     "budgets"
                 ],
                 "summary": "List datasets with their budgets, spend and ledgers",
+                "operationId": "listDatasets",
                 "parameters": [
                     {
                         "maximum": 1000,
@@ -440,6 +455,7 @@ const docTemplate = `{
                     "budgets"
                 ],
                 "summary": "Create a dataset with a privacy budget",
+                "operationId": "createDataset",
                 "parameters": [
                     {
                         "description": "name and budget",
@@ -452,7 +468,7 @@ const docTemplate = `{
                     },
                     {
                         "type": "string",
-                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)",
+                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)",
                         "name": "Idempotency-Key",
                         "in": "header"
                     }
@@ -492,6 +508,7 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
+                "description": "The budget (epsilon_budget, delta_budget), what is spent and remains by basic composition, and the ledger of every release charged to the dataset.",
                 "produces": [
                     "application/json"
                 ],
@@ -499,6 +516,7 @@ const docTemplate = `{
                     "budgets"
                 ],
                 "summary": "A dataset's budget, what is spent and remains, and the releases charged",
+                "operationId": "getDataset",
                 "parameters": [
                     {
                         "type": "string",
@@ -542,6 +560,7 @@ const docTemplate = `{
                     "budgets"
                 ],
                 "summary": "Charge a release made outside pwsd to a dataset's budget",
+                "operationId": "createDatasetCharge",
                 "parameters": [
                     {
                         "type": "string",
@@ -615,6 +634,7 @@ const docTemplate = `{
                     "planner"
                 ],
                 "summary": "Plan a release: L, where pi reaches q, expected reported fraction and NRMSE (PWS, sampled-SbH, non-private)",
+                "operationId": "getPlanSummary",
                 "parameters": [
                     {
                         "type": "number",
@@ -678,7 +698,7 @@ const docTemplate = `{
                     "200": {
                         "description": "OK",
                         "schema": {
-                            "type": "object"
+                            "$ref": "#/definitions/planner.PlanResult"
                         }
                     },
                     "422": {
@@ -697,6 +717,7 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
+                "description": "An SVG line plot of the per-key estimate's bias divided by g(i), per true frequency i, for PWS (and sampled-SbH with baseline=sbh). Computed exactly from the parameters; no data is read.",
                 "produces": [
                     "image/svg+xml"
                 ],
@@ -704,6 +725,7 @@ const docTemplate = `{
                     "planner"
                 ],
                 "summary": "Plot: normalized bias of the per-key estimate per frequency (SVG)",
+                "operationId": "plotBias",
                 "parameters": [
                     {
                         "type": "number",
@@ -765,7 +787,10 @@ const docTemplate = `{
                 ],
                 "responses": {
                     "200": {
-                        "description": "OK"
+                        "description": "the SVG image",
+                        "schema": {
+                            "type": "string"
+                        }
                     },
                     "422": {
                         "description": "Unprocessable Entity",
@@ -791,6 +816,7 @@ const docTemplate = `{
                     "planner"
                 ],
                 "summary": "Plot: NRMSE of the sum estimate over a synthetic distribution as the threshold tau sweeps (SVG)",
+                "operationId": "plotNRMSE",
                 "parameters": [
                     {
                         "type": "number",
@@ -846,7 +872,10 @@ const docTemplate = `{
                 ],
                 "responses": {
                     "200": {
-                        "description": "OK"
+                        "description": "the SVG image",
+                        "schema": {
+                            "type": "string"
+                        }
                     },
                     "422": {
                         "description": "Unprocessable Entity",
@@ -864,6 +893,7 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
+                "description": "An SVG line plot of pi_i (the probability that a key of frequency i is reported) against q_i (its sampling probability), per frequency i, for PWS (and sampled-SbH with baseline=sbh). Computed exactly from the parameters; no data is read.",
                 "produces": [
                     "image/svg+xml"
                 ],
@@ -871,6 +901,7 @@ const docTemplate = `{
                     "planner"
                 ],
                 "summary": "Plot: reporting probabilities pi_i against q_i (SVG), optional SbH baseline",
+                "operationId": "plotReporting",
                 "parameters": [
                     {
                         "type": "number",
@@ -920,7 +951,10 @@ const docTemplate = `{
                 ],
                 "responses": {
                     "200": {
-                        "description": "OK"
+                        "description": "the SVG image",
+                        "schema": {
+                            "type": "string"
+                        }
                     },
                     "422": {
                         "description": "Unprocessable Entity",
@@ -938,6 +972,7 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
+                "description": "An SVG line plot of the per-key estimate's variance per true frequency i, divided by g(i)^2 unless normalized=false, for PWS (and sampled-SbH with baseline=sbh). Computed exactly from the parameters; no data is read.",
                 "produces": [
                     "image/svg+xml"
                 ],
@@ -945,6 +980,7 @@ const docTemplate = `{
                     "planner"
                 ],
                 "summary": "Plot: variance of the per-key estimate per frequency (SVG), normalized by g(i)^2 unless normalized=false",
+                "operationId": "plotVariance",
                 "parameters": [
                     {
                         "type": "number",
@@ -1013,7 +1049,10 @@ const docTemplate = `{
                 ],
                 "responses": {
                     "200": {
-                        "description": "OK"
+                        "description": "the SVG image",
+                        "schema": {
+                            "type": "string"
+                        }
                     },
                     "422": {
                         "description": "Unprocessable Entity",
@@ -1039,6 +1078,7 @@ const docTemplate = `{
                     "samples"
                 ],
                 "summary": "List stored samples (metadata only)",
+                "operationId": "listSamples",
                 "parameters": [
                     {
                         "maximum": 1000,
@@ -1097,6 +1137,7 @@ const docTemplate = `{
                     "samples"
                 ],
                 "summary": "Sanitize a non-private weighted sample",
+                "operationId": "createSample",
                 "parameters": [
                     {
                         "type": "string",
@@ -1262,6 +1303,7 @@ const docTemplate = `{
                     "samples"
                 ],
                 "summary": "A stored sanitized sample",
+                "operationId": "getSample",
                 "parameters": [
                     {
                         "type": "string",
@@ -1334,6 +1376,7 @@ const docTemplate = `{
                     "samples"
                 ],
                 "summary": "Delete a sample",
+                "operationId": "deleteSample",
                 "parameters": [
                     {
                         "type": "string",
@@ -1371,6 +1414,7 @@ const docTemplate = `{
                     "samples"
                 ],
                 "summary": "Estimate sum_x L(x) g(w_x) from a sanitized sample, with error bars",
+                "operationId": "getSampleEstimate",
                 "parameters": [
                     {
                         "type": "string",
@@ -1481,6 +1525,7 @@ const docTemplate = `{
                     "samples"
                 ],
                 "summary": "Quantiles of the estimated frequency distribution",
+                "operationId": "getSampleQuantiles",
                 "parameters": [
                     {
                         "type": "string",
@@ -1541,6 +1586,7 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
+                "description": "The rank of key among the sample's reported keys ordered by estimated frequency (1 = largest), with its estimate and contribution; a 404 when the key is not reported.",
                 "produces": [
                     "application/json"
                 ],
@@ -1548,6 +1594,7 @@ const docTemplate = `{
                     "samples"
                 ],
                 "summary": "Rank of a reported key by estimated frequency (1 = largest)",
+                "operationId": "getSampleRank",
                 "parameters": [
                     {
                         "type": "string",
@@ -1601,6 +1648,7 @@ const docTemplate = `{
                     "samples"
                 ],
                 "summary": "Top-k keys by estimated frequency",
+                "operationId": "getSampleTop",
                 "parameters": [
                     {
                         "type": "string",
@@ -1654,6 +1702,7 @@ const docTemplate = `{
                     "streams"
                 ],
                 "summary": "List streams (configuration and counts)",
+                "operationId": "listStreams",
                 "parameters": [
                     {
                         "maximum": 1000,
@@ -1708,6 +1757,7 @@ const docTemplate = `{
                     "streams"
                 ],
                 "summary": "Create a pan-private stream estimator",
+                "operationId": "createStream",
                 "parameters": [
                     {
                         "description": "stream configuration",
@@ -1720,7 +1770,7 @@ const docTemplate = `{
                     },
                     {
                         "type": "string",
-                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)",
+                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)",
                         "name": "Idempotency-Key",
                         "in": "header"
                     }
@@ -1766,6 +1816,7 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
+                "description": "The stream's resolved configuration, the number of events applied, releases drawn and intrusions announced, and in continual mode the latest output. Never the state.",
                 "produces": [
                     "application/json"
                 ],
@@ -1773,6 +1824,7 @@ const docTemplate = `{
                     "streams"
                 ],
                 "summary": "A stream's configuration, event count and (continual mode) latest output",
+                "operationId": "getStream",
                 "parameters": [
                     {
                         "type": "string",
@@ -1814,6 +1866,7 @@ const docTemplate = `{
                     "streams"
                 ],
                 "summary": "Delete a stream",
+                "operationId": "deleteStream",
                 "parameters": [
                     {
                         "type": "string",
@@ -1855,6 +1908,7 @@ const docTemplate = `{
                     "streams"
                 ],
                 "summary": "Apply a batch of events",
+                "operationId": "addStreamEvents",
                 "parameters": [
                     {
                         "type": "string",
@@ -1874,7 +1928,7 @@ const docTemplate = `{
                     },
                     {
                         "type": "string",
-                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)",
+                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)",
                         "name": "Idempotency-Key",
                         "in": "header"
                     }
@@ -1934,6 +1988,7 @@ const docTemplate = `{
                     "streams"
                 ],
                 "summary": "Announced intrusion",
+                "operationId": "announceStreamIntrusion",
                 "parameters": [
                     {
                         "type": "string",
@@ -1980,6 +2035,7 @@ const docTemplate = `{
                     "streams"
                 ],
                 "summary": "Release one noisy estimate, with its standard error and interval",
+                "operationId": "createStreamRelease",
                 "parameters": [
                     {
                         "type": "string",
@@ -1997,7 +2053,7 @@ const docTemplate = `{
                     },
                     {
                         "type": "string",
-                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see README, Idempotency)",
+                        "description": "makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)",
                         "name": "Idempotency-Key",
                         "in": "header"
                     }
@@ -2051,6 +2107,7 @@ const docTemplate = `{
                     "tables"
                 ],
                 "summary": "Exact privacy audit of the frequency sanitizer's rows (a privacy certificate)",
+                "operationId": "getPrivacyAudit",
                 "parameters": [
                     {
                         "type": "number",
@@ -2138,6 +2195,7 @@ const docTemplate = `{
                     "tables"
                 ],
                 "summary": "Expected value, bias, variance and MSE of the per-key estimate per frequency (Section 7)",
+                "operationId": "getEstimatorTable",
                 "parameters": [
                     {
                         "type": "number",
@@ -2245,6 +2303,7 @@ const docTemplate = `{
                     "tables"
                 ],
                 "summary": "Rows of the frequency sanitizer (Algorithm 4 discrete or Algorithm 5 max_separation)",
+                "operationId": "getFrequencyTable",
                 "parameters": [
                     {
                         "type": "number",
@@ -2332,6 +2391,7 @@ const docTemplate = `{
                     "tables"
                 ],
                 "summary": "Reporting probabilities pi_i (Algorithm 3) and L(epsilon, delta)",
+                "operationId": "getReportingTable",
                 "parameters": [
                     {
                         "type": "number",
@@ -3794,6 +3854,98 @@ const docTemplate = `{
                 }
             }
         },
+        "planner.Comparison": {
+            "type": "object",
+            "properties": {
+                "nonprivate": {
+                    "type": "number"
+                },
+                "pws": {
+                    "type": "number"
+                },
+                "sbh": {
+                    "type": "number"
+                }
+            }
+        },
+        "planner.PlanPoint": {
+            "type": "object",
+            "properties": {
+                "nrmse": {
+                    "$ref": "#/definitions/planner.Comparison"
+                },
+                "reported_fraction": {
+                    "$ref": "#/definitions/planner.Comparison"
+                },
+                "threshold": {
+                    "type": "number"
+                }
+            }
+        },
+        "planner.PlanResult": {
+            "type": "object",
+            "properties": {
+                "L": {
+                    "description": "L is L(eps, delta) of Lemma 4.2.",
+                    "type": "number"
+                },
+                "approximated_keys": {
+                    "type": "number"
+                },
+                "description": {
+                    "type": "string"
+                },
+                "exact_up_to": {
+                    "description": "ExactUpTo is the largest frequency with exact PWS estimator\nstatistics; ApproximatedKeys counts keys above it that used the\nnon-private reference statistics instead.",
+                    "type": "integer"
+                },
+                "keys": {
+                    "description": "keys in the distribution",
+                    "type": "number"
+                },
+                "max_frequency": {
+                    "description": "largest frequency in the distribution",
+                    "type": "integer"
+                },
+                "nrmse": {
+                    "description": "NRMSE is eq. 12's sqrt(MSE)/s for the estimate of s = sum_x g(w_x)\nover all keys of the distribution.",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/planner.Comparison"
+                        }
+                    ]
+                },
+                "pi_reaches_q_at": {
+                    "description": "PiReachesQAt is the smallest frequency from which pi_i = q_i\n(to 1e-12) for every larger frequency computed, or nil when pi is\nstill below q at the largest computed frequency.",
+                    "type": "integer"
+                },
+                "reported_fraction": {
+                    "description": "ReportedFraction is the expected fraction of the distribution's keys\nthat each method reports.",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/planner.Comparison"
+                        }
+                    ]
+                },
+                "sbh_threshold": {
+                    "description": "T of SbH",
+                    "type": "number"
+                },
+                "statistic": {
+                    "description": "s = sum_x g(w_x)",
+                    "type": "number"
+                },
+                "sweep": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/planner.PlanPoint"
+                    }
+                },
+                "sweep_scheme": {
+                    "type": "string"
+                }
+            }
+        },
         "service.AuditDirection": {
             "type": "object",
             "properties": {
@@ -3853,12 +4005,42 @@ const docTemplate = `{
     },
     "securityDefinitions": {
         "bearer": {
-            "description": "\"Bearer \u003ctoken\u003e\" when PWSD_API_TOKENS_FILE is set (the scheme is case-insensitive).",
+            "description": "\"Bearer TOKEN\" when PWSD_API_TOKENS_FILE is set (the scheme is case-insensitive).",
             "type": "apiKey",
             "name": "Authorization",
             "in": "header"
         }
-    }
+    },
+    "tags": [
+        {
+            "description": "Sanitize a non-private weighted sample into a differentially private one (Algorithms 4 and 5) and estimate from it: sums with confidence intervals, top-k, rank, quantiles.",
+            "name": "samples"
+        },
+        {
+            "description": "Datasets and their (epsilon, delta) budgets: every release names a dataset and is charged to its ledger; an overspend is a 409 that changes nothing.",
+            "name": "budgets"
+        },
+        {
+            "description": "Pan-private streaming estimators (density, cropped mean, heavy hitters, incidence): feed events, draw noisy releases, announce intrusions.",
+            "name": "streams"
+        },
+        {
+            "description": "Differentially private counters under continual observation: feed bits, read one noisy count per step.",
+            "name": "counters"
+        },
+        {
+            "description": "Exact tables computed from the privacy and sampling parameters alone (no data): reporting probabilities, sanitized frequency outcomes, estimator bias and variance, a privacy audit.",
+            "name": "tables"
+        },
+        {
+            "description": "Plan a release before making it: SVG plots and a summary comparing PWS with sampled-SbH and the non-private estimate on a synthetic distribution.",
+            "name": "planner"
+        },
+        {
+            "description": "Health, readiness and this API's description. Public: never need a token.",
+            "name": "operations"
+        }
+    ]
 }`
 
 // SwaggerInfo holds exported Swagger Info so clients can modify it
@@ -3868,7 +4050,7 @@ var SwaggerInfo = &swag.Spec{
 	BasePath:         "/",
 	Schemes:          []string{},
 	Title:            "pwsd — private weighted sampling service",
-	Description:      "pwsd turns non-private weighted samples (threshold, ppswor, priority) into (epsilon, delta)-differentially private ones, estimates linear and ordinal statistics from them, and runs pan-private streaming estimators and counters under continual observation.\nSanitized values (\"value\", table \"outcomes\") are ORDINAL TOKENS, not frequencies: a key of true frequency i is typically reported near i - L. Use the \"frequency\" fields for frequencies (\"contribution\" is a key's term in a sum, with 1/q weighting under sampling).\nEvery error is application/problem+json naming the invalid fields; every response carries X-Request-Id and every problem its request_id. Unknown or repeated query parameters are a 400.",
+	Description:      "pwsd turns non-private weighted samples (threshold, ppswor, priority) into (epsilon, delta)-differentially private ones, estimates linear and ordinal statistics from them, and runs pan-private streaming estimators and counters under continual observation.\nSanitized values (\"value\", table \"outcomes\") are ORDINAL TOKENS, not frequencies: a key of true frequency i is typically reported near i - L. Use the \"frequency\" fields for frequencies (\"contribution\" is a key's term in a sum, with 1/q weighting under sampling).\nEvery error is application/problem+json naming the invalid fields; every response carries X-Request-Id and every problem its request_id. Unknown or repeated query parameters are a 400. Every GET also answers HEAD (the same headers, no body).\nAuthentication: open by default; with PWSD_API_TOKENS_FILE every /v1 operation needs \"Authorization: Bearer TOKEN\" (a reader token may only GET). Each /v1 operation therefore lists both: no requirement ({}) and bearer.",
 	InfoInstanceName: "swagger",
 	SwaggerTemplate:  docTemplate,
 	LeftDelim:        "{{",

@@ -10,6 +10,8 @@ phase "go vet"
 go vet ./...
 phase "openapi freshness"
 bash scripts/openapi-check.sh
+phase "openapi lint"
+bash scripts/openapi-lint.sh
 
 if [ -z "${PWSD_TEST_DATABASE_URL:-}" ]; then
 	echo "== starting a throwaway PostgreSQL cluster"
@@ -36,6 +38,8 @@ phase "go test -race"
 go test -race -count=1 -timeout 30m ./...
 phase "oracle grids without -race (run in part under -race)"
 go test -count=1 -run 'TestRestartGrid' ./internal/sanitize
+phase "generated client (clienttest, its own module)"
+(cd clienttest && go vet ./... && go test -race -count=1 ./...)
 phase "beam"
 bash scripts/beam-test.sh
 

@@ -19,5 +19,19 @@ type Chart struct {
 // that are not finite, or not positive on a log axis, are left out.
 type Curve struct {
 	Label string
-	X, Y  []float64
+	// Series says which method the curve shows, so that a method is drawn
+	// alike in every chart; SeriesOther curves are told apart by order.
+	Series Series
+	X, Y   []float64
 }
+
+// Series is the method a curve shows.
+type Series int
+
+// The methods the planner compares.
+const (
+	SeriesOther      Series = iota
+	SeriesNonPrivate        // the non-private sample (q_i, its variance)
+	SeriesPWS               // private weighted sampling
+	SeriesSbH               // the (sampled) stability-based histogram baseline
+)

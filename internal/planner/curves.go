@@ -252,18 +252,18 @@ func ReportingChart(d *ReportingData) Chart {
 	c := Chart{Title: "Reporting probability: " + describe(d.Privacy, d.Sampling),
 		XLabel: "frequency i", YLabel: "reporting probability", LogX: true, LogY: true, LegendBottom: true, LegendRight: true}
 	if d.Sampling.Scheme != sanitize.SchemeNone {
-		c.Curves = append(c.Curves, Curve{Label: "non-private q_i", X: x, Y: d.Q})
+		c.Curves = append(c.Curves, Curve{Label: "non-private q_i", Series: SeriesNonPrivate, X: x, Y: d.Q})
 	}
-	c.Curves = append(c.Curves, Curve{Label: "PWS π_i", X: x, Y: d.PWS})
+	c.Curves = append(c.Curves, Curve{Label: "PWS π_i", Series: SeriesPWS, X: x, Y: d.PWS})
 	if d.SbH != nil {
-		c.Curves = append(c.Curves, Curve{Label: sbhName(d.Sampling) + " φ_i", X: x, Y: d.SbH})
+		c.Curves = append(c.Curves, Curve{Label: sbhName(d.Sampling) + " φ_i", Series: SeriesSbH, X: x, Y: d.SbH})
 	}
 	return c
 }
 
 // statsCurve maps per-frequency statistics to a curve.
-func statsCurve(label string, st []estimate.FrequencyStats, y func(estimate.FrequencyStats) float64) Curve {
-	c := Curve{Label: label, X: make([]float64, len(st)), Y: make([]float64, len(st))}
+func statsCurve(label string, series Series, st []estimate.FrequencyStats, y func(estimate.FrequencyStats) float64) Curve {
+	c := Curve{Label: label, Series: series, X: make([]float64, len(st)), Y: make([]float64, len(st))}
 	for j, s := range st {
 		c.X[j], c.Y[j] = float64(s.Frequency), y(s)
 	}
@@ -291,9 +291,9 @@ func pwsLabel(est estimate.Estimator) string {
 func BiasChart(d *EstimatorData) Chart {
 	c := Chart{Title: fmt.Sprintf("Normalized bias of g=%s: %s", d.G, describe(d.Privacy, d.Sampling)),
 		XLabel: "frequency i", YLabel: "bias / g(i)", LogX: true, LegendBottom: true, LegendRight: true}
-	c.Curves = append(c.Curves, statsCurve(pwsLabel(d.Estimator), d.PWS, normalizedBias))
+	c.Curves = append(c.Curves, statsCurve(pwsLabel(d.Estimator), SeriesPWS, d.PWS, normalizedBias))
 	if d.SbH != nil {
-		c.Curves = append(c.Curves, statsCurve(sbhName(d.Sampling), d.SbH, normalizedBias))
+		c.Curves = append(c.Curves, statsCurve(sbhName(d.Sampling), SeriesSbH, d.SbH, normalizedBias))
 	}
 	return c
 }
@@ -309,7 +309,7 @@ func VarianceChart(d *EstimatorData, normalized bool) Chart {
 	c := Chart{Title: fmt.Sprintf("Variance of g=%s: %s", d.G, describe(d.Privacy, d.Sampling)),
 		XLabel: "frequency i", YLabel: label, LogX: true, LogY: true, LegendBottom: true}
 	if d.Sampling.Scheme != sanitize.SchemeNone && len(d.ReferenceVariance) == len(d.PWS) {
-		ref := Curve{Label: "non-private", X: make([]float64, len(d.PWS)), Y: make([]float64, len(d.PWS))}
+		ref := Curve{Label: "non-private", Series: SeriesNonPrivate, X: make([]float64, len(d.PWS)), Y: make([]float64, len(d.PWS))}
 		for j, s := range d.PWS {
 			ref.X[j] = float64(s.Frequency)
 			ref.Y[j] = d.ReferenceVariance[j]
@@ -319,9 +319,9 @@ func VarianceChart(d *EstimatorData, normalized bool) Chart {
 		}
 		c.Curves = append(c.Curves, ref)
 	}
-	c.Curves = append(c.Curves, statsCurve(pwsLabel(d.Estimator), d.PWS, y))
+	c.Curves = append(c.Curves, statsCurve(pwsLabel(d.Estimator), SeriesPWS, d.PWS, y))
 	if d.SbH != nil {
-		c.Curves = append(c.Curves, statsCurve(sbhName(d.Sampling), d.SbH, y))
+		c.Curves = append(c.Curves, statsCurve(sbhName(d.Sampling), SeriesSbH, d.SbH, y))
 	}
 	return c
 }

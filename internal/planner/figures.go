@@ -300,14 +300,14 @@ func (f *figures) figure8Top() error {
 			label = "PWS MLE, no sampling"
 		}
 		report(label, et.Frequencies)
-		c.Curves = append(c.Curves, statsCurve(label, et.Frequencies, normalizedBias))
+		c.Curves = append(c.Curves, statsCurve(label, SeriesOther, et.Frequencies, normalizedBias))
 	}
 	sb, err := SbHEstimatorRows(p, sanitize.Sampling{Scheme: sanitize.SchemeNone}, estimate.G{Kind: estimate.GIdentity}, n)
 	if err != nil {
 		return err
 	}
 	report("sampled-SbH (any τ)", sb)
-	c.Curves = append(c.Curves, statsCurve("sampled-SbH (any τ)", sb, normalizedBias))
+	c.Curves = append(c.Curves, statsCurve("sampled-SbH (any τ)", SeriesSbH, sb, normalizedBias))
 	f.printf("  paper: bias diminishes for i >> (2/eps)ln(1/delta) = %.0f; PWS lower at lower frequencies; PWS bias decreases with tau\n",
 		2/0.1*math.Log(1/figureDelta))
 	return f.save("fig8-top.svg", c)

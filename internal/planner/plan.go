@@ -453,9 +453,9 @@ func FractionChart(res *PlanResult) Chart {
 
 func (c Chart) withSweep(res *PlanResult, f func(PlanPoint) Comparison) Chart {
 	n := len(res.Sweep)
-	np := Curve{Label: "non-private", X: make([]float64, n), Y: make([]float64, n)}
-	pws := Curve{Label: "PWS", X: make([]float64, n), Y: make([]float64, n)}
-	sbh := Curve{Label: "sampled-SbH", X: make([]float64, n), Y: make([]float64, n)}
+	np := Curve{Label: "non-private", Series: SeriesNonPrivate, X: make([]float64, n), Y: make([]float64, n)}
+	pws := Curve{Label: "PWS", Series: SeriesPWS, X: make([]float64, n), Y: make([]float64, n)}
+	sbh := Curve{Label: "sampled-SbH", Series: SeriesSbH, X: make([]float64, n), Y: make([]float64, n)}
 	for k, p := range res.Sweep {
 		v := f(p)
 		np.X[k], pws.X[k], sbh.X[k] = p.Threshold, p.Threshold, p.Threshold

@@ -16,6 +16,7 @@ type goField struct {
 	name      string // JSON name
 	omitempty bool
 	embedded  string // "pkg.Type" of an embedded struct whose fields are inlined
+	doc       string // the field's doc comment, if any
 }
 
 // parseGoTypes reads the struct types of the packages whose types appear in
@@ -33,7 +34,7 @@ func parseGoTypes(root string) (map[string][]goField, error) {
 			if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
 				continue
 			}
-			f, err := parser.ParseFile(fset, filepath.Join(root, dir, name), nil, parser.SkipObjectResolution)
+			f, err := parser.ParseFile(fset, filepath.Join(root, dir, name), nil, parser.SkipObjectResolution|parser.ParseComments)
 			if err != nil {
 				return nil, fmt.Errorf("parsing %s: %w", name, err)
 			}
@@ -81,7 +82,7 @@ func structFields(pkg string, st *ast.StructType) []goField {
 			if n == "" {
 				n = id.Name
 			}
-			out = append(out, goField{name: n, omitempty: omit})
+			out = append(out, goField{name: n, omitempty: omit, doc: strings.TrimSpace(fl.Doc.Text())})
 		}
 	}
 	return out
@@ -97,6 +98,16 @@ func typeName(pkg string, e ast.Expr) string {
 	case *ast.SelectorExpr:
 		if x, ok := t.X.(*ast.Ident); ok {
 			return x.Name + "." + t.Sel.Name
+		}
+	}
+	return ""
+}
+
+// fieldDoc returns the doc comment of typ's field with JSON name name.
+func fieldDoc(types map[string][]goField, typ, name string) string {
+	for _, f := range types[typ] {
+		if f.name == name {
+			return f.doc
 		}
 	}
 	return ""

@@ -50,6 +50,9 @@ func run(in, out, src string) error {
 	if err != nil {
 		return fmt.Errorf("encoding: %w", err)
 	}
+	if js, err = renameSchemas(js); err != nil {
+		return err
+	}
 	loader := openapi3.NewLoader()
 	loaded, err := loader.LoadFromData(js)
 	if err != nil {
@@ -89,4 +92,68 @@ func hasPrefixAny(s string, prefixes ...string) bool {
 		}
 	}
 	return false
+}
+
+// schemaNames renames the schemas whose Go name alone would not say what
+// they are; every other schema loses its Go package ("api.SampleView" is
+// SampleView), so that generated clients have plain type names.
+var schemaNames = map[string]string{
+	"panprivate.Config":    "StreamEstimatorConfig",
+	"panprivate.State":     "StreamState",
+	"panprivate.Kind":      "StreamEstimatorKind",
+	"panprivate.Algorithm": "StreamAlgorithm",
+}
+
+// renameSchemas renames the component schemas of the encoded document js
+// and every $ref to them (two schemas may not end up with one name), and
+// gives every number the format double.
+func renameSchemas(js []byte) ([]byte, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(js, &doc); err != nil {
+		return nil, fmt.Errorf("renaming schemas: %w", err)
+	}
+	comps, _ := doc["components"].(map[string]any)
+	schemas, _ := comps["schemas"].(map[string]any)
+	renamed := map[string]any{}
+	refs := map[string]string{}
+	for _, old := range sortedKeys(schemas) {
+		name, ok := schemaNames[old]
+		if !ok {
+			name = old[strings.LastIndexByte(old, '.')+1:]
+		}
+		if _, dup := renamed[name]; dup {
+			return nil, fmt.Errorf("renaming schemas: two schemas named %s (add one to schemaNames)", name)
+		}
+		renamed[name] = schemas[old]
+		refs["#/components/schemas/"+old] = "#/components/schemas/" + name
+	}
+	if comps != nil {
+		comps["schemas"] = renamed
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			// Every number is a float64: without a format, generators
+			// take float32 and round epsilon and delta.
+			if x["type"] == "number" && x["format"] == nil {
+				x["format"] = "double"
+			}
+			for k, e := range x {
+				if s, ok := e.(string); ok && k == "$ref" {
+					if n, ok := refs[s]; ok {
+						x[k] = n
+					}
+					continue
+				}
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(doc)
+	return json.Marshal(doc)
 }

@@ -23,13 +23,12 @@ var statusText = map[int]string{
 	401: "A bearer token is required (PWSD_API_TOKENS_FILE is set) and was missing or not valid; the answer carries WWW-Authenticate: Bearer.",
 	403: "The token's role may not do this: a reader token may only read.",
 	404: "What the request names does not exist; detail says what (sample \"id\" does not exist, key \"k\" is not in this sample, dataset \"x\" does not exist).",
-	405: "The path exists but not with this method; the Allow header lists the methods it answers. (OpenAPI has no per-path responses, so every operation lists it.)",
 	409: "Conflict: the release would exceed the dataset's privacy budget, the name exists already, or a per-stream limit is reached. Nothing was changed.",
 	413: "The body, an NDJSON line or a batch exceeds a configured limit (PWSD_MAX_*). Nothing was changed.",
 	415: "The Content-Type is not one this operation accepts.",
 	422: "The request is well formed but a value is not valid; errors names each field or parameter by its path as the client wrote it. Nothing was changed.",
 	500: "An internal error (a bug or a failing store); never caused by input. The request_id matches the server's log line.",
-	503: "The request did not finish within PWSD_REQUEST_TIMEOUT or was cancelled, or (readyz) the store is not ready. Nothing was stored.",
+	503: "Unavailable, nothing was stored: the request did not finish within PWSD_REQUEST_TIMEOUT, admission control refused it (more requests or estimated memory in flight than PWSD_MAX_INFLIGHT / PWSD_MAX_INFLIGHT_BYTES allow), or the store cannot be reached (readyz: is not ready). Retry after Retry-After seconds when it is given.",
 }
 
 // queryEnums closes the sets of query parameter values.
@@ -51,7 +50,8 @@ var queryPatterns = map[string]string{
 }
 
 func postProcess(doc *openapi3.T, types map[string][]goField) error {
-	doc.Servers = nil // same origin
+	// Same origin: the document is served by the pwsd it describes.
+	doc.Servers = openapi3.Servers{{URL: "/", Description: "the pwsd serving this document (a client sets its base URL, e.g. http://localhost:8080)"}}
 	doc.Components.Headers = standardHeaders()
 	if doc.Components.Responses == nil {
 		doc.Components.Responses = openapi3.ResponseBodies{}
@@ -62,9 +62,9 @@ func postProcess(doc *openapi3.T, types map[string][]goField) error {
 			if err := fixOperation(path, method, op); err != nil {
 				return fmt.Errorf("%s %s: %w", method, path, err)
 			}
-		}
-		if item.Get != nil && item.Head == nil {
-			item.Head = headOf(item.Get)
+			secure(path, op)
+			narrowQuery(path, method, op)
+			responseHeaders(path, method, op)
 		}
 	}
 	for _, name := range sortedKeys(doc.Components.Schemas) {
@@ -72,6 +72,10 @@ func postProcess(doc *openapi3.T, types map[string][]goField) error {
 	}
 	markRequired(doc, types)
 	describeEvents(doc)
+	strictRequests(doc)
+	nonEmptyRequestID(doc)
+	timeFormats(doc)
+	typedConfig(doc, types)
 	// The bearer token is an HTTP authentication scheme in OpenAPI 3.
 	if ss, ok := doc.Components.SecuritySchemes["bearer"]; ok && ss.Value != nil {
 		ss.Value = &openapi3.SecurityScheme{Type: "http", Scheme: "bearer", Description: ss.Value.Description}
@@ -93,9 +97,10 @@ func describeEvents(doc *openapi3.T) {
 	integer := &openapi3.Schema{Type: &openapi3.Types{"integer"}, Min: ptr(0.0), Description: "a user id, 0 to 2^64-1"}
 	name := &openapi3.Schema{Type: &openapi3.Types{"string"}, Description: "a user name"}
 	ev.Value.Items = &openapi3.SchemaRef{Value: &openapi3.Schema{
-		Type:        &openapi3.Types{"object"},
-		Description: "One event: an appearance of user, or with op delete its deletion.",
-		Required:    []string{"user"},
+		Type:                 &openapi3.Types{"object"},
+		Description:          "One event: an appearance of user, or with op delete its deletion.",
+		Required:             []string{"user"},
+		AdditionalProperties: openapi3.AdditionalProperties{Has: ptr(false)},
 		Properties: openapi3.Schemas{
 			"user": {Value: &openapi3.Schema{Description: "The user: a non-negative integer id or a string name.",
 				OneOf: openapi3.SchemaRefs{{Value: integer}, {Value: name}}}},
@@ -163,7 +168,7 @@ func fixOperation(path, method string, op *openapi3.Operation) error {
 			}
 		}
 	}
-	statuses := []int{400, 405, 500}
+	statuses := []int{400, 500}
 	if v1 {
 		statuses = append(statuses, 401, 413, 503) // 413: a declared Content-Length above PWSD_MAX_BODY_BYTES
 		if method != http.MethodGet {
@@ -203,8 +208,6 @@ func fixOperation(path, method string, op *openapi3.Operation) error {
 		switch code {
 		case "401":
 			r.Value.Headers["WWW-Authenticate"] = &openapi3.HeaderRef{Ref: "#/components/headers/WWW-Authenticate"}
-		case "405":
-			r.Value.Headers["Allow"] = &openapi3.HeaderRef{Ref: "#/components/headers/Allow"}
 		}
 	}
 	return nil
@@ -220,7 +223,14 @@ func standardHeaders() openapi3.Headers {
 	return openapi3.Headers{
 		"X-Request-Id":     h("The request's id: the client's own X-Request-Id when it is a safe token, else one pwsd made; the same id is in the log line and in a problem's request_id."),
 		"WWW-Authenticate": h(`Bearer realm="pwsd" (with error="invalid_token" for a token that is not valid).`),
-		"Allow":            h("The methods this path answers, e.g. GET, HEAD."),
+		"Location":         h("The path of the resource just created, e.g. /v1/samples/{id}."),
+		"Idempotent-Replayed": {Value: &openapi3.Header{Parameter: openapi3.Parameter{
+			Description: "true on an answer replayed for a repeated Idempotency-Key: the request was not run again.",
+			Schema:      &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{"string"}, Enum: []any{"true"}}}}}},
+		"Idempotent-Original-Request-Id": h("On a replayed answer: the X-Request-Id of the request that produced it (the first request with the key; for the 409 that replaces the answer of a request whose resource was deleted, the DELETE). A replayed problem's request_id is this id."),
+		"Retry-After": {Value: &openapi3.Header{Parameter: openapi3.Parameter{
+			Description: "Seconds to wait before retrying (admission control, store unreachable).",
+			Schema:      &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{"integer"}, Min: ptr(1.0)}}}}},
 	}
 }
 
@@ -233,25 +243,6 @@ func problemResponse(status int) *openapi3.Response {
 	return &openapi3.Response{Description: &d, Content: openapi3.Content{
 		mtProblem: &openapi3.MediaType{Schema: &openapi3.SchemaRef{Ref: problemRef}},
 	}}
-}
-
-// headOf is the HEAD twin of a GET: the same statuses and headers, no body.
-func headOf(get *openapi3.Operation) *openapi3.Operation {
-	h := *get
-	h.Summary = "HEAD: " + get.Summary + " (headers only)"
-	h.Description = "The GET's answer without its body."
-	h.OperationID = ""
-	h.Responses = openapi3.NewResponses()
-	for code, r := range get.Responses.Map() {
-		if r.Value == nil {
-			continue
-		}
-		cp := *r.Value
-		cp.Content = nil
-		h.Responses.Set(code, &openapi3.ResponseRef{Value: &cp})
-	}
-	h.Responses.Delete("default")
-	return &h
 }
 
 // fixSchema gives every property a description.
@@ -295,6 +286,8 @@ func fixSchema(name string, s *openapi3.Schema) {
 var propertyEnums = map[string][]any{
 	"SampleView.release":     {"keys", "frequencies"},
 	"SampleView.method":      {"max_separation", "discrete"},
+	"SampleMeta.method":      {"max_separation", "discrete"},
+	"SampleMeta.release":     {"keys", "frequencies"},
 	"SamplingView.scheme":    {"ppswor", "priority", "none", "custom"},
 	"EstimateView.estimator": {"mle", "biased_down", "unbiased"},
 	"CounterView.algorithm":  {"simple", "randomized_response", "cascading", "tree"},
@@ -305,6 +298,28 @@ var propertyEnums = map[string][]any{
 // properties the Go type always encodes (no omitempty), so that the
 // contract test also checks that they are present.
 func markRequired(doc *openapi3.T, types map[string][]goField) {
+	inRequest := requestSchemas(doc)
+	for _, name := range sortedKeys(doc.Components.Schemas) {
+		s := doc.Components.Schemas[name].Value
+		if inRequest[name] || s == nil {
+			continue
+		}
+		req := map[string]bool{}
+		for _, r := range s.Required {
+			req[r] = true
+		}
+		for _, f := range alwaysPresent(types, name) {
+			if _, ok := s.Properties[f]; ok && !req[f] {
+				s.Required = append(s.Required, f)
+				req[f] = true
+			}
+		}
+	}
+}
+
+// requestSchemas returns the names of the schemas reachable from a request
+// body.
+func requestSchemas(doc *openapi3.T) map[string]bool {
 	inRequest := map[string]bool{}
 	var walk func(ref string)
 	walk = func(ref string) {
@@ -335,22 +350,7 @@ func markRequired(doc *openapi3.T, types map[string][]goField) {
 			}
 		}
 	}
-	for _, name := range sortedKeys(doc.Components.Schemas) {
-		s := doc.Components.Schemas[name].Value
-		if inRequest[name] || s == nil {
-			continue
-		}
-		req := map[string]bool{}
-		for _, r := range s.Required {
-			req[r] = true
-		}
-		for _, f := range alwaysPresent(types, name) {
-			if _, ok := s.Properties[f]; ok && !req[f] {
-				s.Required = append(s.Required, f)
-				req[f] = true
-			}
-		}
-	}
+	return inRequest
 }
 
 // forEachRef calls f with every schema $ref reachable from s.

@@ -8,15 +8,21 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/pwsd/pwsd/internal/planner"
 )
+
+// fontFamily is the CSS font family of the charts' text: gonum's
+// Liberation Serif, else a serif of the same metrics.
+const fontFamily = `font-family:'Liberation Serif','Times New Roman',Times,serif;`
 
 // Chart size and density.
 const (
@@ -29,16 +35,47 @@ const (
 	markerPoints = 40
 )
 
-// palette holds distinguishable line colours (colour-blind safe).
+// seriesColours draws each method in one colour in every chart
+// (colour-blind safe); the non-private reference is also dashed.
+var seriesColours = map[planner.Series]color.RGBA{
+	planner.SeriesPWS:        {0, 114, 178, 255}, // blue
+	planner.SeriesSbH:        {213, 94, 0, 255},  // vermillion
+	planner.SeriesNonPrivate: {0, 0, 0, 255},     // black
+}
+
+// palette holds the colours of the other curves, in order: none of the
+// methods' colours.
 var palette = []color.RGBA{
-	{0, 114, 178, 255},   // blue
-	{213, 94, 0, 255},    // vermillion
 	{0, 158, 115, 255},   // green
 	{204, 121, 167, 255}, // purple
 	{230, 159, 0, 255},   // orange
 	{86, 180, 233, 255},  // sky
-	{0, 0, 0, 255},       // black
+	{120, 120, 120, 255}, // grey
 }
+
+// style returns the colour and dashes of the curve at index k of others
+// (the curves without a method so far).
+func style(s planner.Series, others int) (color.RGBA, []vg.Length) {
+	if col, ok := seriesColours[s]; ok {
+		if s == planner.SeriesNonPrivate {
+			return col, []vg.Length{vg.Points(5), vg.Points(3)}
+		}
+		return col, nil
+	}
+	if others >= len(palette) {
+		return palette[others%len(palette)], []vg.Length{vg.Points(4), vg.Points(2)}
+	}
+	return palette[others], nil
+}
+
+// Layout: the legend sits in a strip below the plot, never over a line,
+// and the plot keeps a right margin for the last tick label.
+const (
+	legendRow   = 14 * vg.Length(1) // points per legend entry
+	titleSlack  = 0.3
+	legendPad   = 6 * vg.Length(1)
+	rightMargin = 14 * vg.Length(1)
+)
 
 // render draws the chart as a self-contained SVG document (gonum.org/v1/plot,
 // vgsvg backend, default fonts, no external assets).
@@ -48,31 +85,45 @@ func render(c planner.Chart) (out []byte, err error) {
 			out, err = nil, fmt.Errorf("plotsvg: rendering chart %q: %v", c.Title, r)
 		}
 	}()
-	p, err := build(c)
+	p, legend, entries, err := build(c)
 	if err != nil {
 		return nil, err
 	}
-	canvas := vgsvg.NewWith(vgsvg.UseWH(chartWidth, chartHeight))
-	p.Draw(draw.New(canvas))
+	strip := vg.Length(0)
+	if entries > 0 {
+		strip = vg.Length(entries)*legendRow + 2*legendPad
+	}
+	canvas := vgsvg.NewWith(vgsvg.UseWH(chartWidth, chartHeight+strip))
+	dc := draw.New(canvas)
+	p.Draw(draw.Crop(dc, 0, -rightMargin, strip, 0))
+	if strip > 0 {
+		area := dc
+		area.Max.Y = area.Min.Y + strip
+		legend.Draw(draw.Crop(area, legendPad, 0, legendPad, -legendPad))
+	}
 	var buf bytes.Buffer
 	if _, err := canvas.WriteTo(&buf); err != nil {
 		return nil, fmt.Errorf("plotsvg: writing svg: %w", err)
 	}
-	return buf.Bytes(), nil
+	// gonum names its font alone; a browser without it would fall back to
+	// its default sans, much wider than the metrics the layout used.
+	return bytes.ReplaceAll(buf.Bytes(), []byte("font-family:Liberation Serif;"), []byte(fontFamily)), nil
 }
 
-// build builds the gonum plot of the chart.
-func build(c planner.Chart) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = c.Title
+// build builds the gonum plot of the chart and its legend, drawn apart.
+func build(c planner.Chart) (p *plot.Plot, legend plot.Legend, entries int, err error) {
+	p = plot.New()
+	p.Title.Text = wrapTitle(p.Title.TextStyle, c.Title, chartWidth-rightMargin)
 	p.X.Label.Text = c.XLabel
 	p.Y.Label.Text = c.YLabel
-	p.Legend.Top = !c.LegendBottom
-	p.Legend.Left = !c.LegendRight
+	legend = plot.NewLegend()
+	legend.Top, legend.Left = true, true
+	legend.Padding = vg.Points(3)
 	p.Add(plotter.NewGrid())
+	others := 0
 
 	var xs, ys []float64
-	for k, cv := range c.Curves {
+	for _, cv := range c.Curves {
 		pts := points(c, cv)
 		if len(pts) == 0 {
 			continue
@@ -81,21 +132,22 @@ func build(c planner.Chart) (*plot.Plot, error) {
 			xs = append(xs, pt.X)
 			ys = append(ys, pt.Y)
 		}
-		col := palette[k%len(palette)]
+		col, dashes := style(cv.Series, others)
+		if _, ok := seriesColours[cv.Series]; !ok {
+			others++
+		}
 		line, err := plotter.NewLine(pts)
 		if err != nil {
-			return nil, fmt.Errorf("plotsvg: chart curve %q: %w", cv.Label, err)
+			return nil, legend, 0, fmt.Errorf("plotsvg: chart curve %q: %w", cv.Label, err)
 		}
 		line.Color = col
 		line.Width = vg.Points(1.5)
-		if k >= len(palette) {
-			line.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
-		}
+		line.Dashes = dashes
 		p.Add(line)
 		if len(pts) <= markerPoints {
 			sc, err := plotter.NewScatter(pts)
 			if err != nil {
-				return nil, fmt.Errorf("plotsvg: chart curve %q: %w", cv.Label, err)
+				return nil, legend, 0, fmt.Errorf("plotsvg: chart curve %q: %w", cv.Label, err)
 			}
 			sc.Color = col
 			sc.Shape = draw.CircleGlyph{}
@@ -103,12 +155,43 @@ func build(c planner.Chart) (*plot.Plot, error) {
 			p.Add(sc)
 		}
 		if cv.Label != "" {
-			p.Legend.Add(cv.Label, line)
+			legend.Add(cv.Label, line)
+			entries++
 		}
 	}
 	setRange(&p.X, xs, c.LogX, 0, 0)
 	setRange(&p.Y, ys, c.LogY, c.YMin, c.YMax)
-	return p, nil
+	return p, legend, entries, nil
+}
+
+// wrapTitle breaks a title wider than width into lines at spaces, after
+// its first ": " first (the charts' titles are "what: parameters"), so
+// that no line is clipped. Browsers may draw the SVG's text in a wider
+// font than gonum measures: lines keep titleSlack of the width free.
+func wrapTitle(sty text.Style, title string, width vg.Length) string {
+	width = vg.Length(float64(width) * (1 - titleSlack))
+	if sty.Width(title) <= width {
+		return title
+	}
+	var lines []string
+	head, tail, ok := strings.Cut(title, ": ")
+	if ok && sty.Width(head+":") <= width {
+		lines = append(lines, head+":")
+	} else {
+		tail = title
+	}
+	line := ""
+	for _, w := range strings.Fields(tail) {
+		if line != "" && sty.Width(line+" "+w) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	return strings.Join(append(lines, line), "\n")
 }
 
 // points returns the drawable points of a curve of c, thinned.
