@@ -8,6 +8,10 @@ cd "$(dirname "$0")/.."
 phase() { echo "== $1 (at ${SECONDS}s)"; }
 phase "go vet"
 go vet ./...
+phase "go mod tidy (every module)"
+for m in . clienttest beam; do
+	(cd "$m" && go mod tidy -diff >/dev/null) || { echo "make test: go.mod of $m is not tidy: run (cd $m && go mod tidy)" >&2; exit 1; }
+done
 phase "openapi freshness"
 bash scripts/openapi-check.sh
 phase "openapi lint"
