@@ -20,6 +20,7 @@ func (h *handler) routes(cr chi.Router) {
 	r.Get("/tables/frequencies", h.frequencies)
 	r.Get("/tables/estimators", h.estimators)
 	r.Get("/tables/audit", h.audit)
+	r.Post("/tables/prebuild", h.prebuild)
 	r.Get("/plots/reporting", h.plotReporting)
 	r.Get("/plots/bias", h.plotBias)
 	r.Get("/plots/variance", h.plotVariance)

@@ -2376,6 +2376,58 @@ const docTemplate = `{
                 }
             }
         },
+        "/v1/tables/prebuild": {
+            "post": {
+                "security": [
+                    {
+                        "bearer": []
+                    }
+                ],
+                "description": "Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.",
+                "consumes": [
+                    "application/json"
+                ],
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "tables"
+                ],
+                "summary": "Build a parameter set's tables ahead of a scheduled release",
+                "operationId": "prebuildTables",
+                "parameters": [
+                    {
+                        "description": "parameters of the release to prepare",
+                        "name": "body",
+                        "in": "body",
+                        "required": true,
+                        "schema": {
+                            "$ref": "#/definitions/api.PrebuildRequest"
+                        }
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/api.PrebuildView"
+                        }
+                    },
+                    "400": {
+                        "description": "Bad Request",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "422": {
+                        "description": "Unprocessable Entity",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    }
+                }
+            }
+        },
         "/v1/tables/reporting": {
             "get": {
                 "security": [
@@ -2917,6 +2969,53 @@ const docTemplate = `{
                 },
                 "upper": {
                     "type": "number"
+                }
+            }
+        },
+        "api.PrebuildRequest": {
+            "type": "object",
+            "required": [
+                "max_frequency",
+                "privacy",
+                "sampling"
+            ],
+            "properties": {
+                "max_frequency": {
+                    "description": "The tables cover every sanitized value and frequency up to this one.",
+                    "type": "integer",
+                    "minimum": 1,
+                    "example": 100000
+                },
+                "method": {
+                    "type": "string",
+                    "default": "max_separation",
+                    "enum": [
+                        "max_separation",
+                        "discrete"
+                    ]
+                },
+                "privacy": {
+                    "$ref": "#/definitions/api.PrivacyParams"
+                },
+                "sampling": {
+                    "$ref": "#/definitions/api.SamplingParams"
+                }
+            }
+        },
+        "api.PrebuildView": {
+            "type": "object",
+            "properties": {
+                "built": {
+                    "description": "Chunks computed by this request; the others were cached already.",
+                    "type": "integer"
+                },
+                "chunk_size": {
+                    "description": "Frequencies per chunk (a power of two at least 4L + 16).",
+                    "type": "integer"
+                },
+                "chunks": {
+                    "description": "Chunks covering (0, max_frequency].",
+                    "type": "integer"
                 }
             }
         },

@@ -161,6 +161,24 @@ func (e EventsRequestEventsOp) Valid() bool {
 	}
 }
 
+// Defines values for PrebuildRequestMethod.
+const (
+	PrebuildRequestMethodDiscrete      PrebuildRequestMethod = "discrete"
+	PrebuildRequestMethodMaxSeparation PrebuildRequestMethod = "max_separation"
+)
+
+// Valid indicates whether the value is a known member of the PrebuildRequestMethod enum.
+func (e PrebuildRequestMethod) Valid() bool {
+	switch e {
+	case PrebuildRequestMethodDiscrete:
+		return true
+	case PrebuildRequestMethodMaxSeparation:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for QuantilesViewPopulation.
 const (
 	QuantilesViewPopulationAll      QuantilesViewPopulation = "all"
@@ -1781,6 +1799,38 @@ type PlanResult struct {
 	SweepScheme *string `json:"sweep_scheme,omitempty"`
 }
 
+// PrebuildRequest defines model for PrebuildRequest.
+type PrebuildRequest struct {
+	// MaxFrequency The tables cover every sanitized value and frequency up to this one.
+	//
+	// Example: 100000
+	MaxFrequency int `json:"max_frequency"`
+
+	// Method The frequency sanitizer: max_separation (Algorithm 5) or discrete (Algorithm 4).
+	Method *PrebuildRequestMethod `json:"method,omitempty"`
+
+	// Privacy The (epsilon, delta) guarantee of the release.
+	Privacy PrivacyParams `json:"privacy"`
+
+	// Sampling How the non-private sample was drawn.
+	Sampling SamplingParams `json:"sampling"`
+}
+
+// PrebuildRequestMethod The frequency sanitizer: max_separation (Algorithm 5) or discrete (Algorithm 4).
+type PrebuildRequestMethod string
+
+// PrebuildView defines model for PrebuildView.
+type PrebuildView struct {
+	// Built Chunks computed by this request; the others were cached already.
+	Built int `json:"built"`
+
+	// ChunkSize Frequencies per chunk (a power of two at least 4L + 16).
+	ChunkSize int `json:"chunk_size"`
+
+	// Chunks Chunks covering (0, max_frequency].
+	Chunks int `json:"chunks"`
+}
+
 // PrivacyParams defines model for PrivacyParams.
 type PrivacyParams struct {
 	// Delta delta of the (epsilon, delta) guarantee, 0 < delta <= 1.
@@ -3116,6 +3166,9 @@ type CreateStreamJSONRequestBody = StreamRequest
 // AddStreamEventsJSONRequestBody defines body for AddStreamEvents for application/json ContentType.
 type AddStreamEventsJSONRequestBody = EventsRequest
 
+// PrebuildTablesJSONRequestBody defines body for PrebuildTables for application/json ContentType.
+type PrebuildTablesJSONRequestBody = PrebuildRequest
+
 // AsEventsRequestEventsUser0 returns the union data inside the EventsRequest_Events_User as a EventsRequestEventsUser0
 func (t EventsRequest_Events_User) AsEventsRequestEventsUser0() (EventsRequestEventsUser0, error) {
 	var body EventsRequestEventsUser0
@@ -3655,6 +3708,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/tables/frequencies (the `GetFrequencyTable` operationId).
 	GetFrequencyTable(ctx context.Context, params *GetFrequencyTableParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PrebuildTablesWithBody Build a parameter set's tables ahead of a scheduled release
+	//
+	// Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/tables/prebuild (the `PrebuildTables` operationId).
+	PrebuildTablesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PrebuildTables Build a parameter set's tables ahead of a scheduled release
+	//
+	// Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/tables/prebuild (the `PrebuildTables` operationId).
+	PrebuildTables(ctx context.Context, body PrebuildTablesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetReportingTable Reporting probabilities pi_i (Algorithm 3) and L(epsilon, delta)
 	//
@@ -4426,6 +4497,44 @@ func (c *Client) GetEstimatorTable(ctx context.Context, params *GetEstimatorTabl
 // Corresponds with GET /v1/tables/frequencies (the `GetFrequencyTable` operationId).
 func (c *Client) GetFrequencyTable(ctx context.Context, params *GetFrequencyTableParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetFrequencyTableRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PrebuildTablesWithBody Build a parameter set's tables ahead of a scheduled release
+//
+// Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/tables/prebuild (the `PrebuildTables` operationId).
+func (c *Client) PrebuildTablesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPrebuildTablesRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PrebuildTables Build a parameter set's tables ahead of a scheduled release
+//
+// Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/tables/prebuild (the `PrebuildTables` operationId).
+func (c *Client) PrebuildTables(ctx context.Context, body PrebuildTablesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPrebuildTablesRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7209,6 +7318,46 @@ func NewGetFrequencyTableRequest(server string, params *GetFrequencyTableParams)
 	return req, nil
 }
 
+// NewPrebuildTablesRequest calls the generic PrebuildTables builder with application/json body
+func NewPrebuildTablesRequest(server string, body PrebuildTablesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPrebuildTablesRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPrebuildTablesRequestWithBody constructs an http.Request for the PrebuildTables method, with any body, and a specified content type
+func NewPrebuildTablesRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tables/prebuild")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetReportingTableRequest constructs an http.Request for the GetReportingTable method
 func NewGetReportingTableRequest(server string, params *GetReportingTableParams) (*http.Request, error) {
 	var err error
@@ -7782,6 +7931,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/tables/frequencies (the `GetFrequencyTable` operationId).
 	GetFrequencyTableWithResponse(ctx context.Context, params *GetFrequencyTableParams, reqEditors ...RequestEditorFn) (*GetFrequencyTableResponse, error)
+
+	// PrebuildTablesWithBodyWithResponse Build a parameter set's tables ahead of a scheduled release
+	//
+	// Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/tables/prebuild (the `PrebuildTables` operationId).
+	PrebuildTablesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PrebuildTablesResponse, error)
+
+	// PrebuildTablesWithResponse Build a parameter set's tables ahead of a scheduled release
+	//
+	// Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/tables/prebuild (the `PrebuildTables` operationId).
+	PrebuildTablesWithResponse(ctx context.Context, body PrebuildTablesJSONRequestBody, reqEditors ...RequestEditorFn) (*PrebuildTablesResponse, error)
 
 	// GetReportingTableWithResponse Reporting probabilities pi_i (Algorithm 3) and L(epsilon, delta)
 	//
@@ -13039,6 +13206,168 @@ func (r GetFrequencyTableResponse) ContentType() string {
 	return ""
 }
 
+// PrebuildTablesResponse200Headers the declared response headers of an HTTP 200 response for PrebuildTables
+type PrebuildTablesResponse200Headers struct {
+	XRequestId *string
+}
+
+// PrebuildTablesResponse400Headers the declared response headers of an HTTP 400 response for PrebuildTables
+type PrebuildTablesResponse400Headers struct {
+	XRequestId *string
+}
+
+// PrebuildTablesResponse401Headers the declared response headers of an HTTP 401 response for PrebuildTables
+type PrebuildTablesResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// PrebuildTablesResponse403Headers the declared response headers of an HTTP 403 response for PrebuildTables
+type PrebuildTablesResponse403Headers struct {
+	XRequestId *string
+}
+
+// PrebuildTablesResponse413Headers the declared response headers of an HTTP 413 response for PrebuildTables
+type PrebuildTablesResponse413Headers struct {
+	XRequestId *string
+}
+
+// PrebuildTablesResponse415Headers the declared response headers of an HTTP 415 response for PrebuildTables
+type PrebuildTablesResponse415Headers struct {
+	XRequestId *string
+}
+
+// PrebuildTablesResponse422Headers the declared response headers of an HTTP 422 response for PrebuildTables
+type PrebuildTablesResponse422Headers struct {
+	XRequestId *string
+}
+
+// PrebuildTablesResponse500Headers the declared response headers of an HTTP 500 response for PrebuildTables
+type PrebuildTablesResponse500Headers struct {
+	XRequestId *string
+}
+
+// PrebuildTablesResponse503Headers the declared response headers of an HTTP 503 response for PrebuildTables
+type PrebuildTablesResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type PrebuildTablesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PrebuildView
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PrebuildTablesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *PrebuildTablesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PrebuildTablesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *PrebuildTablesResponse403Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *PrebuildTablesResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *PrebuildTablesResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *PrebuildTablesResponse422Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *PrebuildTablesResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PrebuildTablesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PrebuildTablesResponse) GetJSON200() *PrebuildView {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PrebuildTablesResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PrebuildTablesResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PrebuildTablesResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PrebuildTablesResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PrebuildTablesResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r PrebuildTablesResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PrebuildTablesResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PrebuildTablesResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PrebuildTablesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PrebuildTablesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PrebuildTablesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PrebuildTablesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetReportingTableResponse200Headers the declared response headers of an HTTP 200 response for GetReportingTable
 type GetReportingTableResponse200Headers struct {
 	XRequestId *string
@@ -13829,6 +14158,36 @@ func (c *ClientWithResponses) GetFrequencyTableWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseGetFrequencyTableResponse(rsp)
+}
+
+// PrebuildTablesWithBodyWithResponse Build a parameter set's tables ahead of a scheduled release
+//
+// Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/tables/prebuild (the `PrebuildTables` operationId).
+func (c *ClientWithResponses) PrebuildTablesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PrebuildTablesResponse, error) {
+	rsp, err := c.PrebuildTablesWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePrebuildTablesResponse(rsp)
+}
+
+// PrebuildTablesWithResponse Build a parameter set's tables ahead of a scheduled release
+//
+// Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/tables/prebuild (the `PrebuildTables` operationId).
+func (c *ClientWithResponses) PrebuildTablesWithResponse(ctx context.Context, body PrebuildTablesJSONRequestBody, reqEditors ...RequestEditorFn) (*PrebuildTablesResponse, error) {
+	rsp, err := c.PrebuildTables(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePrebuildTablesResponse(rsp)
 }
 
 // GetReportingTableWithResponse Reporting probabilities pi_i (Algorithm 3) and L(epsilon, delta)
@@ -20725,6 +21084,195 @@ func ParseGetFrequencyTableResponse(rsp *http.Response) (*GetFrequencyTableRespo
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetFrequencyTableResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePrebuildTablesResponse parses an HTTP response from a PrebuildTablesWithResponse call
+func ParsePrebuildTablesResponse(rsp *http.Response) (*PrebuildTablesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PrebuildTablesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PrebuildView
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PrebuildTablesResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers PrebuildTablesResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers PrebuildTablesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers PrebuildTablesResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 413:
+		var headers PrebuildTablesResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers PrebuildTablesResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers PrebuildTablesResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 500:
+		var headers PrebuildTablesResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers PrebuildTablesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

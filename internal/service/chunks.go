@@ -262,3 +262,55 @@ func (s *Service) mleKeys(ctx context.Context, t *sanitize.Table, values []float
 	}
 	return freq, contrib, nil
 }
+
+// Prebuilt says what PrebuildChunks found and built.
+type Prebuilt struct {
+	ChunkSize int64 // frequencies per chunk (estimate.ChunkSize)
+	Chunks    int64 // chunks covering (0, MaxFrequency]
+	Built     int64 // of which built now (the others were cached)
+}
+
+// PrebuildChunks builds, ahead of a scheduled release under spec, the MLE
+// chunks (identity and count, what every frequencies release reads) that
+// cover the frequencies up to maxFrequency, and keeps them in memory and in
+// the store: the release then reads them instead of computing them. Chunks
+// already cached are not built again. The work is bounded like a table
+// request's (checkWorkOf, 422 naming max_frequency).
+func (s *Service) PrebuildChunks(ctx context.Context, spec SampleSpec, maxFrequency int64) (Prebuilt, error) {
+	if maxFrequency < 1 || maxFrequency > sanitize.MaxFrequency {
+		return Prebuilt{}, fieldErr("max_frequency", "must be between 1 and %d", sanitize.MaxFrequency)
+	}
+	t, err := s.tables.get(spec.Privacy, spec.Sampling, spec.Method)
+	if err != nil {
+		return Prebuilt{}, err
+	}
+	size := estimate.ChunkSize(spec.Privacy)
+	n := estimate.ChunkOf(float64(maxFrequency), size) + 1
+	work := func(_, top int64) (float64, float64) {
+		w, window := releaseWork(spec.Privacy, true)
+		runs := float64(top)/float64(size)/float64(estimate.MaxChunkRun(spec.Privacy, size)) + 1
+		return w*runs + window*float64(top), window
+	}
+	if err := s.checkWorkOf(ctx, work, n*size, n*size, "privacy.epsilon", "max_frequency"); err != nil {
+		return Prebuilt{}, err
+	}
+	ks := make([]int64, n)
+	missing := int64(0)
+	for k := range ks {
+		ks[k] = int64(k)
+		for _, g := range []estimate.G{identityG, countG} {
+			c, err := s.storedChunk(ctx, t, g, size, int64(k))
+			if err != nil {
+				return Prebuilt{}, err
+			}
+			if c == nil {
+				missing++
+				break
+			}
+		}
+	}
+	if _, err := s.chunkSets(ctx, t, []estimate.G{identityG, countG}, ks); err != nil {
+		return Prebuilt{}, err
+	}
+	return Prebuilt{ChunkSize: size, Chunks: n, Built: missing}, nil
+}

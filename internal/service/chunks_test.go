@@ -1,0 +1,90 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/pwsd/pwsd/internal/checks"
+	"github.com/pwsd/pwsd/internal/estimate"
+	"github.com/pwsd/pwsd/internal/sanitize"
+	"github.com/pwsd/pwsd/internal/store"
+)
+
+// zipfSource yields n keys of frequency floor(top / r), r = 1..n.
+func zipfSource(n int, top int64) ElementSource {
+	r := 0
+	return func() (string, int64, error) {
+		if r == n {
+			return "", 0, io.EOF
+		}
+		r++
+		return fmt.Sprintf("k%d", r), max(1, top/int64(r)), nil
+	}
+}
+
+// TestPrebuildThenRelease: after PrebuildChunks, a frequencies release whose
+// keys lie under max_frequency computes no chunk (everything it reads was
+// built ahead); a second prebuild builds nothing; and the chunks survive a
+// restart through the store (a new service on the same PostgreSQL database
+// builds nothing either).
+func TestPrebuildThenRelease(t *testing.T) {
+	bothStores(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		p := sanitize.Privacy{Epsilon: 1, Delta: 1e-6}
+		smp := sanitize.Sampling{Scheme: sanitize.SchemePPSWOR, Threshold: 1e-5, Power: 1}
+		spec, err := NewSampleSpec("", p, smp, ReleaseFrequencies, sanitize.MethodDiscrete)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(Config{Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.PrebuildChunks(ctx, spec, 20_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size := estimate.ChunkSize(p)
+		if want := (20_000 + size - 1) / size; got.Chunks != want || got.Built != want || got.ChunkSize != size {
+			t.Fatalf("prebuild %+v, want %d chunks of %d, all built", got, want, size)
+		}
+		before := s.computed.Load()
+		if _, err := s.CreateSample(ctx, spec, 1000, zipfSource(1000, 19_000)); err != nil {
+			t.Fatal(err)
+		}
+		if d := s.computed.Load() - before; d != 0 {
+			t.Errorf("the release computed %d chunk runs after the prebuild", d)
+		}
+		if again, err := s.PrebuildChunks(ctx, spec, 20_000); err != nil || again.Built != 0 {
+			t.Errorf("second prebuild %+v, %v: want nothing built", again, err)
+		}
+		s.Wait()
+		s2, err := New(Config{Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again, err := s2.PrebuildChunks(ctx, spec, 20_000); err != nil || again.Built != 0 {
+			t.Errorf("after a restart: %+v, %v: want the chunks read from the store", again, err)
+		}
+	})
+}
+
+// TestPrebuildBounded: a prebuild whose work passes the limit is a 422
+// naming max_frequency, computing nothing.
+func TestPrebuildBounded(t *testing.T) {
+	s := newTestService(t, Config{MaxTableWork: 1_000_000})
+	spec, err := NewSampleSpec("", sanitize.Privacy{Epsilon: 0.1, Delta: 1e-6},
+		sanitize.Sampling{Scheme: sanitize.SchemePPSWOR, Threshold: 1e-5, Power: 1}, ReleaseFrequencies, sanitize.MethodDiscrete)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.PrebuildChunks(context.Background(), spec, 1_000_000)
+	if fs, ok := checks.Fields(err); !ok || fs[0].Field != "max_frequency" {
+		t.Fatalf("error %v, want a 422 naming max_frequency", err)
+	}
+	if s.computed.Load() != 0 {
+		t.Error("a refused prebuild computed chunks")
+	}
+}
