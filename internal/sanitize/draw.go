@@ -171,6 +171,10 @@ func (t *Table) samplerFor(i int64) (*sampler, int64, error) {
 	// above it has been verified).
 	cu := t.cursorAt(cp)
 	var pending *sampler
+	// Rows on the way are kept only while they fill at most a quarter of
+	// the cache: wider rows (small epsilon) would evict each other and
+	// every later draw would walk again.
+	keepAll := int64(len(cp.m)+1)*(i-cp.i) <= int64(t.cache.maxPieces/4)
 	for cu.cur.i < i && cu.err == nil {
 		cu.step()
 		if cu.hitStationary {
@@ -182,7 +186,7 @@ func (t *Table) samplerFor(i int64) (*sampler, int64, error) {
 			t.cache.put(pending)
 		}
 		pending = nil
-		if t.cache.get(cu.cur.i) == nil {
+		if (keepAll || cu.cur.i == i) && t.cache.get(cu.cur.i) == nil {
 			pending = newSampler(cu.cur)
 		}
 	}
