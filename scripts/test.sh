@@ -42,6 +42,7 @@ phase "go test -race"
 go test -race -count=1 -timeout 30m ./...
 phase "oracle grids without -race (run in part under -race)"
 go test -count=1 -run 'TestRestartGrid' ./internal/sanitize
+go test -count=1 -run 'TestWorstAdmittedReleaseFinishes' ./internal/service
 phase "generated client (clienttest, its own module)"
 (cd clienttest && go vet ./... && go test -race -count=1 ./...)
 phase "beam"

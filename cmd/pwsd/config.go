@@ -41,6 +41,8 @@ type config struct {
 	MetricsToken string
 	// MaxTableWork bounds one request's table work (window cells).
 	MaxTableWork int64
+	// MaxReleaseWork bounds one sample release's total table work.
+	MaxReleaseWork int64
 	// TableCacheBytes bounds the table cache.
 	TableCacheBytes int64
 	CacheBytes      int64 // PWSD_CACHE_BYTES
@@ -83,6 +85,7 @@ var envVars = []envVar{
 	{"PWSD_METRICS_ADDR", "", "serve /metrics on this separate address (e.g. 127.0.0.1:9090) and not on PWSD_ADDR"},
 	{"PWSD_METRICS_TOKEN", "", "bearer token /metrics requires on PWSD_ADDR; with tokens but neither this nor PWSD_METRICS_ADDR, /metrics is not served"},
 	{"PWSD_MAX_TABLE_WORK", itoa(service.DefaultMaxTableWork), "most table work of one request, in window cells rows x (L+1) (422 above, naming epsilon or the rows)"},
+	{"PWSD_MAX_RELEASE_WORK", itoa(service.DefaultMaxReleaseWork), "most table work of one sample release in total, counted per stretch of its frequencies (422 above, naming the elements past it)"},
 	{"PWSD_MAX_READER_TABLE_WORK", itoa(api.DefaultMaxReaderTableWork), "most table work of one request of a reader token (the lower of this and PWSD_MAX_TABLE_WORK applies; 422 above)"},
 	{"PWSD_MAX_HEAVY_REQUESTS", itoa(api.DefaultLimits().MaxHeavyRequests), "heavy requests (POSTs, tables, plots, estimates) running at once (503 with Retry-After when no slot frees within 1s)"},
 	{"PWSD_MAX_INFLIGHT_BYTES", itoa(api.DefaultLimits().MaxInflightBytes), "sum of body bytes of heavy requests in flight (503 with Retry-After above)"},
@@ -180,6 +183,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.MetricsAddr = get("PWSD_METRICS_ADDR")
 	c.MetricsToken = get("PWSD_METRICS_TOKEN")
 	c.MaxTableWork = intVar("PWSD_MAX_TABLE_WORK")
+	c.MaxReleaseWork = intVar("PWSD_MAX_RELEASE_WORK")
 	c.TableCacheBytes = intVar("PWSD_TABLE_CACHE_BYTES")
 	c.Limits.MaxReaderTableWork = intVar("PWSD_MAX_READER_TABLE_WORK")
 	c.Limits.MaxHeavyRequests = int(intVar("PWSD_MAX_HEAVY_REQUESTS"))

@@ -84,7 +84,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 
 	svc, err := service.New(service.Config{Store: st, Logger: log, SampleTTL: cfg.SampleTTL, CacheBytes: cfg.CacheBytes,
-		IdempotencyTTL: cfg.IdempotencyTTL, IdempotencyWait: cfg.Limits.RequestTimeout, MaxTableWork: cfg.MaxTableWork,
+		IdempotencyTTL: cfg.IdempotencyTTL, IdempotencyWait: cfg.Limits.RequestTimeout, MaxTableWork: cfg.MaxTableWork, MaxReleaseWork: cfg.MaxReleaseWork,
 		// A reservation lives as long as its request can: read, then run.
 		IdempotencyHold: cfg.ReadTimeout + cfg.Limits.RequestTimeout + time.Minute})
 	if err != nil {

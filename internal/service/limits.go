@@ -2,8 +2,11 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"slices"
 
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
@@ -198,4 +201,72 @@ func releaseWork(p sanitize.Privacy, estimates bool) (work, window float64) {
 // under spec may have (frequencyLimit: rows by restart serve every one).
 func (s *Service) sampleFrequencyLimit(_ context.Context, _ SampleSpec, t *sanitize.Table) int64 {
 	return frequencyLimit(t)
+}
+
+// DefaultMaxReleaseWork is the default bound on one sample release's total
+// table work (PWSD_MAX_RELEASE_WORK), in window cells as releaseCost counts
+// them. Calibrated on this project's 2-core VM with the worst stretch the
+// per-stretch bound admits (TestWorstAdmittedReleaseFinishes: epsilon 0.017,
+// L = 533, about 1.1 s per 10^7 cells, i.e. about 110 ns per cell), it is
+// about half of the default PWSD_REQUEST_TIMEOUT (60 s): a release refused
+// for it could not have finished in time.
+const DefaultMaxReleaseWork = 250_000_000
+
+// releaseStretches counts the frequencies of a release by chunk
+// (estimate.ChunkSize), remembering the first elements of each, so that
+// its cost is known before any table is built (releaseCost).
+type releaseStretches struct {
+	size  int64
+	elems map[int64][]int // chunk -> indices of its first elements
+}
+
+func newReleaseStretches(p sanitize.Privacy) *releaseStretches {
+	return &releaseStretches{size: estimate.ChunkSize(p), elems: make(map[int64][]int)}
+}
+
+// add records element i of frequency f.
+func (r *releaseStretches) add(i int, f int64) {
+	k := estimate.ChunkOf(float64(f), r.size)
+	if e := r.elems[k]; len(e) < 4 {
+		r.elems[k] = append(e, i)
+	}
+}
+
+// releaseCost checks a release's total work: its chunks, grouped into runs
+// of consecutive chunks, each cost a restart's warm-up and the run's rows
+// (with estimates, the chunks and their band), times the window L + 1. Above
+// s.maxReleaseWork it names every element of the runs past the limit
+// (taken in ascending frequency, at most 20 named), the limit and the
+// setting. It depends on the release's frequencies, never on anything
+// released.
+func (s *Service) releaseCost(spec SampleSpec, r *releaseStretches) error {
+	if s.maxReleaseWork <= 0 || len(r.elems) == 0 {
+		return nil
+	}
+	window := math.Ceil(sanitize.L(spec.Privacy)) + 1
+	restart := float64(sanitize.RestartCost(spec.Privacy))
+	ks := make([]int64, 0, len(r.elems))
+	for k := range r.elems {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	total := 0.0
+	var over checks.Errors
+	named := 0
+	for n, k := range ks {
+		if n == 0 || ks[n-1] != k-1 {
+			total += window * (restart + 2*window)
+		}
+		total += window * float64(r.size)
+		if total <= float64(s.maxReleaseWork) {
+			continue
+		}
+		for _, i := range r.elems[k] {
+			if named < 20 {
+				over.Add(fmt.Sprintf("elements[%d].frequency", i), fmt.Sprintf("needs rows of its own: the release would need about %.3g window cells of table work (rows × (L+1), L = %.6g), above the limit of %d (PWSD_MAX_RELEASE_WORK); split the release, use a larger epsilon, or raise the setting", total, window-1, s.maxReleaseWork))
+			}
+			named++
+		}
+	}
+	return over.Err()
 }

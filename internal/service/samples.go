@@ -138,6 +138,7 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 	// error is the one a sequential loop would meet first.
 	ra := startReadAhead(src)
 	defer ra.stop()
+	stretches := newReleaseStretches(spec.Privacy)
 	n := 0
 	for done := false; !done; {
 		b := ra.next()
@@ -153,6 +154,7 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 			if freq > limit {
 				return nil, fieldErr(fmt.Sprintf("elements[%d].frequency", n), "exceeds %d, the largest frequency this release can sanitize: q_i < 1 beyond it, or the table work would pass PWSD_MAX_TABLE_WORK", limit)
 			}
+			stretches.add(n, freq)
 			n++
 			o, err := draw.Draw(freq)
 			if err != nil {
@@ -180,6 +182,9 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 	ra.stop()
 	if i, dup := seen.firstRepeat(); dup {
 		return nil, fieldErr(fmt.Sprintf("elements[%d].key", i), "repeats the key of an earlier element; keys must be unique")
+	}
+	if err := s.releaseCost(spec, stretches); err != nil {
+		return nil, err
 	}
 	out := make([]store.Element, len(values))
 	all, start := string(keys), 0

@@ -51,6 +51,10 @@ type Config struct {
 	// MaxTableWork bounds one request's table work, estimated up front by
 	// tableWork (422 above it); 0 means DefaultMaxTableWork, negative none.
 	MaxTableWork int64
+	// MaxReleaseWork bounds the total table work of one sample release,
+	// counted per stretch of frequencies (releaseCost; 422 above it, naming
+	// the elements); 0 means DefaultMaxReleaseWork, negative none.
+	MaxReleaseWork int64
 	// CacheBytes bounds the memory of the estimator tables kept in memory
 	// (default DefaultCacheBytes); least recently used ones are dropped.
 	CacheBytes int64
@@ -86,8 +90,9 @@ type Service struct {
 	computed atomic.Int64
 	// sampleTTL, idemTTL, idemWait, idemHold and idemLease: see Config.
 	sampleTTL, idemTTL, idemWait, idemHold, idemLease time.Duration
-	// maxWork bounds one request's table work (see checkWork).
-	maxWork int64
+	// maxWork bounds one request's table work (see checkWork);
+	// maxReleaseWork a release's in total (releaseCost).
+	maxWork, maxReleaseWork int64
 }
 
 // New returns a Service; nil Noise and NewRand default to the secure ones.
@@ -113,6 +118,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.MaxTableWork == 0 {
 		cfg.MaxTableWork = DefaultMaxTableWork
 	}
+	if cfg.MaxReleaseWork == 0 {
+		cfg.MaxReleaseWork = DefaultMaxReleaseWork
+	}
 	if cfg.SampleTTL < 0 {
 		return nil, errors.New("service: SampleTTL must not be negative")
 	}
@@ -137,7 +145,7 @@ func New(cfg Config) (*Service, error) {
 		chunkCache: lru.New[string, *estimate.Chunk](cfg.CacheBytes, (*estimate.Chunk).SizeBytes),
 		supported:  lru.New[string, int64](1024, nil), writers: make(chan struct{}, 2), version: algorithmVersion,
 		sampleTTL: cfg.SampleTTL, idemTTL: cfg.IdempotencyTTL, idemWait: cfg.IdempotencyWait,
-		idemHold: cfg.IdempotencyHold, idemLease: cfg.IdempotencyLease, maxWork: cfg.MaxTableWork}, nil
+		idemHold: cfg.IdempotencyHold, idemLease: cfg.IdempotencyLease, maxWork: cfg.MaxTableWork, maxReleaseWork: cfg.MaxReleaseWork}, nil
 }
 
 // Wait waits for the service's background work (writes of computed tables
