@@ -75,7 +75,7 @@ func mapFieldErrors(err error, f func(FieldError) FieldError) error {
 // csvSample reads a text/csv upload: the release parameters from the query
 // string, then a header row naming the columns key and frequency (in any
 // order), then one element per row. Errors never quote a row.
-func (h *handler) csvSample(r *http.Request) (service.SampleSpec, service.ElementSource, error) {
+func (h *handler) csvSample(r *http.Request, lines *elementLines) (service.SampleSpec, service.ElementSource, error) {
 	hd, err := csvHeader(r)
 	if err != nil {
 		return service.SampleSpec{}, nil, err
@@ -122,6 +122,7 @@ func (h *handler) csvSample(r *http.Request) (service.SampleSpec, service.Elemen
 		}
 		line, _ := cr.FieldPos(0)
 		i++
+		lines.add(line)
 		var freq Integer
 		if cell := strings.TrimSpace(rec[freqCol]); cell != "" {
 			if err := freq.UnmarshalJSON([]byte(cell)); err != nil {

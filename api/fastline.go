@@ -13,7 +13,7 @@ import (
 // key aliases the line buffer (see service.ElementSource). Any other line,
 // and every invalid element, goes through encoding/json and elementFields,
 // which report errors precisely with the line and element index.
-func (h *handler) ndjsonElements(lr *lineReader) service.ElementSource {
+func (h *handler) ndjsonElements(lr *lineReader, lines *elementLines) service.ElementSource {
 	i := 0
 	return func() (string, int64, error) {
 		line, err := lr.next()
@@ -21,6 +21,7 @@ func (h *handler) ndjsonElements(lr *lineReader) service.ElementSource {
 			return "", 0, err
 		}
 		i++
+		lines.add(lr.n)
 		if k, f, ok := parseElementFast(line); ok {
 			// The fast path's keys are printable ASCII, so valid UTF-8.
 			if v, ok := digitsValue(f); ok && v >= 1 && v <= h.limits.MaxFrequency && k != "" && len(k) <= h.limits.MaxKeyBytes {

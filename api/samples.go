@@ -216,6 +216,7 @@ func (h *handler) createSample(w http.ResponseWriter, r *http.Request) error {
 	}
 	var spec service.SampleSpec
 	var src service.ElementSource
+	var lines *elementLines // NDJSON and CSV: the line of each element, for errors
 	switch mt := mediaType(r); mt {
 	case "application/x-ndjson":
 		lr := newLineReader(r.Body, h.limits.MaxLineBytes)
@@ -233,7 +234,8 @@ func (h *handler) createSample(w http.ResponseWriter, r *http.Request) error {
 		if spec, err = h.spec(hd); err != nil {
 			return atLine(err, lr.n)
 		}
-		src = h.ndjsonElements(lr)
+		lines = &elementLines{}
+		src = h.ndjsonElements(lr, lines)
 	case "application/json", "":
 		var req SampleRequest
 		if err := decodeJSON(r.Body, &req); err != nil {
@@ -253,7 +255,8 @@ func (h *handler) createSample(w http.ResponseWriter, r *http.Request) error {
 		}
 	case csvMediaType:
 		var err error
-		if spec, src, err = h.csvSample(r); err != nil {
+		lines = &elementLines{csv: true}
+		if spec, src, err = h.csvSample(r, lines); err != nil {
 			return err
 		}
 	default:
@@ -262,7 +265,7 @@ func (h *handler) createSample(w http.ResponseWriter, r *http.Request) error {
 	spec.Estimator = est
 	smp, err := h.svc.CreateSample(r.Context(), spec, h.limits.MaxElements, src)
 	if err != nil {
-		return err
+		return lines.annotate(err)
 	}
 	w.Header().Set("Location", "/v1/samples/"+smp.ID)
 	h.writeSample(w, r, http.StatusCreated, smp)
