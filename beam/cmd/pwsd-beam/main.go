@@ -21,6 +21,10 @@ import (
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
 
+// buildStamp is set by the tests (-ldflags -X) to tell their worker binary
+// apart; it has no other use.
+var buildStamp string
+
 func main() {
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "pwsd-beam:", err)
