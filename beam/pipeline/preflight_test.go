@@ -1,0 +1,204 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/pwsd/pwsd/api"
+	"github.com/pwsd/pwsd/internal/sanitize"
+	"github.com/pwsd/pwsd/internal/service"
+	"github.com/pwsd/pwsd/internal/store"
+)
+
+// treeOf lists every path under dir.
+func treeOf(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		out = append(out, p)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestPreflightRefuses: each failure the workers would meet after the charge
+// is caught before it, against the real pwsd router: the run returns
+// ErrPreflight, the dataset's ledger stays empty and not a file or
+// directory is added anywhere under the test's directory. A control run
+// with the same configuration but valid parts is charged and writes.
+func TestPreflightRefuses(t *testing.T) {
+	svc, err := service.New(service.Config{Store: store.NewMemory(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(api.NewRouter(api.Deps{Service: svc, Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(), Limits: api.DefaultLimits()}))
+	defer ts.Close()
+	if _, err := svc.CreateDataset(context.Background(), "logs", 10, 1e-3); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "raw.ndjson")
+	writeLines(t, in, []string{`{"key":"a"}`, `{"key":"b"}`})
+	seed := filepath.Join(dir, "seed.hex")
+	if err := os.WriteFile(seed, []byte(hex.EncodeToString(bytes.Repeat([]byte{9}, 32))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	shortSeed := write("short.hex", "00112233")
+	notHex := write("nothex.hex", "this is not a seed at all, not even hex digits")
+	aFile := write("a-file", "x")
+	ok := Config{Input: in, Output: filepath.Join(dir, "out", "s"), SeedURI: seed, Privacy: sanitize.Privacy{Epsilon: 1, Delta: 1e-6},
+		Sampling: sanitize.Sampling{Scheme: sanitize.SchemeNone}, PwsdURL: ts.URL, Dataset: "logs", Shards: 1}
+	cases := []struct {
+		name string
+		mod  func(*Config)
+	}{
+		{"input matches no file", func(c *Config) { c.Input = filepath.Join(dir, "missing-*.ndjson") }},
+		{"input scheme not registered", func(c *Config) { c.Input = "hdfs://cluster/logs/*.ndjson" }},
+		{"seed location missing", func(c *Config) { c.SeedURI = filepath.Join(dir, "no-seed.hex") }},
+		{"seed too short", func(c *Config) { c.SeedURI = shortSeed }},
+		{"seed not hex", func(c *Config) { c.SeedURI = notHex }},
+		{"seed scheme not registered", func(c *Config) { c.SeedURI = "vault://secret/seed" }},
+		{"remote workers without a seed location", func(c *Config) { c.SeedURI = ""; c.Runner = "universal" }},
+		{"output scheme not registered", func(c *Config) { c.Output = "hdfs://cluster/out/s" }},
+		{"output not writable", func(c *Config) { c.Output = filepath.Join(aFile, "out", "s") }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := treeOf(t, dir)
+			cfg := ok
+			tc.mod(&cfg)
+			_, err := Run(context.Background(), cfg)
+			if !errors.Is(err, ErrPreflight) {
+				t.Fatalf("got %v, want ErrPreflight", err)
+			}
+			if bytes.Contains([]byte(err.Error()), []byte("0909090909")) {
+				t.Fatal("the error quotes the seed")
+			}
+			if d, _ := svc.GetDataset(context.Background(), "logs"); len(d.Releases) != 0 {
+				t.Fatalf("charged: %+v", d.Releases)
+			}
+			if after := treeOf(t, dir); !slices.Equal(before, after) {
+				t.Fatalf("files changed: before %q, after %q", before, after)
+			}
+		})
+	}
+	// Control: the same configuration runs, is charged once and writes.
+	if _, err := Run(context.Background(), ok); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := svc.GetDataset(context.Background(), "logs"); len(d.Releases) != 1 {
+		t.Fatalf("control run: ledger %+v", d.Releases)
+	}
+	if _, err := os.Stat(ok.Output + "-meta.json"); err != nil {
+		t.Fatalf("control run wrote no header line: %v", err)
+	}
+}
+
+// TestSeedNotSerialised builds the pipeline with a seed location and
+// marshals it as every runner receives it (graphx.Marshal, the pipeline
+// proto, encoded): neither the seed's bytes, nor its hex or base64 forms
+// appear in it, nor in the job options. The location does appear (the test
+// sees the DoFns' fields: it can fail).
+func TestSeedNotSerialised(t *testing.T) {
+	seed := bytes.Repeat([]byte{0x5a, 0xc3, 0x17, 0x88}, 8)
+	dir := t.TempDir()
+	seedURI := filepath.Join(dir, "seed.hex")
+	if err := os.WriteFile(seedURI, []byte(hex.EncodeToString(seed)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, placed := range []bool{false, true} {
+		uri := seedURI
+		if placed { // the in-process path: memfs
+			var remove func()
+			uri, remove = placeSeed(context.Background(), seed)
+			defer remove()
+		}
+		c := Config{Input: filepath.Join(dir, "*.ndjson"), Output: filepath.Join(dir, "o"), Privacy: sanitize.Privacy{Epsilon: 1, Delta: 1e-6},
+			Sampling: sanitize.Sampling{Scheme: sanitize.SchemeNone}}
+		c.defaults()
+		p, err := c.validate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pipe, scope := beam.NewPipelineWithRoot()
+		Build(scope, c, p, nil, uri)
+		edges, _, err := pipe.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pb, err := graphx.Marshal(edges, &graphx.Options{Environment: &pipepb.Environment{Urn: graphx.URNEnvProcess}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wire, err := proto.Marshal(pb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Beam stores each DoFn (and CombineFn) with its fields as a
+		// base64-encoded proto inside the transform's payload: decode them
+		// into the haystack too.
+		hay := slices.Clone(wire)
+		for _, tr := range pb.GetComponents().GetTransforms() {
+			var fn []byte
+			switch tr.GetSpec().GetUrn() {
+			case graphx.URNParDo:
+				var pp pipepb.ParDoPayload
+				if err := proto.Unmarshal(tr.GetSpec().GetPayload(), &pp); err != nil {
+					t.Fatal(err)
+				}
+				fn = pp.GetDoFn().GetPayload()
+			case graphx.URNCombinePerKey:
+				var cp pipepb.CombinePayload
+				if err := proto.Unmarshal(tr.GetSpec().GetPayload(), &cp); err != nil {
+					t.Fatal(err)
+				}
+				fn = cp.GetCombineFn().GetPayload()
+			}
+			if raw, err := base64.StdEncoding.DecodeString(string(fn)); err == nil {
+				hay = append(hay, raw...)
+			}
+		}
+		if !bytes.Contains(hay, []byte(uri)) {
+			t.Fatalf("the pipeline proto does not hold the seed location %s: the check below cannot see DoFn fields", uri)
+		}
+		opts, err := json.Marshal(beam.PipelineOptions.Export())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, form := range [][]byte{seed, []byte(hex.EncodeToString(seed)), []byte(base64.StdEncoding.EncodeToString(seed)), []byte(base64.RawURLEncoding.EncodeToString(seed))} {
+			if bytes.Contains(hay, form) || bytes.Contains(opts, form) {
+				t.Fatalf("the serialised pipeline or the job options contain the seed (%q)", form[:8])
+			}
+		}
+	}
+}
