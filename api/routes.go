@@ -6,6 +6,7 @@ import "github.com/go-chi/chi/v5"
 func (h *handler) routes(cr chi.Router) {
 	r := errRouter{Router: cr, adapt: h.adapt}
 	r.With(h.idempotent).Post("/samples", h.createSample)
+	r.With(h.idempotent).Post("/samples:import", h.importSample)
 	r.Get("/samples", h.listSamples)
 	r.Delete("/samples/{id}", h.deleteSample)
 	r.Get("/samples/{id}", h.getSample)

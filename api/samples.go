@@ -149,14 +149,8 @@ func (h *handler) element(i int, e SampleElement) (string, int64, error) {
 // frequency (a JSON number); i is its index for error messages, which never
 // contain the element itself.
 func (h *handler) elementFields(i int, key, freq string) (string, int64, error) {
-	if key == "" {
-		return "", 0, invalid(fmt.Sprintf("elements[%d].key", i), "is required")
-	}
-	if len(key) > h.limits.MaxKeyBytes {
-		return "", 0, invalid(fmt.Sprintf("elements[%d].key", i), fmt.Sprintf("must be at most %d bytes (PWSD_MAX_KEY_BYTES)", h.limits.MaxKeyBytes))
-	}
-	if !utf8.ValidString(key) {
-		return "", 0, invalid(fmt.Sprintf("elements[%d].key", i), "must be valid UTF-8")
+	if err := h.elementKey(i, key); err != nil {
+		return "", 0, err
 	}
 	f, err := strconv.ParseInt(freq, 10, 64)
 	if freq == "" {
@@ -169,6 +163,20 @@ func (h *handler) elementFields(i int, key, freq string) (string, int64, error) 
 		return "", 0, invalid(fmt.Sprintf("elements[%d].frequency", i), fmt.Sprintf("must be at most %d (PWSD_MAX_FREQUENCY)", h.limits.MaxFrequency))
 	}
 	return key, f, nil
+}
+
+// elementKey validates the key of element i: present, at most
+// PWSD_MAX_KEY_BYTES, valid UTF-8. Messages never contain the key.
+func (h *handler) elementKey(i int, key string) error {
+	switch {
+	case key == "":
+		return invalid(fmt.Sprintf("elements[%d].key", i), "is required")
+	case len(key) > h.limits.MaxKeyBytes:
+		return invalid(fmt.Sprintf("elements[%d].key", i), fmt.Sprintf("must be at most %d bytes (PWSD_MAX_KEY_BYTES)", h.limits.MaxKeyBytes))
+	case !utf8.ValidString(key):
+		return invalid(fmt.Sprintf("elements[%d].key", i), "must be valid UTF-8")
+	}
+	return nil
 }
 
 // createSample sanitizes a non-private sample.

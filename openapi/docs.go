@@ -1633,6 +1633,94 @@ const docTemplate = `{
                 }
             }
         },
+        "/v1/samples:import": {
+            "post": {
+                "security": [
+                    {
+                        "bearer": []
+                    }
+                ],
+                "description": "Body (application/x-ndjson): line 1 the pipeline's header line (ImportHeader, PREFIX-meta.json), then the element lines of its shards (ImportElement). The release must name, by charge_ref, an external charge of the same (epsilon, delta) in its dataset's ledger that no other import has used; nothing is charged again. Every element must be one the release's sanitizer can output: unique keys; no value in a keys release; in a frequencies release a value \u003e 0 that some frequency reports (an integer token for discrete), with frequency and contribution, if present, equal to the MLE pwsd derives from the value (raw frequencies are refused). pwsd cannot re-check the draws themselves: it trusts the writer token that sends the release, as it trusts the writer that charged it. The stored sample answers GET /v1/samples/{id} and its estimate, top, rank and quantiles like a sample pwsd sanitized.",
+                "consumes": [
+                    "application/x-ndjson"
+                ],
+                "produces": [
+                    "application/json",
+                    "application/x-ndjson"
+                ],
+                "tags": [
+                    "samples"
+                ],
+                "summary": "Import a release sanitized outside pwsd (pwsd-beam) as a sample",
+                "parameters": [
+                    {
+                        "description": "line 1: the header; then one ImportElement per line",
+                        "name": "body",
+                        "in": "body",
+                        "required": true,
+                        "schema": {
+                            "$ref": "#/definitions/api.ImportHeader"
+                        }
+                    }
+                ],
+                "responses": {
+                    "201": {
+                        "description": "Created",
+                        "schema": {
+                            "$ref": "#/definitions/api.SampleView"
+                        },
+                        "headers": {
+                            "Location": {
+                                "type": "string",
+                                "description": "/v1/samples/{id}"
+                            }
+                        }
+                    },
+                    "400": {
+                        "description": "Bad Request",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "403": {
+                        "description": "Forbidden",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "404": {
+                        "description": "Not Found",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "409": {
+                        "description": "Conflict",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "413": {
+                        "description": "Request Entity Too Large",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "415": {
+                        "description": "Unsupported Media Type",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "422": {
+                        "description": "Unprocessable Entity",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    }
+                }
+            }
+        },
         "/v1/streams": {
             "get": {
                 "security": [
@@ -2816,6 +2904,96 @@ const docTemplate = `{
                     "type": "integer"
                 },
                 "standard_error": {
+                    "type": "number"
+                }
+            }
+        },
+        "api.ImportHeader": {
+            "type": "object",
+            "required": [
+                "charge_ref",
+                "dataset",
+                "method",
+                "privacy",
+                "privacy_unit",
+                "release",
+                "reported",
+                "sampling"
+            ],
+            "properties": {
+                "charge_ref": {
+                    "description": "ChargeRef is the ref of the external charge (POST\n/v1/datasets/{name}/charges) that paid for the release.",
+                    "type": "string",
+                    "example": "9a8b7c6d5e4f30211203f4e5d6c7b8a9"
+                },
+                "created_at": {
+                    "type": "string"
+                },
+                "dataset": {
+                    "type": "string",
+                    "example": "queries-2026-11"
+                },
+                "estimator": {
+                    "type": "string",
+                    "enum": [
+                        "mle"
+                    ]
+                },
+                "id": {
+                    "type": "string",
+                    "example": "5f0c1e2d3b4a69788796a5b4c3d2e1f0"
+                },
+                "method": {
+                    "type": "string",
+                    "enum": [
+                        "max_separation",
+                        "discrete"
+                    ]
+                },
+                "privacy": {
+                    "$ref": "#/definitions/api.PrivacyParams"
+                },
+                "privacy_unit": {
+                    "$ref": "#/definitions/api.ImportUnit"
+                },
+                "release": {
+                    "type": "string",
+                    "enum": [
+                        "keys",
+                        "frequencies"
+                    ]
+                },
+                "reported": {
+                    "description": "Reported is the number of element lines that follow.",
+                    "type": "integer",
+                    "minimum": 0
+                },
+                "sampling": {
+                    "$ref": "#/definitions/api.SamplingParams"
+                },
+                "shards": {
+                    "type": "integer"
+                }
+            }
+        },
+        "api.ImportUnit": {
+            "type": "object",
+            "required": [
+                "max_weight",
+                "table_delta",
+                "table_epsilon"
+            ],
+            "properties": {
+                "max_weight": {
+                    "type": "integer"
+                },
+                "record": {
+                    "type": "string"
+                },
+                "table_delta": {
+                    "type": "number"
+                },
+                "table_epsilon": {
                     "type": "number"
                 }
             }
