@@ -48,11 +48,6 @@ func Charge(ctx context.Context, baseURL, token, dataset string, p sanitize.Priv
 	case http.StatusConflict:
 		return "", ErrBudget
 	default:
-		var pr struct {
-			Title  string `json:"title"`
-			Detail string `json:"detail"`
-		}
-		_ = json.Unmarshal(b, &pr)
-		return "", fmt.Errorf("charging the release: pwsd answered %d %s %s; nothing was written", res.StatusCode, pr.Title, pr.Detail)
+		return "", fmt.Errorf("charging the release: %w; nothing was written", answerError(res.StatusCode, b))
 	}
 }

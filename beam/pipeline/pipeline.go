@@ -99,6 +99,7 @@ type Config struct {
 	PwsdURL string // charge the release to Dataset on this pwsd before writing
 	Dataset string
 	Token   string // bearer token for pwsd, if it needs one
+	Upload  bool   // store the release in pwsd (POST /v1/samples:import) once written
 }
 
 // Summary is what a run reports: counts of records, never their content.
@@ -111,6 +112,7 @@ type Summary struct {
 	Reported  int64  `json:"keys_reported"`
 	ChargeRef string `json:"charge_ref,omitempty"`
 	Meta      string `json:"meta"`
+	SampleID  string `json:"sample_id,omitempty"` // the pwsd sample holding the release (--upload)
 }
 
 // ErrBudget is returned when pwsd refuses the charge (409): nothing was
@@ -170,6 +172,10 @@ func (c *Config) validate() (Params, error) {
 		return Params{}, errors.New("--scheme must be none, ppswor or priority")
 	case (c.PwsdURL == "") != (c.Dataset == ""):
 		return Params{}, errors.New("--pwsd-url and --dataset go together")
+	case c.Upload && c.PwsdURL == "":
+		return Params{}, errors.New("--upload needs --pwsd-url and --dataset: pwsd imports a release only against its charge")
+	case c.Upload && c.MaxWeight > 1:
+		return Params{}, errors.New("--upload takes releases with --max-weight 1: a weighted release's tables are built at other parameters than its guarantee")
 	}
 	if err := c.Privacy.Validate(); err != nil {
 		return Params{}, fmt.Errorf("--%w", err)
@@ -314,6 +320,11 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 	sum.Meta = c.Output + "-meta.json"
 	if err := writeMeta(ctx, sum.Meta, c, p, sum); err != nil {
 		return Summary{}, err
+	}
+	if c.Upload {
+		if sum.SampleID, err = Upload(ctx, c.PwsdURL, c.Token, sum.Meta, c.Output, c.Shards); err != nil {
+			return sum, err
+		}
 	}
 	return sum, nil
 }

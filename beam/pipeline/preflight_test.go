@@ -7,8 +7,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -200,5 +202,70 @@ func TestSeedNotSerialised(t *testing.T) {
 				t.Fatalf("the serialised pipeline or the job options contain the seed (%q)", form[:8])
 			}
 		}
+	}
+}
+
+// TestUpload: a run with Upload against the real pwsd router (in-memory
+// store) charges, writes, and stores the release as a sample through POST
+// /v1/samples:import: the sample holds exactly the written elements, its
+// estimate answers, and the dataset's ledger holds the one charge. The
+// pipeline's frequency and contribution columns pass the import's check
+// that they equal pwsd's own MLE.
+func TestUpload(t *testing.T) {
+	svc, err := service.New(service.Config{Store: store.NewMemory(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(api.NewRouter(api.Deps{Service: svc, Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(), Limits: api.DefaultLimits()}))
+	defer ts.Close()
+	if _, err := svc.CreateDataset(context.Background(), "logs", 10, 1e-2); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var lines []string
+	for k := 0; k < 2000; k++ {
+		for r := 0; r <= k%25; r++ {
+			lines = append(lines, fmt.Sprintf(`{"key":"k%d"}`, k))
+		}
+	}
+	in := filepath.Join(dir, "raw.ndjson")
+	writeLines(t, in, lines)
+	out := filepath.Join(dir, "out", "s")
+	sum, err := Run(context.Background(), Config{Input: in, Output: out, Privacy: sanitize.Privacy{Epsilon: 1, Delta: 1e-3},
+		Sampling: sanitize.Sampling{Scheme: sanitize.SchemePPSWOR, Threshold: 0.3, Power: 1}, Shards: 3,
+		PwsdURL: ts.URL, Dataset: "logs", Upload: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.SampleID == "" || sum.Reported == 0 {
+		t.Fatalf("summary %+v: want a sample id and reported keys", sum)
+	}
+	smp, err := svc.GetSampleView(context.Background(), sum.SampleID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := readOutput(t, out)
+	if smp.Reported != len(written) || int64(smp.Reported) != sum.Reported || smp.Spec.Dataset != "logs" {
+		t.Fatalf("stored sample: %d elements, dataset %q; written %d, summary %d", smp.Reported, smp.Spec.Dataset, len(written), sum.Reported)
+	}
+	keys := map[string]bool{}
+	for _, e := range smp.Elements {
+		keys[e.Key] = true
+	}
+	for _, e := range decodeElements(t, written) {
+		if !keys[e.Key] {
+			t.Fatal("a written key is missing from the stored sample")
+		}
+	}
+	res, err := http.Get(ts.URL + "/v1/samples/" + sum.SampleID + "/estimate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("estimate of the uploaded sample: %d", res.StatusCode)
+	}
+	if d, _ := svc.GetDataset(context.Background(), "logs"); len(d.Releases) != 1 || d.Releases[0].Ref != sum.ChargeRef {
+		t.Fatalf("ledger %+v, want the run's one charge", d.Releases)
 	}
 }

@@ -62,6 +62,7 @@ func run() error {
 	flag.StringVar(&c.SeedURI, "seed-uri", "", "location of the secret seed (hex, >= 16 bytes) that the submitter and every worker read: a path on a shared filesystem, gs://BUCKET/OBJ or s3://BUCKET/KEY. Required unless the workers run in this process (prism/direct without --endpoint, or --environment_type=LOOPBACK), where a fresh seed is used")
 	flag.StringVar(&c.PwsdURL, "pwsd-url", "", "pwsd base URL: charge the release to --dataset before writing anything")
 	flag.StringVar(&c.Dataset, "dataset", "", "pwsd dataset to charge")
+	flag.BoolVar(&c.Upload, "upload", false, "with --pwsd-url and --dataset: store the written release in pwsd as a sample (POST /v1/samples:import) so its estimates can be asked there")
 	flag.Usage = usage
 	flag.Parse()
 	beam.Init()
