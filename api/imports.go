@@ -17,18 +17,28 @@ import (
 // created_at, estimator and shards describe the pipeline's run and are
 // not kept; the stored sample gets its own id.
 type ImportHeader struct {
-	ID        string         `json:"id,omitempty" example:"5f0c1e2d3b4a69788796a5b4c3d2e1f0"`
-	CreatedAt *time.Time     `json:"created_at,omitempty"`
-	Dataset   string         `json:"dataset" validate:"required,dataset_name" example:"queries-2026-11"`
-	Privacy   PrivacyParams  `json:"privacy" validate:"required"`
-	Sampling  SamplingParams `json:"sampling" validate:"required"`
-	Release   string         `json:"release" validate:"required,oneof=keys frequencies" enums:"keys,frequencies"`
-	Method    string         `json:"method" validate:"required,oneof=max_separation discrete" enums:"max_separation,discrete"`
+	// ID is the pipeline's release id (not kept).
+	ID string `json:"id,omitempty" example:"5f0c1e2d3b4a69788796a5b4c3d2e1f0"`
+	// CreatedAt is when the pipeline wrote the release (not kept).
+	CreatedAt *time.Time `json:"created_at,omitempty"`
+	// Dataset is the dataset the release was charged to.
+	Dataset string `json:"dataset" validate:"required,dataset_name" example:"queries-2026-11"`
+	// Privacy is the release's per-record guarantee, the one charged.
+	Privacy PrivacyParams `json:"privacy" validate:"required"`
+	// Sampling is the threshold sampling the pipeline applied.
+	Sampling SamplingParams `json:"sampling" validate:"required"`
+	// Release is keys or frequencies.
+	Release string `json:"release" validate:"required,oneof=keys frequencies" enums:"keys,frequencies"`
+	// Method is the sanitizer: max_separation (Algorithm 5) or discrete (Algorithm 4).
+	Method string `json:"method" validate:"required,oneof=max_separation discrete" enums:"max_separation,discrete"`
 	// Reported is the number of element lines that follow.
-	Reported  *int       `json:"reported" validate:"required,min=0"`
-	Estimator string     `json:"estimator,omitempty" validate:"omitempty,oneof=mle" enums:"mle"`
-	Unit      ImportUnit `json:"privacy_unit" validate:"required"`
-	Shards    int        `json:"shards,omitempty"`
+	Reported *int `json:"reported" validate:"required,min=0"`
+	// Estimator names the estimator of the elements' frequency and contribution (mle; absent in a keys release).
+	Estimator string `json:"estimator,omitempty" validate:"omitempty,oneof=mle" enums:"mle"`
+	// Unit is the release's privacy unit.
+	Unit ImportUnit `json:"privacy_unit" validate:"required"`
+	// Shards is the number of shard files the pipeline wrote (not kept).
+	Shards int `json:"shards,omitempty"`
 	// ChargeRef is the ref of the external charge (POST
 	// /v1/datasets/{name}/charges) that paid for the release.
 	ChargeRef string `json:"charge_ref" validate:"required" example:"9a8b7c6d5e4f30211203f4e5d6c7b8a9"`
@@ -39,19 +49,27 @@ type ImportHeader struct {
 // imported: a weighted release's values come from tables at other
 // parameters than the guarantee it states.
 type ImportUnit struct {
-	Record       string   `json:"record,omitempty"`
-	MaxWeight    int64    `json:"max_weight" validate:"required,eq=1"`
+	// Record says what one record may change.
+	Record string `json:"record,omitempty"`
+	// MaxWeight is the clamp of record weights; must be 1.
+	MaxWeight int64 `json:"max_weight" validate:"required,eq=1"`
+	// TableEpsilon is the epsilon the sanitizer tables were built at; must equal privacy.epsilon.
 	TableEpsilon *float64 `json:"table_epsilon" validate:"required"`
-	TableDelta   *float64 `json:"table_delta" validate:"required"`
+	// TableDelta is the delta the sanitizer tables were built at; must equal privacy.delta.
+	TableDelta *float64 `json:"table_delta" validate:"required"`
 }
 
 // ImportElement is one element line of an import: a line of the
 // pipeline's shards (the service's SanitizedElement). frequency and
 // contribution, when present, must be what pwsd computes from value.
 type ImportElement struct {
-	Key          string   `json:"key"`
-	Value        *float64 `json:"value,omitempty"`
-	Frequency    *float64 `json:"frequency,omitempty"`
+	// Key is the reported key.
+	Key string `json:"key"`
+	// Value is the sanitized value (an ordinal token); absent in a keys release.
+	Value *float64 `json:"value,omitempty"`
+	// Frequency is the pipeline's MLE frequency of the value; must equal pwsd's.
+	Frequency *float64 `json:"frequency,omitempty"`
+	// Contribution is the pipeline's MLE contribution of the value; must equal pwsd's.
 	Contribution *float64 `json:"contribution,omitempty"`
 }
 

@@ -2927,23 +2927,28 @@ const docTemplate = `{
                     "example": "9a8b7c6d5e4f30211203f4e5d6c7b8a9"
                 },
                 "created_at": {
+                    "description": "CreatedAt is when the pipeline wrote the release (not kept).",
                     "type": "string"
                 },
                 "dataset": {
+                    "description": "Dataset is the dataset the release was charged to.",
                     "type": "string",
                     "example": "queries-2026-11"
                 },
                 "estimator": {
+                    "description": "Estimator names the estimator of the elements' frequency and contribution (mle; absent in a keys release).",
                     "type": "string",
                     "enum": [
                         "mle"
                     ]
                 },
                 "id": {
+                    "description": "ID is the pipeline's release id (not kept).",
                     "type": "string",
                     "example": "5f0c1e2d3b4a69788796a5b4c3d2e1f0"
                 },
                 "method": {
+                    "description": "Method is the sanitizer: max_separation (Algorithm 5) or discrete (Algorithm 4).",
                     "type": "string",
                     "enum": [
                         "max_separation",
@@ -2951,12 +2956,23 @@ const docTemplate = `{
                     ]
                 },
                 "privacy": {
-                    "$ref": "#/definitions/api.PrivacyParams"
+                    "description": "Privacy is the release's per-record guarantee, the one charged.",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/api.PrivacyParams"
+                        }
+                    ]
                 },
                 "privacy_unit": {
-                    "$ref": "#/definitions/api.ImportUnit"
+                    "description": "Unit is the release's privacy unit.",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/api.ImportUnit"
+                        }
+                    ]
                 },
                 "release": {
+                    "description": "Release is keys or frequencies.",
                     "type": "string",
                     "enum": [
                         "keys",
@@ -2969,9 +2985,15 @@ const docTemplate = `{
                     "minimum": 0
                 },
                 "sampling": {
-                    "$ref": "#/definitions/api.SamplingParams"
+                    "description": "Sampling is the threshold sampling the pipeline applied.",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/api.SamplingParams"
+                        }
+                    ]
                 },
                 "shards": {
+                    "description": "Shards is the number of shard files the pipeline wrote (not kept).",
                     "type": "integer"
                 }
             }
@@ -2985,15 +3007,19 @@ const docTemplate = `{
             ],
             "properties": {
                 "max_weight": {
+                    "description": "MaxWeight is the clamp of record weights; must be 1.",
                     "type": "integer"
                 },
                 "record": {
+                    "description": "Record says what one record may change.",
                     "type": "string"
                 },
                 "table_delta": {
+                    "description": "TableDelta is the delta the sanitizer tables were built at; must equal privacy.delta.",
                     "type": "number"
                 },
                 "table_epsilon": {
+                    "description": "TableEpsilon is the epsilon the sanitizer tables were built at; must equal privacy.epsilon.",
                     "type": "number"
                 }
             }
