@@ -20,6 +20,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
@@ -90,13 +91,21 @@ func TestPreflightRefuses(t *testing.T) {
 		{"seed too short", func(c *Config) { c.SeedURI = shortSeed }},
 		{"seed not hex", func(c *Config) { c.SeedURI = notHex }},
 		{"seed scheme not registered", func(c *Config) { c.SeedURI = "vault://secret/seed" }},
-		{"remote workers without a seed location", func(c *Config) { c.SeedURI = ""; c.Runner = "universal" }},
+		{"remote workers without a seed location", func(c *Config) {
+			// Beam's flags are process-wide, and prism's first run sets
+			// them to its in-process endpoint with LOOPBACK: name remote
+			// workers explicitly (restored below).
+			c.SeedURI, c.Runner = "", "universal"
+			*jobopts.Endpoint, *jobopts.EnvironmentType = "localhost:1", "PROCESS"
+		}},
 		{"output scheme not registered", func(c *Config) { c.Output = "hdfs://cluster/out/s" }},
 		{"output not writable", func(c *Config) { c.Output = filepath.Join(aFile, "out", "s") }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before := treeOf(t, dir)
+			endpoint, env := *jobopts.Endpoint, *jobopts.EnvironmentType
+			defer func() { *jobopts.Endpoint, *jobopts.EnvironmentType = endpoint, env }()
 			cfg := ok
 			tc.mod(&cfg)
 			_, err := Run(context.Background(), cfg)

@@ -184,6 +184,7 @@ func TestSeparateWorkers(t *testing.T) {
 	}
 	prism := exec.Command(filepath.Join(dir, "prism"), fmt.Sprintf("--job_port=%d", port), "--serve_http=false")
 	prism.Env = append(os.Environ(), "PWSD_BEAM_WORKDIR="+work)
+	prism.Dir = work // boot writes pipeline_options.json in its working directory
 	prism.Stdout, prism.Stderr = logFile, logFile
 	prism.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := prism.Start(); err != nil {
