@@ -92,15 +92,8 @@ func (h *handler) importSample(w http.ResponseWriter, r *http.Request) error {
 		return newProblem(http.StatusUnsupportedMediaType, "send application/x-ndjson: the pipeline's header line, then its element lines")
 	}
 	lr := newLineReader(r.Body, h.limits.MaxLineBytes)
-	line, err := lr.next()
-	if errors.Is(err, io.EOF) {
-		return newProblem(http.StatusBadRequest, "the body is empty; line 1 must be the release's header line")
-	}
-	if err != nil {
-		return err
-	}
 	var hd ImportHeader
-	if err := decodeLine(line, &hd, lr.n, ""); err != nil {
+	if err := readHeaderLine(lr, &hd, "the release's header line"); err != nil {
 		return err
 	}
 	if err := h.validate.Struct(hd); err != nil {

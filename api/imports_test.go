@@ -239,9 +239,10 @@ func stripIDs(t *testing.T, b []byte) []byte {
 	return out
 }
 
-// TestImportNeedsWriter: with tokens, a reader token cannot import (403)
-// and nothing is stored.
-func TestImportNeedsWriter(t *testing.T) {
+// writerReaderTokens loads a tokens file with writer-token-0123456789 (a
+// writer) and reader-token-0123456789 (a reader).
+func writerReaderTokens(t *testing.T) *api.Tokens {
+	t.Helper()
 	f := filepath.Join(t.TempDir(), "tokens.json")
 	if err := os.WriteFile(f, []byte(`{"tokens":[{"token":"writer-token-0123456789","role":"writer"},{"token":"reader-token-0123456789","role":"reader"}]}`), 0o600); err != nil {
 		t.Fatal(err)
@@ -250,6 +251,13 @@ func TestImportNeedsWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tokens
+}
+
+// TestImportNeedsWriter: with tokens, a reader token cannot import (403)
+// and nothing is stored.
+func TestImportNeedsWriter(t *testing.T) {
+	tokens := writerReaderTokens(t)
 	ts := newServer(t, nil, func(d *api.Deps) { d.Tokens = tokens })
 	body := `{"dataset":"logs","privacy":{"epsilon":1,"delta":0.001},"sampling":{"scheme":"none"},"release":"keys","method":"max_separation","reported":0,"privacy_unit":{"max_weight":1,"table_epsilon":1,"table_delta":0.001},"charge_ref":"x"}` + "\n"
 	for _, tc := range []struct {

@@ -179,6 +179,19 @@ func (h *handler) elementKey(i int, key string) error {
 	return nil
 }
 
+// readHeaderLine decodes line 1 of an NDJSON body into dst; an empty body
+// is a 400 saying that line 1 must be what.
+func readHeaderLine(lr *lineReader, dst any, what string) error {
+	line, err := lr.next()
+	if errors.Is(err, io.EOF) {
+		return newProblem(http.StatusBadRequest, "the body is empty; line 1 must be "+what)
+	}
+	if err != nil {
+		return err
+	}
+	return decodeLine(line, dst, lr.n, "")
+}
+
 // createSample sanitizes a non-private sample.
 //
 //	@Summary		Sanitize a non-private weighted sample
@@ -226,15 +239,8 @@ func (h *handler) createSample(w http.ResponseWriter, r *http.Request) error {
 	switch mt := mediaType(r); mt {
 	case "application/x-ndjson":
 		lr := newLineReader(r.Body, h.limits.MaxLineBytes)
-		line, err := lr.next()
-		if errors.Is(err, io.EOF) {
-			return newProblem(http.StatusBadRequest, "the body is empty; line 1 must be the header object")
-		}
-		if err != nil {
-			return err
-		}
 		var hd SampleHeader
-		if err := decodeLine(line, &hd, lr.n, ""); err != nil {
+		if err := readHeaderLine(lr, &hd, "the header object"); err != nil {
 			return err
 		}
 		if spec, err = h.spec(hd); err != nil {

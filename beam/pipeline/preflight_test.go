@@ -9,9 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,13 +19,9 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
-	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/pwsd/pwsd/api"
 	"github.com/pwsd/pwsd/internal/sanitize"
-	"github.com/pwsd/pwsd/internal/service"
-	"github.com/pwsd/pwsd/internal/store"
 )
 
 // treeOf lists every path under dir.
@@ -53,12 +47,7 @@ func treeOf(t *testing.T, dir string) []string {
 // directory is added anywhere under the test's directory. A control run
 // with the same configuration but valid parts is charged and writes.
 func TestPreflightRefuses(t *testing.T) {
-	svc, err := service.New(service.Config{Store: store.NewMemory(), Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(api.NewRouter(api.Deps{Service: svc, Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(), Limits: api.DefaultLimits()}))
-	defer ts.Close()
+	svc, ts := newPwsd(t)
 	if _, err := svc.CreateDataset(context.Background(), "logs", 10, 1e-3); err != nil {
 		t.Fatal(err)
 	}
@@ -221,12 +210,7 @@ func TestSeedNotSerialised(t *testing.T) {
 // pipeline's frequency and contribution columns pass the import's check
 // that they equal pwsd's own MLE.
 func TestUpload(t *testing.T) {
-	svc, err := service.New(service.Config{Store: store.NewMemory(), Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(api.NewRouter(api.Deps{Service: svc, Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(), Limits: api.DefaultLimits()}))
-	defer ts.Close()
+	svc, ts := newPwsd(t)
 	if _, err := svc.CreateDataset(context.Background(), "logs", 10, 1e-2); err != nil {
 		t.Fatal(err)
 	}

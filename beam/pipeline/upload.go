@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 )
@@ -20,17 +19,9 @@ import (
 func Upload(ctx context.Context, baseURL, token, meta, prefix string, shards int) (string, error) {
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(copyRelease(ctx, pw, meta, prefix, shards)) }()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(baseURL, "/")+"/v1/samples:import", pr)
+	res, err := post(ctx, baseURL, "/v1/samples:import", token, "application/x-ndjson", pr)
 	if err != nil {
 		pr.Close()
-		return "", fmt.Errorf("uploading the release: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/x-ndjson")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
 		return "", fmt.Errorf("uploading the release: %w", err)
 	}
 	defer res.Body.Close()
