@@ -262,3 +262,30 @@ func TestUpload(t *testing.T) {
 		t.Fatalf("ledger %+v, want the run's one charge", d.Releases)
 	}
 }
+
+// TestWorkersInProcess: which runs may use the in-process (memfs) seed.
+func TestWorkersInProcess(t *testing.T) {
+	endpoint, env := *jobopts.Endpoint, *jobopts.EnvironmentType
+	defer func() { *jobopts.Endpoint, *jobopts.EnvironmentType = endpoint, env }()
+	cases := []struct {
+		runner, endpoint, env string
+		want                  bool
+	}{
+		{"prism", "", "", true},
+		{"PrismRunner", "", "LOOPBACK", true},
+		{"prism", "localhost:8073", "", false},
+		{"prism", "", "PROCESS", false},
+		{"direct", "", "", true},
+		{"universal", "localhost:8099", "LOOPBACK", true},
+		{"universal", "localhost:8099", "PROCESS", false},
+		{"flink", "localhost:8099", "DOCKER", false},
+		{"spark", "localhost:8099", "", false},
+		{"dataflow", "", "", false},
+	}
+	for _, c := range cases {
+		*jobopts.Endpoint, *jobopts.EnvironmentType = c.endpoint, c.env
+		if got := WorkersInProcess(c.runner); got != c.want {
+			t.Errorf("runner %s, endpoint %q, environment %q: %v, want %v", c.runner, c.endpoint, c.env, got, c.want)
+		}
+	}
+}
