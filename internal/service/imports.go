@@ -37,7 +37,8 @@ type ImportedElement struct {
 }
 
 // ImportSource yields the elements of an imported release one at a time;
-// io.EOF after the last. The key need only stay valid until the next call.
+// io.EOF after the last. The keys are kept as they are: they must not
+// alias a buffer the source reuses.
 type ImportSource func() (ImportedElement, error)
 
 // importClaim is the state of an external charge once a release is
