@@ -3,7 +3,7 @@ GO       ?= go
 BIN      ?= bin/pwsd
 SWAGARGS  = init -g openapi_info.go -d api,internal/service,internal/panprivate,internal/planner -o $(1) --packageName openapi --parseInternal --quiet
 
-.PHONY: run build test vet openapi openapi-check bench bench-zipf fuzz load clean beam
+.PHONY: run build test vet openapi openapi-check bench bench-zipf bench-beam fuzz load clean beam
 
 ## run: start pwsd on :8080 with the embedded in-memory store (or PostgreSQL with PWSD_DATABASE_URL)
 run:
@@ -49,6 +49,10 @@ load:
 ## beam: build the Beam pipeline (beam/, its own module) into bin/pwsd-beam and bin/pwsd-gen
 beam:
 	cd beam && $(GO) build -trimpath -o ../bin/ ./cmd/pwsd-beam ./cmd/pwsd-gen
+
+## bench-beam: pwsd-beam against the engine's floor on a generated file (RECORDS=10000000 for the README's figures)
+bench-beam:
+	bash scripts/bench_beam.sh
 
 clean:
 	rm -rf bin

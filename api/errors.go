@@ -74,6 +74,8 @@ func (h *handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		writeProblem(w, newProblem(http.StatusConflict, be.Error()+"; nothing was released or charged"))
 	case errors.Is(err, service.ErrBudget):
 		writeProblem(w, newProblem(http.StatusConflict, "the release would exceed the dataset's privacy budget; nothing was released"))
+	case errors.Is(err, service.ErrAlreadyImported):
+		writeProblem(w, newProblem(http.StatusConflict, service.ErrAlreadyImported.Error()))
 	case errors.Is(err, service.ErrExists):
 		writeProblem(w, newProblem(http.StatusConflict, "a resource with that name already exists"))
 	case errors.Is(err, service.ErrLimit):

@@ -199,7 +199,7 @@ func TestBudgetNumbers(t *testing.T) {
 // refusal is a 422 naming the parameter and the reader's limit, answered
 // before any work; a writer's request within its own bound is served.
 func TestReaderWorkBound(t *testing.T) {
-	tokens := writerAndReader(t)
+	tokens := writerReaderTokens(t)
 	reader := []string{"Authorization", "Bearer reader-token-0123456789"}
 	writer := []string{"Authorization", "Bearer writer-token-0123456789"}
 	ts := newServer(t, nil, func(d *api.Deps) { d.Tokens = tokens })

@@ -52,25 +52,10 @@ func TestLogsNeverContainRequestData(t *testing.T) {
 	}
 }
 
-// writerAndReader loads a tokens file of one writer
-// ("writer-token-0123456789") and one reader ("reader-token-0123456789").
-func writerAndReader(t *testing.T) *api.Tokens {
-	t.Helper()
-	f := filepath.Join(t.TempDir(), "tokens.json")
-	if err := os.WriteFile(f, []byte(`{"tokens":[{"token":"writer-token-0123456789","role":"writer"},{"token":"reader-token-0123456789","role":"reader"}]}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tokens, err := api.LoadTokens(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tokens
-}
-
 // TestBearerTokens: with a tokens file every /v1 call needs a token, a
 // reader may only read, operations endpoints stay open.
 func TestBearerTokens(t *testing.T) {
-	tokens := writerAndReader(t)
+	tokens := writerReaderTokens(t)
 	ts := newServer(t, nil, func(d *api.Deps) { d.Tokens = tokens })
 	ds := `{"name":"d1","epsilon_budget":1,"delta_budget":0.001}`
 	for _, tc := range []struct {

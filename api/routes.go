@@ -9,6 +9,7 @@ func (h *handler) routes(cr chi.Router) {
 	// included) or handler sees them.
 	r := errRouter{Router: cr.With(validPathIDs), adapt: h.adapt}
 	r.With(h.idempotent).Post("/samples", h.createSample)
+	r.With(h.idempotent).Post("/samples:import", h.importSample)
 	r.Get("/samples", h.listSamples)
 	r.Delete("/samples/{id}", h.deleteSample)
 	r.Get("/samples/{id}", h.getSample)

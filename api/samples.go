@@ -149,14 +149,8 @@ func (h *handler) element(i int, e SampleElement) (string, int64, error) {
 // frequency (a JSON number); i is its index for error messages, which never
 // contain the element itself.
 func (h *handler) elementFields(i int, key, freq string) (string, int64, error) {
-	if key == "" {
-		return "", 0, invalid(fmt.Sprintf("elements[%d].key", i), "is required")
-	}
-	if len(key) > h.limits.MaxKeyBytes {
-		return "", 0, invalid(fmt.Sprintf("elements[%d].key", i), fmt.Sprintf("must be at most %d bytes (PWSD_MAX_KEY_BYTES)", h.limits.MaxKeyBytes))
-	}
-	if !utf8.ValidString(key) {
-		return "", 0, invalid(fmt.Sprintf("elements[%d].key", i), "must be valid UTF-8")
+	if err := h.elementKey(i, key); err != nil {
+		return "", 0, err
 	}
 	f, err := strconv.ParseInt(freq, 10, 64)
 	if freq == "" {
@@ -169,6 +163,33 @@ func (h *handler) elementFields(i int, key, freq string) (string, int64, error) 
 		return "", 0, invalid(fmt.Sprintf("elements[%d].frequency", i), fmt.Sprintf("must be at most %d (PWSD_MAX_FREQUENCY)", h.limits.MaxFrequency))
 	}
 	return key, f, nil
+}
+
+// elementKey validates the key of element i: present, at most
+// PWSD_MAX_KEY_BYTES, valid UTF-8. Messages never contain the key.
+func (h *handler) elementKey(i int, key string) error {
+	switch {
+	case key == "":
+		return invalid(fmt.Sprintf("elements[%d].key", i), "is required")
+	case len(key) > h.limits.MaxKeyBytes:
+		return invalid(fmt.Sprintf("elements[%d].key", i), fmt.Sprintf("must be at most %d bytes (PWSD_MAX_KEY_BYTES)", h.limits.MaxKeyBytes))
+	case !utf8.ValidString(key):
+		return invalid(fmt.Sprintf("elements[%d].key", i), "must be valid UTF-8")
+	}
+	return nil
+}
+
+// readHeaderLine decodes line 1 of an NDJSON body into dst; an empty body
+// is a 400 saying that line 1 must be what.
+func readHeaderLine(lr *lineReader, dst any, what string) error {
+	line, err := lr.next()
+	if errors.Is(err, io.EOF) {
+		return newProblem(http.StatusBadRequest, "the body is empty; line 1 must be "+what)
+	}
+	if err != nil {
+		return err
+	}
+	return decodeLine(line, dst, lr.n, "")
 }
 
 // createSample sanitizes a non-private sample.
@@ -220,15 +241,8 @@ func (h *handler) createSample(w http.ResponseWriter, r *http.Request) error {
 	switch mt := mediaType(r); mt {
 	case "application/x-ndjson":
 		lr := newLineReader(r.Body, h.limits.MaxLineBytes)
-		line, err := lr.next()
-		if errors.Is(err, io.EOF) {
-			return newProblem(http.StatusBadRequest, "the body is empty; line 1 must be the header object")
-		}
-		if err != nil {
-			return err
-		}
 		var hd SampleHeader
-		if err := decodeLine(line, &hd, lr.n, ""); err != nil {
+		if err := readHeaderLine(lr, &hd, "the header object"); err != nil {
 			return err
 		}
 		if spec, err = h.spec(hd); err != nil {

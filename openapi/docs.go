@@ -1687,6 +1687,95 @@ const docTemplate = `{
                 }
             }
         },
+        "/v1/samples:import": {
+            "post": {
+                "security": [
+                    {
+                        "bearer": []
+                    }
+                ],
+                "description": "Body (application/x-ndjson): line 1 the pipeline's header line (ImportHeader, PREFIX-meta.json), then the element lines of its shards (ImportElement). The release must name, by charge_ref, an external charge of the same (epsilon, delta) in its dataset's ledger that no other import has used; nothing is charged again. Every element must be one the release's sanitizer can output: unique keys; no value in a keys release; in a frequencies release a value \u003e 0 that some frequency reports (an integer token for discrete), with frequency and contribution, if present, equal to the MLE pwsd derives from the value (raw frequencies are refused). pwsd cannot re-check the draws themselves: it trusts the writer token that sends the release, as it trusts the writer that charged it. The stored sample answers GET /v1/samples/{id} and its estimate, top, rank and quantiles like a sample pwsd sanitized.",
+                "consumes": [
+                    "application/x-ndjson"
+                ],
+                "produces": [
+                    "application/json",
+                    "application/x-ndjson"
+                ],
+                "tags": [
+                    "samples"
+                ],
+                "summary": "Import a release sanitized outside pwsd (pwsd-beam) as a sample",
+                "operationId": "importSample",
+                "parameters": [
+                    {
+                        "description": "line 1: the header (the pipeline's PREFIX-meta.json line: version, privacy, sampling, method, release, dataset, charge_ref); then one element per line (key, value, frequency, contribution)",
+                        "name": "body",
+                        "in": "body",
+                        "required": true,
+                        "schema": {
+                            "type": "string"
+                        }
+                    }
+                ],
+                "responses": {
+                    "201": {
+                        "description": "Created",
+                        "schema": {
+                            "$ref": "#/definitions/api.SampleView"
+                        },
+                        "headers": {
+                            "Location": {
+                                "type": "string",
+                                "description": "/v1/samples/{id}"
+                            }
+                        }
+                    },
+                    "400": {
+                        "description": "Bad Request",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "403": {
+                        "description": "Forbidden",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "404": {
+                        "description": "Not Found",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "409": {
+                        "description": "Conflict",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "413": {
+                        "description": "Request Entity Too Large",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "415": {
+                        "description": "Unsupported Media Type",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "422": {
+                        "description": "Unprocessable Entity",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    }
+                }
+            }
+        },
         "/v1/streams": {
             "get": {
                 "security": [

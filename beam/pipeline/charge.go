@@ -21,16 +21,7 @@ func Charge(ctx context.Context, baseURL, token, dataset string, p sanitize.Priv
 	if err != nil {
 		return "", fmt.Errorf("encoding the charge: %w", err)
 	}
-	u := strings.TrimRight(baseURL, "/") + "/v1/datasets/" + url.PathEscape(dataset) + "/charges"
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
-	if err != nil {
-		return "", fmt.Errorf("charging the release: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := post(ctx, baseURL, "/v1/datasets/"+url.PathEscape(dataset)+"/charges", token, "application/json", bytes.NewReader(body))
 	if err != nil {
 		return "", fmt.Errorf("charging the release: %w", err)
 	}
@@ -48,11 +39,20 @@ func Charge(ctx context.Context, baseURL, token, dataset string, p sanitize.Priv
 	case http.StatusConflict:
 		return "", ErrBudget
 	default:
-		var pr struct {
-			Title  string `json:"title"`
-			Detail string `json:"detail"`
-		}
-		_ = json.Unmarshal(b, &pr)
-		return "", fmt.Errorf("charging the release: pwsd answered %d %s %s; nothing was written", res.StatusCode, pr.Title, pr.Detail)
+		return "", fmt.Errorf("charging the release: %w; nothing was written", answerError(res.StatusCode, b))
 	}
+}
+
+// post sends body to path on the pwsd at baseURL, with the bearer token
+// when there is one.
+func post(ctx context.Context, baseURL, path, token, contentType string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(baseURL, "/")+path, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", contentType)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return http.DefaultClient.Do(req)
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 )
@@ -135,7 +136,21 @@ func (f *parseFn) csvFields(line string) (key, val, reason string) {
 	return key, val, ""
 }
 
+// jsonFields returns the key and the text of the value field of one NDJSON
+// line. Lines whose members are flat (strings without escapes, numbers,
+// true, false, null) are scanned in place by scanFlat; any other line (an
+// escape, a nested value, anything unusual) is decoded by jsonFieldsSlow,
+// the reference. Both give the same answer on every line (FuzzJSONFields).
 func (f *parseFn) jsonFields(line string) (key, val, reason string) {
+	if key, val, reason, ok := f.scanFlat(line); ok {
+		return key, val, reason
+	}
+	return f.jsonFieldsSlow(line)
+}
+
+// jsonFieldsSlow decodes the line into a map of raw members with
+// encoding/json.
+func (f *parseFn) jsonFieldsSlow(line string) (key, val, reason string) {
 	var obj map[string]json.RawMessage
 	d := json.NewDecoder(strings.NewReader(line))
 	if err := d.Decode(&obj); err != nil || obj == nil || d.More() {
@@ -165,4 +180,183 @@ func (f *parseFn) jsonFields(line string) (key, val, reason string) {
 		val = string(v)
 	}
 	return key, val, ""
+}
+
+// JSON value kinds scanFlat tells apart.
+const (
+	kindNone   = iota // member absent
+	kindString        // a string without escapes
+	kindNull          // null
+	kindOther         // a number, true or false
+)
+
+// scanFlat reads one JSON object whose member names are plain ASCII
+// strings and whose values are strings without escapes, numbers, true,
+// false or null, validating it as encoding/json would, and picks the key
+// and value members (the last of repeated names, as a map decode does). It
+// returns ok false, and nothing else, for any line outside that shape: the
+// caller then decodes it with jsonFieldsSlow.
+func (f *parseFn) scanFlat(line string) (key, val, reason string, ok bool) {
+	i := skipSpace(line, 0)
+	if i >= len(line) || line[i] != '{' {
+		return "", "", "", false
+	}
+	i = skipSpace(line, i+1)
+	keyKind, valKind := kindNone, kindNone
+	var keyText, valText string
+	if i < len(line) && line[i] == '}' {
+		i++
+	} else {
+		for {
+			// Member name: a string of printable ASCII without escapes.
+			if i >= len(line) || line[i] != '"' {
+				return "", "", "", false
+			}
+			start := i + 1
+			i = start
+			for i < len(line) && line[i] != '"' {
+				if c := line[i]; c < 0x20 || c >= 0x80 || c == '\\' {
+					return "", "", "", false
+				}
+				i++
+			}
+			if i >= len(line) {
+				return "", "", "", false
+			}
+			name := line[start:i]
+			i = skipSpace(line, i+1)
+			if i >= len(line) || line[i] != ':' {
+				return "", "", "", false
+			}
+			i = skipSpace(line, i+1)
+			if i >= len(line) {
+				return "", "", "", false
+			}
+			// Value.
+			var kind int
+			var text string
+			switch c := line[i]; {
+			case c == '"':
+				start := i + 1
+				i = start
+				ascii := true
+				for i < len(line) && line[i] != '"' {
+					c := line[i]
+					if c < 0x20 || c == '\\' {
+						return "", "", "", false
+					}
+					if c >= 0x80 {
+						ascii = false
+					}
+					i++
+				}
+				if i >= len(line) {
+					return "", "", "", false
+				}
+				kind, text = kindString, line[start:i]
+				if !ascii && !utf8.ValidString(text) {
+					return "", "", "", false // encoding/json would replace the bad bytes
+				}
+				i++
+			case c == '-' || ('0' <= c && c <= '9'):
+				end, good := scanNumber(line, i)
+				if !good {
+					return "", "", "", false
+				}
+				kind, text, i = kindOther, line[i:end], end
+			case strings.HasPrefix(line[i:], "true"):
+				kind, text, i = kindOther, "true", i+4
+			case strings.HasPrefix(line[i:], "false"):
+				kind, text, i = kindOther, "false", i+5
+			case strings.HasPrefix(line[i:], "null"):
+				kind, text, i = kindNull, "null", i+4
+			default:
+				return "", "", "", false // a nested value, or not JSON
+			}
+			if name == f.KeyField {
+				keyKind, keyText = kind, text
+			}
+			if f.ValueField != "" && name == f.ValueField {
+				valKind, valText = kind, text
+			}
+			i = skipSpace(line, i)
+			if i >= len(line) {
+				return "", "", "", false
+			}
+			if line[i] == '}' {
+				i++
+				break
+			}
+			if line[i] != ',' {
+				return "", "", "", false
+			}
+			i = skipSpace(line, i+1)
+		}
+	}
+	if skipSpace(line, i) != len(line) {
+		return "", "", "", false
+	}
+	switch keyKind {
+	case kindNone:
+		return "", "", reasonKeyMissing, true
+	case kindOther:
+		return "", "", reasonKeyType, true
+	case kindString:
+		key = keyText
+	} // null decodes into a string as "" (the key is then empty)
+	if f.ValueField != "" {
+		if valKind == kindNone {
+			return "", "", reasonValueMiss, true
+		}
+		val = valText // a string's content, or the literal text
+	}
+	return key, val, "", true
+}
+
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON white space.
+func skipSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// scanNumber checks the JSON number starting at i and returns its end.
+func scanNumber(s string, i int) (int, bool) {
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && '1' <= s[i] && s[i] <= '9':
+		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+			i++
+		}
+	default:
+		return i, false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if i >= len(s) || s[i] < '0' || s[i] > '9' {
+			return i, false
+		}
+		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if i >= len(s) || s[i] < '0' || s[i] > '9' {
+			return i, false
+		}
+		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+			i++
+		}
+	}
+	return i, true
 }

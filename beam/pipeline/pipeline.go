@@ -10,15 +10,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
-	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local" // local files
+	// The filesystems the pipeline reads and writes through, registered
+	// here so that every worker binary has them: local paths (and shared
+	// mounts), Google Cloud Storage (gs://), Amazon S3 and compatible
+	// stores (s3://), and memory (memfs://, the in-process seed).
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/memfs"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/s3"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/textio"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
@@ -83,11 +88,18 @@ type Config struct {
 	Shards int    // output shards (default 4)
 	Runner string // Beam runner (default prism)
 
-	Seed []byte // secret seed; nil: a fresh one from crypto/rand
+	// SeedURI is where every worker reads the secret seed (hex) from: a
+	// path or URL on a filesystem registered with Beam (see seed.go).
+	// Empty: Seed (or a fresh one from crypto/rand) is handed to in-process
+	// workers through memfs://, which only runners whose workers run in
+	// this process allow.
+	SeedURI string
+	Seed    []byte // secret seed when SeedURI is empty; nil: a fresh one
 
 	PwsdURL string // charge the release to Dataset on this pwsd before writing
 	Dataset string
 	Token   string // bearer token for pwsd, if it needs one
+	Upload  bool   // store the release in pwsd (POST /v1/samples:import) once written
 }
 
 // Summary is what a run reports: counts of records, never their content.
@@ -100,6 +112,7 @@ type Summary struct {
 	Reported  int64  `json:"keys_reported"`
 	ChargeRef string `json:"charge_ref,omitempty"`
 	Meta      string `json:"meta"`
+	SampleID  string `json:"sample_id,omitempty"` // the pwsd sample holding the release (--upload)
 }
 
 // ErrBudget is returned when pwsd refuses the charge (409): nothing was
@@ -159,6 +172,10 @@ func (c *Config) validate() (Params, error) {
 		return Params{}, errors.New("--scheme must be none, ppswor or priority")
 	case (c.PwsdURL == "") != (c.Dataset == ""):
 		return Params{}, errors.New("--pwsd-url and --dataset go together")
+	case c.Upload && c.PwsdURL == "":
+		return Params{}, errors.New("--upload needs --pwsd-url and --dataset: pwsd imports a release only against its charge")
+	case c.Upload && c.MaxWeight > 1:
+		return Params{}, errors.New("--upload takes releases with --max-weight 1: a weighted release's tables are built at other parameters than its guarantee")
 	}
 	if err := c.Privacy.Validate(); err != nil {
 		return Params{}, fmt.Errorf("--%w", err)
@@ -179,8 +196,9 @@ func (c *Config) validate() (Params, error) {
 
 // Build adds the pipeline's stages to s: read, validate (dead letters to
 // <output>-deadletter), per-key sum, sample and sanitize, format, write
-// (<output>-SSSSS-of-NNNNN.ndjson). columns is the CSV header.
-func Build(s beam.Scope, c Config, p Params, columns []string) {
+// (<output>-SSSSS-of-NNNNN.ndjson). columns is the CSV header; seedURI is
+// where the sampling stage's workers read the seed.
+func Build(s beam.Scope, c Config, p Params, columns []string, seedURI string) {
 	pf := &parseFn{Format: c.Format, KeyField: c.KeyField, MaxWeight: c.MaxWeight, MaxKeyBytes: c.MaxKeyBytes,
 		MaxValue: sanitize.MaxFrequency, Aggregated: c.Aggregated, Columns: columns}
 	if c.Format == FormatCSV {
@@ -195,7 +213,7 @@ func Build(s beam.Scope, c Config, p Params, columns []string) {
 	lines := textio.ReadWithFilename(s.Scope("read"), c.Input)
 	amounts, dead := beam.ParDo2(s.Scope("validate"), pf, lines)
 	freqs := stats.SumPerKey(s.Scope("sum per key"), amounts)
-	reported := beam.ParDo(s.Scope("sample and sanitize"), &sampleFn{P: p}, freqs)
+	reported := beam.ParDo(s.Scope("sample and sanitize"), &sampleFn{P: p, SeedURI: seedURI}, freqs)
 	maxValue := stats.Max(s.Scope("largest value"), beam.DropKey(s, reported))
 	out := beam.ParDo(s.Scope("format"), &formatFn{P: p, Shards: c.Shards}, reported, beam.SideInput{Input: maxValue})
 	beam.ParDo0(s.Scope("write"), &writeFn{Prefix: c.Output, Shards: c.Shards}, beam.GroupByKey(s, out))
@@ -219,28 +237,42 @@ func NewSeed() []byte {
 	return b
 }
 
-// Run charges (when configured), runs the pipeline and writes the header
-// line <output>-meta.json. The seed reaches the workers through SeedEnv (in
-// this process for prism's loopback workers; remote workers must have it in
-// their environment): it is never a pipeline option and never written out.
+// Run checks the run before anything is spent (preflight: input matched,
+// seed readable where the workers read it, output writable), charges (when
+// configured), runs the pipeline and writes the header line
+// <output>-meta.json. The seed reaches the workers only through its
+// location (seed.go): it is never a pipeline option, a DoFn field or
+// written out.
 func Run(ctx context.Context, c Config) (Summary, error) {
 	c.defaults()
 	p, err := c.validate()
 	if err != nil {
 		return Summary{}, err
 	}
-	if c.Seed == nil {
-		c.Seed = NewSeed()
+	seedURI := c.SeedURI
+	switch {
+	case seedURI != "" && c.Seed != nil:
+		return Summary{}, errors.New("give the seed either by its location or by value, not both")
+	case seedURI == "" && !WorkersInProcess(c.Runner):
+		return Summary{}, fmt.Errorf("%w: --seed-uri is required with runner %s: its workers run outside this process and read the seed from a location they share (a file on gs://, s3:// or a shared path)", ErrPreflight, c.Runner)
+	case seedURI == "":
+		if c.Seed == nil {
+			c.Seed = NewSeed()
+		}
+		if len(c.Seed) < minSeedBytes {
+			return Summary{}, fmt.Errorf("the seed must hold at least %d bytes", minSeedBytes)
+		}
+		var remove func()
+		seedURI, remove = placeSeed(ctx, c.Seed)
+		defer remove()
 	}
-	if len(c.Seed) < minSeedBytes {
-		return Summary{}, fmt.Errorf("the seed must hold at least %d bytes", minSeedBytes)
-	}
-	if err := os.Setenv(SeedEnv, hex.EncodeToString(c.Seed)); err != nil {
-		return Summary{}, fmt.Errorf("passing the seed to local workers: %w", err)
+	files, err := preflight(ctx, c.Input, seedURI, c.Output)
+	if err != nil {
+		return Summary{}, err
 	}
 	var columns []string
 	if c.Format == FormatCSV {
-		if columns, err = readHeader(ctx, c.Input); err != nil {
+		if columns, err = readHeader(ctx, files[0]); err != nil {
 			return Summary{}, err
 		}
 		if !slices.Contains(columns, c.KeyField) {
@@ -260,13 +292,8 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 			return Summary{}, err
 		}
 	}
-	if dir := filepath.Dir(c.Output); !strings.Contains(c.Output, "://") {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return Summary{}, fmt.Errorf("creating the output directory: %w", err)
-		}
-	}
 	pipe, scope := beam.NewPipelineWithRoot()
-	Build(scope, c, p, columns)
+	Build(scope, c, p, columns, seedURI)
 	res, err := beam.Run(ctx, c.Runner, pipe)
 	if err != nil {
 		return Summary{}, fmt.Errorf("running the pipeline: %w", err)
@@ -293,6 +320,11 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 	sum.Meta = c.Output + "-meta.json"
 	if err := writeMeta(ctx, sum.Meta, c, p, sum); err != nil {
 		return Summary{}, err
+	}
+	if c.Upload {
+		if sum.SampleID, err = Upload(ctx, c.PwsdURL, c.Token, sum.Meta, c.Output, c.Shards); err != nil {
+			return sum, err
+		}
 	}
 	return sum, nil
 }
@@ -342,21 +374,14 @@ func writeMeta(ctx context.Context, name string, c Config, p Params, sum Summary
 	})
 }
 
-// readHeader returns the CSV header of the first file matching glob.
-func readHeader(ctx context.Context, glob string) ([]string, error) {
-	fs, err := filesystem.New(ctx, glob)
+// readHeader returns the CSV header of file.
+func readHeader(ctx context.Context, file string) ([]string, error) {
+	fs, err := filesystem.New(ctx, file)
 	if err != nil {
 		return nil, fmt.Errorf("opening input filesystem: %w", err)
 	}
 	defer fs.Close()
-	files, err := fs.List(ctx, glob)
-	if err != nil {
-		return nil, fmt.Errorf("listing --input: %w", err)
-	}
-	if len(files) == 0 {
-		return nil, errors.New("--input matches no file")
-	}
-	r, err := fs.OpenRead(ctx, files[0])
+	r, err := fs.OpenRead(ctx, file)
 	if err != nil {
 		return nil, fmt.Errorf("reading the CSV header: %w", err)
 	}

@@ -357,17 +357,24 @@ func TestSameSeedSameSample(t *testing.T) {
 	}
 }
 
-// TestChargeRefusesOverspend runs against the real pwsd router (in-memory
-// store): a run whose (epsilon, delta) fits the dataset's budget is charged
-// before it writes (ledger kind "external", ref in the header line); a run
-// that would overspend gets ErrBudget and writes no file at all.
-func TestChargeRefusesOverspend(t *testing.T) {
+// newPwsd runs the real pwsd router over an in-memory store for the test.
+func newPwsd(t *testing.T) (*service.Service, *httptest.Server) {
+	t.Helper()
 	svc, err := service.New(service.Config{Store: store.NewMemory(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(api.NewRouter(api.Deps{Service: svc, Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(), Limits: api.DefaultLimits()}))
-	defer ts.Close()
+	t.Cleanup(ts.Close)
+	return svc, ts
+}
+
+// TestChargeRefusesOverspend runs against the real pwsd router (in-memory
+// store): a run whose (epsilon, delta) fits the dataset's budget is charged
+// before it writes (ledger kind "external", ref in the header line); a run
+// that would overspend gets ErrBudget and writes no file at all.
+func TestChargeRefusesOverspend(t *testing.T) {
+	svc, ts := newPwsd(t)
 	if _, err := svc.CreateDataset(context.Background(), "logs", 1, 1e-5); err != nil {
 		t.Fatal(err)
 	}

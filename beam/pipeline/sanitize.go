@@ -4,13 +4,10 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"sync"
 
@@ -20,40 +17,6 @@ import (
 	"github.com/pwsd/pwsd/internal/jsonenc"
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
-
-// SeedEnv is the environment variable every worker reads the secret seed
-// from (hex, at least 16 bytes). The seed is never a pipeline option: Beam
-// copies every command-line flag into the job's options, which runners
-// store.
-const SeedEnv = "PWSD_BEAM_SEED"
-
-// minSeedBytes is the shortest accepted seed (128 bits).
-const minSeedBytes = 16
-
-// ParseSeed decodes a hex seed of at least 16 bytes.
-func ParseSeed(s string) ([]byte, error) {
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		return nil, errors.New("the seed must be hex")
-	}
-	if len(b) < minSeedBytes {
-		return nil, fmt.Errorf("the seed must hold at least %d bytes (%d hex digits)", minSeedBytes, 2*minSeedBytes)
-	}
-	return b, nil
-}
-
-// workerSeed reads the seed from SeedEnv.
-func workerSeed() ([]byte, error) {
-	s := os.Getenv(SeedEnv)
-	if s == "" {
-		return nil, fmt.Errorf("worker has no seed: set %s on every worker", SeedEnv)
-	}
-	b, err := ParseSeed(s)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", SeedEnv, err)
-	}
-	return b, nil
-}
 
 // Params are the sanitizer parameters the DoFns carry (JSON-serialisable).
 // Epsilon and Delta are the per-unit parameters the tables are built with
@@ -153,6 +116,9 @@ func keyRand(mac func(string) [32]byte, key string) *rand.Rand {
 // never leave the worker.
 type sampleFn struct {
 	P Params `json:"p"`
+	// SeedURI is where the seed is read from: its location, never the
+	// seed itself (a DoFn's fields are serialised into the pipeline).
+	SeedURI string `json:"seed_uri"`
 
 	table    *sanitize.Table
 	mac      func(string) [32]byte
@@ -160,9 +126,9 @@ type sampleFn struct {
 	reported beam.Counter
 }
 
-// Setup reads the seed and builds (or reuses) the table.
-func (f *sampleFn) Setup() error {
-	seed, err := workerSeed()
+// Setup reads the seed from its location and builds (or reuses) the table.
+func (f *sampleFn) Setup(ctx context.Context) error {
+	seed, err := ReadSeed(ctx, f.SeedURI)
 	if err != nil {
 		return err
 	}

@@ -3616,6 +3616,15 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/samples/{id}/top (the `GetSampleTop` operationId).
 	GetSampleTop(ctx context.Context, id string, params *GetSampleTopParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ImportSampleWithBody Import a release sanitized outside pwsd (pwsd-beam) as a sample
+	//
+	// Body (application/x-ndjson): line 1 the pipeline's header line (ImportHeader, PREFIX-meta.json), then the element lines of its shards (ImportElement). The release must name, by charge_ref, an external charge of the same (epsilon, delta) in its dataset's ledger that no other import has used; nothing is charged again. Every element must be one the release's sanitizer can output: unique keys; no value in a keys release; in a frequencies release a value > 0 that some frequency reports (an integer token for discrete), with frequency and contribution, if present, equal to the MLE pwsd derives from the value (raw frequencies are refused). pwsd cannot re-check the draws themselves: it trusts the writer token that sends the release, as it trusts the writer that charged it. The stored sample answers GET /v1/samples/{id} and its estimate, top, rank and quantiles like a sample pwsd sanitized.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/samples:import (the `ImportSample` operationId).
+	ImportSampleWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListStreams List streams (configuration and counts)
 	//
 	// Oldest first, ordered by (created_at, id). Pass next_cursor as cursor for the next page.
@@ -4284,6 +4293,25 @@ func (c *Client) GetSampleRank(ctx context.Context, id string, params *GetSample
 // Corresponds with GET /v1/samples/{id}/top (the `GetSampleTop` operationId).
 func (c *Client) GetSampleTop(ctx context.Context, id string, params *GetSampleTopParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetSampleTopRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ImportSampleWithBody Import a release sanitized outside pwsd (pwsd-beam) as a sample
+//
+// Body (application/x-ndjson): line 1 the pipeline's header line (ImportHeader, PREFIX-meta.json), then the element lines of its shards (ImportElement). The release must name, by charge_ref, an external charge of the same (epsilon, delta) in its dataset's ledger that no other import has used; nothing is charged again. Every element must be one the release's sanitizer can output: unique keys; no value in a keys release; in a frequencies release a value > 0 that some frequency reports (an integer token for discrete), with frequency and contribution, if present, equal to the MLE pwsd derives from the value (raw frequencies are refused). pwsd cannot re-check the draws themselves: it trusts the writer token that sends the release, as it trusts the writer that charged it. The stored sample answers GET /v1/samples/{id} and its estimate, top, rank and quantiles like a sample pwsd sanitized.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/samples:import (the `ImportSample` operationId).
+func (c *Client) ImportSampleWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewImportSampleRequestWithBody(c.Server, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6539,6 +6567,35 @@ func NewGetSampleTopRequest(server string, id string, params *GetSampleTopParams
 	return req, nil
 }
 
+// NewImportSampleRequestWithBody constructs an http.Request for the ImportSample method, with any body, and a specified content type
+func NewImportSampleRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/samples:import")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListStreamsRequest constructs an http.Request for the ListStreams method
 func NewListStreamsRequest(server string, params *ListStreamsParams) (*http.Request, error) {
 	var err error
@@ -7822,6 +7879,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/samples/{id}/top (the `GetSampleTop` operationId).
 	GetSampleTopWithResponse(ctx context.Context, id string, params *GetSampleTopParams, reqEditors ...RequestEditorFn) (*GetSampleTopResponse, error)
+
+	// ImportSampleWithBodyWithResponse Import a release sanitized outside pwsd (pwsd-beam) as a sample
+	//
+	// Body (application/x-ndjson): line 1 the pipeline's header line (ImportHeader, PREFIX-meta.json), then the element lines of its shards (ImportElement). The release must name, by charge_ref, an external charge of the same (epsilon, delta) in its dataset's ledger that no other import has used; nothing is charged again. Every element must be one the release's sanitizer can output: unique keys; no value in a keys release; in a frequencies release a value > 0 that some frequency reports (an integer token for discrete), with frequency and contribution, if present, equal to the MLE pwsd derives from the value (raw frequencies are refused). pwsd cannot re-check the draws themselves: it trusts the writer token that sends the release, as it trusts the writer that charged it. The stored sample answers GET /v1/samples/{id} and its estimate, top, rank and quantiles like a sample pwsd sanitized.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/samples:import (the `ImportSample` operationId).
+	ImportSampleWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportSampleResponse, error)
 
 	// ListStreamsWithResponse List streams (configuration and counts)
 	//
@@ -11624,6 +11690,197 @@ func (r GetSampleTopResponse) ContentType() string {
 	return ""
 }
 
+// ImportSampleResponse201Headers the declared response headers of an HTTP 201 response for ImportSample
+type ImportSampleResponse201Headers struct {
+	Location   *string
+	XRequestId *string
+}
+
+// ImportSampleResponse400Headers the declared response headers of an HTTP 400 response for ImportSample
+type ImportSampleResponse400Headers struct {
+	XRequestId *string
+}
+
+// ImportSampleResponse401Headers the declared response headers of an HTTP 401 response for ImportSample
+type ImportSampleResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// ImportSampleResponse403Headers the declared response headers of an HTTP 403 response for ImportSample
+type ImportSampleResponse403Headers struct {
+	XRequestId *string
+}
+
+// ImportSampleResponse404Headers the declared response headers of an HTTP 404 response for ImportSample
+type ImportSampleResponse404Headers struct {
+	XRequestId *string
+}
+
+// ImportSampleResponse409Headers the declared response headers of an HTTP 409 response for ImportSample
+type ImportSampleResponse409Headers struct {
+	XRequestId *string
+}
+
+// ImportSampleResponse413Headers the declared response headers of an HTTP 413 response for ImportSample
+type ImportSampleResponse413Headers struct {
+	XRequestId *string
+}
+
+// ImportSampleResponse415Headers the declared response headers of an HTTP 415 response for ImportSample
+type ImportSampleResponse415Headers struct {
+	XRequestId *string
+}
+
+// ImportSampleResponse422Headers the declared response headers of an HTTP 422 response for ImportSample
+type ImportSampleResponse422Headers struct {
+	XRequestId *string
+}
+
+// ImportSampleResponse500Headers the declared response headers of an HTTP 500 response for ImportSample
+type ImportSampleResponse500Headers struct {
+	XRequestId *string
+}
+
+// ImportSampleResponse503Headers the declared response headers of an HTTP 503 response for ImportSample
+type ImportSampleResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type ImportSampleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *SampleView
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *ImportSampleResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ImportSampleResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ImportSampleResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ImportSampleResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ImportSampleResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ImportSampleResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ImportSampleResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *ImportSampleResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *ImportSampleResponse422Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ImportSampleResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ImportSampleResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r ImportSampleResponse) GetJSON201() *SampleView {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ImportSampleResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ImportSampleResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ImportSampleResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ImportSampleResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ImportSampleResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ImportSampleResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ImportSampleResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ImportSampleResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ImportSampleResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ImportSampleResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ImportSampleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ImportSampleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ImportSampleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ImportSampleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListStreamsResponse200Headers the declared response headers of an HTTP 200 response for ListStreams
 type ListStreamsResponse200Headers struct {
 	XRequestId *string
@@ -13977,6 +14234,21 @@ func (c *ClientWithResponses) GetSampleTopWithResponse(ctx context.Context, id s
 		return nil, err
 	}
 	return ParseGetSampleTopResponse(rsp)
+}
+
+// ImportSampleWithBodyWithResponse Import a release sanitized outside pwsd (pwsd-beam) as a sample
+//
+// Body (application/x-ndjson): line 1 the pipeline's header line (ImportHeader, PREFIX-meta.json), then the element lines of its shards (ImportElement). The release must name, by charge_ref, an external charge of the same (epsilon, delta) in its dataset's ledger that no other import has used; nothing is charged again. Every element must be one the release's sanitizer can output: unique keys; no value in a keys release; in a frequencies release a value > 0 that some frequency reports (an integer token for discrete), with frequency and contribution, if present, equal to the MLE pwsd derives from the value (raw frequencies are refused). pwsd cannot re-check the draws themselves: it trusts the writer token that sends the release, as it trusts the writer that charged it. The stored sample answers GET /v1/samples/{id} and its estimate, top, rank and quantiles like a sample pwsd sanitized.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/samples:import (the `ImportSample` operationId).
+func (c *ClientWithResponses) ImportSampleWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportSampleResponse, error) {
+	rsp, err := c.ImportSampleWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseImportSampleResponse(rsp)
 }
 
 // ListStreamsWithResponse List streams (configuration and counts)
@@ -18929,6 +19201,239 @@ func ParseGetSampleTopResponse(rsp *http.Response) (*GetSampleTopResponse, error
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetSampleTopResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseImportSampleResponse parses an HTTP response from a ImportSampleWithResponse call
+func ParseImportSampleResponse(rsp *http.Response) (*ImportSampleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ImportSampleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest SampleView
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case rsp.StatusCode == 201:
+		// Content-type (application/x-ndjson) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers ImportSampleResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers ImportSampleResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ImportSampleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ImportSampleResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ImportSampleResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers ImportSampleResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers ImportSampleResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers ImportSampleResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers ImportSampleResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 500:
+		var headers ImportSampleResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ImportSampleResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

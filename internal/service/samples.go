@@ -192,16 +192,8 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 		out[i] = store.Element{Key: all[start:end], Value: values[i], Estimate: math.NaN()}
 		start = end
 	}
-	if spec.Release == ReleaseFrequencies && len(out) > 0 {
-		// Each element's MLE contribution (g = identity), from the chunks
-		// near the values (chunks.go).
-		_, contrib, err := s.mleKeys(ctx, table, values)
-		if err != nil {
-			return nil, err
-		}
-		for i := range out {
-			out[i].Estimate = contrib[i]
-		}
+	if err := s.estimateElements(ctx, spec, table, out); err != nil {
+		return nil, err
 	}
 	// Input order could correlate with the data: publish in random order.
 	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
@@ -212,13 +204,9 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 		return nil, err
 	}
 
-	header, err := encodeSampleHeader(spec)
+	smp, err := s.newStoredSample(spec, out)
 	if err != nil {
-		return nil, fmt.Errorf("encoding sample header: %w", err)
-	}
-	smp := &store.Sample{ID: newID(), CreatedAt: time.Now().UTC().Truncate(time.Microsecond), Dataset: spec.Dataset, Header: header, Elements: out}
-	if s.sampleTTL > 0 {
-		smp.ExpiresAt = smp.CreatedAt.Add(s.sampleTTL)
+		return nil, err
 	}
 	var charge *store.Charge
 	if spec.Dataset != "" {
@@ -228,6 +216,39 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 		return nil, notFoundAs(s.budgetError(ctx, err, "storing sample", spec.Dataset, spec.Privacy.Epsilon, spec.Privacy.Delta), "dataset", spec.Dataset)
 	}
 	return &Sample{ID: smp.ID, CreatedAt: smp.CreatedAt, ExpiresAt: smp.ExpiresAt, Spec: view.Spec, Elements: out, Reported: len(out), Keys: view.Keys}, nil
+}
+
+// estimateElements sets each element's MLE contribution (g = identity) in a
+// frequencies release, from the chunks near the values (chunks.go).
+func (s *Service) estimateElements(ctx context.Context, spec SampleSpec, table *sanitize.Table, out []store.Element) error {
+	if spec.Release != ReleaseFrequencies || len(out) == 0 {
+		return nil
+	}
+	values := make([]float64, len(out))
+	for i, el := range out {
+		values[i] = el.Value
+	}
+	_, contrib, err := s.mleKeys(ctx, table, values)
+	if err != nil {
+		return err
+	}
+	for i := range out {
+		out[i].Estimate = contrib[i]
+	}
+	return nil
+}
+
+// newStoredSample is a new stored sample of spec holding out.
+func (s *Service) newStoredSample(spec SampleSpec, out []store.Element) (*store.Sample, error) {
+	header, err := encodeSampleHeader(spec)
+	if err != nil {
+		return nil, fmt.Errorf("encoding sample header: %w", err)
+	}
+	smp := &store.Sample{ID: newID(), CreatedAt: time.Now().UTC().Truncate(time.Microsecond), Dataset: spec.Dataset, Header: header, Elements: out}
+	if s.sampleTTL > 0 {
+		smp.ExpiresAt = smp.CreatedAt.Add(s.sampleTTL)
+	}
+	return smp, nil
 }
 
 // attachKeys fills smp.Keys for a frequencies release under

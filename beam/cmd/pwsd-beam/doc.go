@@ -5,9 +5,12 @@
 //
 //	pwsd-beam --input 'logs/*.ndjson' --epsilon 1 --delta 1e-6 --output out/sample
 //
-// The seed comes from the file named by --seed-file or from $PWSD_BEAM_SEED
-// (hex, at least 16 bytes); without either a fresh one is drawn from
-// crypto/rand. It is never a flag value: Beam copies every flag into the
-// job's stored options. Beam's own flags (--runner, --endpoint,
-// --environment_type, ...) work as usual; the default runner is prism.
+// The seed is read from the location --seed-uri names (hex, at least 16
+// bytes; a path, gs:// or s3://), by the submitter and by every worker; it
+// is never a flag value, an option or part of the pipeline. Without it, only
+// in-process workers (prism or direct without --endpoint, or LOOPBACK) run,
+// with a fresh seed. Every runner of Beam's Go SDK is registered by its
+// usual name (--runner; see --help). Failed pre-flight checks exit 4, a
+// refused charge 3; --upload stores the release in pwsd
+// (POST /v1/samples:import). See docs/scaleout.md.
 package main

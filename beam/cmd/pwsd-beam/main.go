@@ -7,29 +7,32 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
-	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal"
+	// Every runner of Beam's Go SDK under its usual names (dataflow,
+	// DataflowRunner, flink, FlinkRunner, spark, SparkRunner, universal,
+	// portable, PortableRunner, prism, PrismRunner, direct, DirectRunner,
+	// dot) and the gcs and local filesystems; package pipeline adds s3
+	// and memfs.
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 
 	"github.com/pwsd/pwsd/beam/pipeline"
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
 
-// The portable runners (Flink, Spark, any job server) run through the
-// universal runner; register their names on it.
-func init() {
-	beam.RegisterRunner("flink", universal.Execute)
-	beam.RegisterRunner("spark", universal.Execute)
-}
+// buildStamp is set by the tests (-ldflags -X) to tell their worker binary
+// apart; it has no other use.
+var buildStamp string
 
 func main() {
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "pwsd-beam:", err)
-		if errors.Is(err, pipeline.ErrBudget) {
+		switch {
+		case errors.Is(err, pipeline.ErrBudget):
 			os.Exit(3)
+		case errors.Is(err, pipeline.ErrPreflight):
+			os.Exit(4)
 		}
 		os.Exit(1)
 	}
@@ -38,7 +41,7 @@ func main() {
 func run() error {
 	var c pipeline.Config
 	var eps, delta, threshold, power float64
-	var scheme, method, seedFile string
+	var scheme, method string
 	flag.StringVar(&c.Input, "input", "", "input file pattern (required)")
 	flag.StringVar(&c.Format, "format", "ndjson", "input format: ndjson (one object per line) or csv (with a header line)")
 	flag.StringVar(&c.KeyField, "key-field", "key", "field or column holding the key")
@@ -56,9 +59,11 @@ func run() error {
 	flag.StringVar(&method, "method", "max_separation", "max_separation (Algorithm 5) or discrete (Algorithm 4)")
 	flag.StringVar(&c.Output, "output", "", "output prefix: PREFIX-SSSSS-of-NNNNN.ndjson, PREFIX-deadletter-*.ndjson, PREFIX-meta.json (required)")
 	flag.IntVar(&c.Shards, "shards", 4, "output shards")
-	flag.StringVar(&seedFile, "seed-file", "", "file holding the secret seed in hex (else $"+pipeline.SeedEnv+", else a fresh one)")
+	flag.StringVar(&c.SeedURI, "seed-uri", "", "location of the secret seed (hex, >= 16 bytes) that the submitter and every worker read: a path on a shared filesystem, gs://BUCKET/OBJ or s3://BUCKET/KEY. Required unless the workers run in this process (prism/direct without --endpoint, or --environment_type=LOOPBACK), where a fresh seed is used")
 	flag.StringVar(&c.PwsdURL, "pwsd-url", "", "pwsd base URL: charge the release to --dataset before writing anything")
 	flag.StringVar(&c.Dataset, "dataset", "", "pwsd dataset to charge")
+	flag.BoolVar(&c.Upload, "upload", false, "with --pwsd-url and --dataset: store the written release in pwsd as a sample (POST /v1/samples:import) so its estimates can be asked there")
+	flag.Usage = usage
 	flag.Parse()
 	beam.Init()
 
@@ -70,24 +75,40 @@ func run() error {
 		c.Sampling = sanitize.Sampling{Scheme: sanitize.SchemeNone}
 	}
 	c.Method = sanitize.Method(method)
-	switch {
-	case seedFile != "":
-		b, err := os.ReadFile(seedFile)
-		if err != nil {
-			return fmt.Errorf("reading --seed-file: %w", err)
-		}
-		if c.Seed, err = pipeline.ParseSeed(strings.TrimSpace(string(b))); err != nil {
-			return fmt.Errorf("--seed-file: %w", err)
-		}
-	case os.Getenv(pipeline.SeedEnv) != "":
-		var err error
-		if c.Seed, err = pipeline.ParseSeed(os.Getenv(pipeline.SeedEnv)); err != nil {
-			return fmt.Errorf("%s: %w", pipeline.SeedEnv, err)
-		}
-	}
 	sum, err := pipeline.Run(context.Background(), c)
 	if err != nil {
 		return err
 	}
 	return json.NewEncoder(os.Stdout).Encode(sum)
+}
+
+// usage prints the flags with what each runner needs.
+func usage() {
+	out := flag.CommandLine.Output()
+	fmt.Fprint(out, `Usage: pwsd-beam --input PATTERN --epsilon E --delta D --output PREFIX [flags]
+
+Runners (--runner; Beam's own flags, all registered):
+  prism (default), PrismRunner   Beam's local runner, in this process; workers in this process
+                                 (LOOPBACK) unless --endpoint names a prism job server.
+  direct, DirectRunner           Beam's legacy in-process runner (batch only).
+  universal, portable, PortableRunner
+                                 any Beam job server: --endpoint=HOST:PORT, --environment_type
+                                 (DOCKER, PROCESS, EXTERNAL or LOOPBACK), --environment_config
+                                 (the SDK harness image apache/beam_go_sdk:2.77.0, or for PROCESS
+                                 {"command":"/path/to/boot"}).
+  flink, FlinkRunner             the same through a Flink job server (apache/beam_flink1.18_job_server
+                                 --flink-master=HOST:8081), --endpoint=HOST:8099.
+  spark, SparkRunner             the same through a Spark job server (apache/beam_spark3_job_server
+                                 --spark-master-url=spark://HOST:7077), --endpoint=HOST:8099.
+  dataflow, DataflowRunner       Google Cloud Dataflow: --project, --region, --staging_location=gs://...,
+                                 --temp_location=gs://..., input/output/seed on gs://.
+  dot                            writes the pipeline graph (--dot_file) and runs nothing.
+Every runner whose workers are not in this process needs --seed-uri on storage the workers read,
+and --input/--output on a filesystem they share (gs://, s3:// or a shared mount).
+Filesystems: local paths, gs:// (Google credentials), s3:// (AWS credentials and region from the
+environment), memfs:// (this process only).
+
+Flags:
+`)
+	flag.PrintDefaults()
 }
