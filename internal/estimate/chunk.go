@@ -327,20 +327,7 @@ func (c *Chunk) MarshalBinary() ([]byte, error) {
 	w.Uvarint(uint64(c.Size))
 	w.Uvarint(uint64(c.Index))
 	w.Uvarint(uint64(len(c.A)))
-	for _, b := range c.Bounds {
-		w.Float(b)
-	}
-	for _, a := range c.A {
-		w.Float(a)
-	}
-	for _, f := range c.Frequencies {
-		w.Float(f.G)
-		w.Float(f.Reported)
-		w.Float(f.Expected)
-		w.Float(f.Bias)
-		w.Float(f.Variance)
-		w.Float(f.MSE)
-	}
+	writeTokens(w, c.Bounds, c.A, c.Frequencies)
 	return w.Bytes(), nil
 }
 

@@ -69,20 +69,7 @@ func (t *Table) MarshalBinary() ([]byte, error) {
 	w.Byte(byte(ec))
 	w.Uvarint(uint64(t.MaxFrequency))
 	w.Uvarint(uint64(len(t.A)))
-	for _, b := range t.Bounds {
-		w.Float(b)
-	}
-	for _, a := range t.A {
-		w.Float(a)
-	}
-	for _, f := range t.Frequencies {
-		w.Float(f.G)
-		w.Float(f.Reported)
-		w.Float(f.Expected)
-		w.Float(f.Bias)
-		w.Float(f.Variance)
-		w.Float(f.MSE)
-	}
+	writeTokens(w, t.Bounds, t.A, t.Frequencies)
 	tl := t.Tail
 	w.Bool(tl != nil)
 	if tl == nil {
@@ -186,6 +173,25 @@ func (t *Table) UnmarshalBinary(data []byte) error {
 }
 
 // floats reads n floats (nil for none); the caller bounds n by the input.
+// writeTokens writes token bounds, estimates and per-frequency statistics
+// (the part tables and chunks share).
+func writeTokens(w *binenc.Writer, bounds, a []float64, freqs []FrequencyStats) {
+	for _, b := range bounds {
+		w.Float(b)
+	}
+	for _, v := range a {
+		w.Float(v)
+	}
+	for _, f := range freqs {
+		w.Float(f.G)
+		w.Float(f.Reported)
+		w.Float(f.Expected)
+		w.Float(f.Bias)
+		w.Float(f.Variance)
+		w.Float(f.MSE)
+	}
+}
+
 func floats(r *binenc.Reader, n uint64) []float64 {
 	if n == 0 || r.Err() != nil {
 		return nil

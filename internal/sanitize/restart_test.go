@@ -98,7 +98,7 @@ func TestRestartGrid(t *testing.T) {
 			}
 			exact := true
 			for k := range want {
-				if exact && !sameRow(got[k], want[k]) {
+				if exact && !equalRows(got[k], want[k]) {
 					if !rt.plan.isJunction(want[k].Frequency) {
 						t.Fatalf("row %d differs from the chain below any junction that did not coalesce", want[k].Frequency)
 					}
@@ -154,18 +154,6 @@ func rowsFrom(t testing.TB, tb *Table, from, to int64) []Row {
 	return out
 }
 
-func sameRow(a, b Row) bool {
-	if a.Frequency != b.Frequency || a.Pi != b.Pi || len(a.Pieces) != len(b.Pieces) {
-		return false
-	}
-	for k := range a.Pieces {
-		if a.Pieces[k] != b.Pieces[k] {
-			return false
-		}
-	}
-	return true
-}
-
 // TestRestartRandomAccess checks that a row reached cold (a fresh start one
 // block below, as Row and Draw do) is the row a sequential walk from row 0
 // gives, in every position of a block, and that the junctions it relies on
@@ -185,7 +173,7 @@ func TestRestartRandomAccess(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !sameRow(got, want) {
+		if !equalRows(got, want) {
 			t.Errorf("row %d: cold restarted row differs from the chain", i)
 		}
 		js := rt.Junctions()
@@ -224,7 +212,7 @@ func TestRestartShortWarmUp(t *testing.T) {
 		}
 		differ := false
 		for k := range got {
-			if !sameRow(got[k], want[k]) {
+			if !equalRows(got[k], want[k]) {
 				differ = true
 			}
 			if k > 0 {
