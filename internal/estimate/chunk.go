@@ -133,6 +133,9 @@ func BuildChunks(ctx context.Context, src RowSource, gs []G, size, k0, n int64) 
 			bandStart = max(1, int64(math.Floor(first.Pieces[0].Lo)))
 		}
 	}
+	if us, ok := src.(unitSource); ok && methodOf(src) == sanitize.MethodDiscrete {
+		return buildChunksUnit(ctx, us, gs, size, k0, n, bandStart)
+	}
 	builders := make([]*builder, len(gs))
 	for m, g := range gs {
 		builders[m] = &builder{spec: Spec{MaxFrequency: hi, G: g, Estimator: MLE}, n: hi, nf: float64(hi), ctx: ctx,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"testing"
 
 	"github.com/pwsd/pwsd/internal/sanitize"
@@ -41,8 +42,18 @@ func TestChunkEqualsTable(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
+					// The general token loop on the same rows (the unit-cell
+					// path is taken for discrete tables otherwise).
+					general, err := BuildChunks(context.Background(), rowsOnly{src()}, []G{g, {Kind: GCap, Param: 7}}, size, 1, 3)
+					if err != nil {
+						t.Fatal(err)
+					}
 					for k := range run {
 						compareChunk(t, full, run[k][0])
+						compareChunk(t, full, general[k][0])
+						if !reflect.DeepEqual(run[k][1], general[k][1]) {
+							t.Fatalf("chunk %d of cap:7: the unit-cell and general paths differ", k+1)
+						}
 					}
 					for k := int64(0); k < 5; k++ {
 						ch, err := BuildChunk(context.Background(), src(), g, size, k)
@@ -68,6 +79,12 @@ func TestChunkEqualsTable(t *testing.T) {
 		}
 	}
 }
+
+// rowsOnly hides every method of a row source but Rows, so that
+// BuildChunks takes its general path.
+type rowsOnly struct{ src RowSource }
+
+func (r rowsOnly) Rows(from, to int64, fn func(sanitize.Row) bool) error { return r.src.Rows(from, to, fn) }
 
 func compareChunk(t *testing.T, full *Table, ch *Chunk) {
 	t.Helper()

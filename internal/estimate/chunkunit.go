@@ -1,0 +1,124 @@
+package estimate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/pwsd/pwsd/internal/sanitize"
+)
+
+// buildChunksUnit is BuildChunks for Algorithm 4 (discrete) rows read in
+// dense form (sanitize.Table.UnitRows): tokens are the unit cells, so the
+// MLE row of each cell is found in one pass over the rows' cells, with the
+// general builder's rule (processTokenFused: rows in ascending frequency,
+// a row takes the cell when its mass exceeds the best so far by the factor
+// 1 + tieTol; a cell no row reaches repeats the estimate below it), and
+// each row's statistics come from its cell masses, which are the general
+// builder's masses for unit pieces (the piece's P). Bit for bit the
+// general path (TestChunkEqualsTable runs both).
+func buildChunksUnit(ctx context.Context, us unitSource, gs []G, size, k0, n, bandStart int64) ([][]*Chunk, error) {
+	lo, hi := k0*size, (k0+n)*size
+	base := bandStart - 1 // cell c (1-based position base+c) is (base+c-1, base+c]
+	cells := int(hi - base)
+	bestM := make([]float64, cells+1)
+	bestI := make([]int64, cells+1) // 0: no row reaches the cell
+	pis := make(map[int64]float64, cells)
+	type runRow struct {
+		i      int64
+		pi     float64
+		lo     float64
+		masses []float64
+	}
+	var rows []runRow
+	var err error
+	done := false
+	e := us.UnitRows(bandStart, min(hi+maxLookahead, sanitize.MaxFrequency), func(i int64, pi, rlo float64, m []float64) bool {
+		if i%1024 == 0 {
+			if err = checkCancelled(ctx, i, len(m)); err != nil {
+				return false
+			}
+		}
+		first := -1
+		for k, v := range m {
+			if v > 0 {
+				first = k
+				break
+			}
+		}
+		if first >= 0 && rlo+float64(first) >= float64(hi) {
+			done = true // supports only move up: no later row reaches the run
+			return false
+		}
+		pis[i] = pi
+		for k, v := range m {
+			c := int(rlo+float64(k)+1) - int(base) // the cell (rlo+k, rlo+k+1]
+			if !(v > 0) || c < 1 || c > cells {
+				continue
+			}
+			if bestI[c] == 0 || v > bestM[c]*(1+tieTol) {
+				bestI[c], bestM[c] = i, v
+			}
+		}
+		if i > lo && i <= hi {
+			rows = append(rows, runRow{i: i, pi: pi, lo: rlo, masses: append([]float64(nil), m...)})
+		}
+		return true
+	})
+	if e != nil {
+		return nil, fmt.Errorf("estimate: chunk %d: reading sanitizer rows: %w", k0, e)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !done {
+		return nil, errors.New("estimate: row supports do not move past the chunk")
+	}
+	if int64(len(rows)) != hi-lo {
+		return nil, errors.New("estimate: the sanitizer table ended inside the chunk")
+	}
+	out := make([][]*Chunk, n)
+	for k := range out {
+		out[k] = make([]*Chunk, len(gs))
+	}
+	a := make([]float64, cells+1)
+	var masses, as []float64
+	for m, g := range gs {
+		prev := 0.0
+		for c := 1; c <= cells; c++ {
+			if i := bestI[c]; i > 0 {
+				if pi := pis[i]; pi > 0 {
+					prev = g.at(i) / pi
+				} else {
+					prev = 0
+				}
+			}
+			a[c] = prev
+		}
+		for k := range n {
+			klo := (k0 + k) * size
+			ch := &Chunk{G: g, Size: size, Index: k0 + k, Bounds: make([]float64, size+1), A: make([]float64, size),
+				Frequencies: make([]FrequencyStats, 0, size)}
+			for j := range size + 1 {
+				ch.Bounds[j] = float64(klo + j)
+			}
+			copy(ch.A, a[klo-base+1:klo-base+1+size])
+			for _, r := range rows[k*size : (k+1)*size] {
+				masses, as = masses[:0], as[:0]
+				for q, v := range r.masses {
+					if v > 0 {
+						c := int(r.lo+float64(q)+1) - int(base)
+						if c < 1 {
+							return nil, fmt.Errorf("estimate: internal error: row %d reaches below chunk %d's band", r.i, k0+k)
+						}
+						masses = append(masses, v)
+						as = append(as, a[c])
+					}
+				}
+				ch.Frequencies = append(ch.Frequencies, rowStats(r.i, g.at(r.i), r.pi, masses, as))
+			}
+			out[k][m] = ch
+		}
+	}
+	return out, nil
+}
