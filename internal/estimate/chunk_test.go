@@ -84,7 +84,9 @@ func TestChunkEqualsTable(t *testing.T) {
 // BuildChunks takes its general path.
 type rowsOnly struct{ src RowSource }
 
-func (r rowsOnly) Rows(from, to int64, fn func(sanitize.Row) bool) error { return r.src.Rows(from, to, fn) }
+func (r rowsOnly) Rows(from, to int64, fn func(sanitize.Row) bool) error {
+	return r.src.Rows(from, to, fn)
+}
 
 func compareChunk(t *testing.T, full *Table, ch *Chunk) {
 	t.Helper()
