@@ -37,8 +37,10 @@ func Unmarshal(data []byte, rng *rand.Rand) (Estimator, error) {
 		e, err = decodeCroppedMean(b, r)
 	case c.Estimator == KindHeavyHitters:
 		e, err = decodeHeavyHitters(b, r)
-	default:
+	case c.Estimator == KindIncidence:
 		e, err = decodeIncidence(b, r)
+	default:
+		err = fmt.Errorf("%w: unknown kind %q", ErrCorruptState, c.Estimator)
 	}
 	if err == nil {
 		err = r.Close()

@@ -1,6 +1,7 @@
 package panprivate
 
 import (
+	"fmt"
 	"errors"
 	"math/rand/v2"
 
@@ -75,7 +76,9 @@ func New(cfg Config, rng *rand.Rand) (Estimator, error) {
 		return newCroppedMean(b), nil
 	case c.Estimator == KindHeavyHitters:
 		return newHeavyHitters(b), nil
-	default:
+	case c.Estimator == KindIncidence:
 		return newIncidence(b)
+	default: // Validate refuses unknown kinds; never default to one
+		return nil, fmt.Errorf("panprivate: new estimator: unknown kind %q", c.Estimator)
 	}
 }

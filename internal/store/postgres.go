@@ -97,8 +97,8 @@ func (p *Postgres) Ready(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading schema version: %w", err)
 	}
-	if dirty || version != migrations.Head {
-		return fmt.Errorf("schema at version %d (dirty %v), want %d", version, dirty, migrations.Head)
+	if dirty || version != int64(migrations.Head()) {
+		return fmt.Errorf("schema at version %d (dirty %v), want %d", version, dirty, migrations.Head())
 	}
 	return nil
 }
