@@ -1,8 +1,8 @@
 package panprivate
 
 import (
-	"fmt"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 
 	"github.com/pwsd/pwsd/internal/dprand"
