@@ -119,7 +119,7 @@ func BuildChunks(ctx context.Context, src RowSource, gs []G, size, k0, n int64) 
 	if size < 1 || n < 1 || k0 < 0 || k0 > sanitize.MaxFrequency/size-n {
 		return nil, fmt.Errorf("estimate: chunks %d+%d of size %d out of range", k0, n, size)
 	}
-	lo, hi := k0*size, (k0+n)*size
+	lo := k0 * size
 	// The band starts where row lo+1's support does: tokens above it get
 	// mass only from rows above it.
 	bandStart := int64(1)
@@ -133,9 +133,21 @@ func BuildChunks(ctx context.Context, src RowSource, gs []G, size, k0, n int64) 
 			bandStart = max(1, int64(math.Floor(first.Pieces[0].Lo)))
 		}
 	}
-	if us, ok := src.(unitSource); ok && methodOf(src) == sanitize.MethodDiscrete {
+	switch us, ok := src.(unitSource); {
+	case ok && methodOf(src) == sanitize.MethodDiscrete:
 		return buildChunksUnit(ctx, us, gs, size, k0, n, bandStart)
+	case methodOf(src) == sanitize.MethodMaxSeparation:
+		if out, ok, err := buildChunksGrid(ctx, src, gs, size, k0, n, bandStart); ok || err != nil {
+			return out, err
+		}
 	}
+	return buildChunksGeneral(ctx, src, gs, size, k0, n, bandStart)
+}
+
+// buildChunksGeneral is BuildChunks on the general builder's token loop
+// (any row source; the reference the fast paths are tested against).
+func buildChunksGeneral(ctx context.Context, src RowSource, gs []G, size, k0, n, bandStart int64) ([][]*Chunk, error) {
+	lo, hi := k0*size, (k0+n)*size
 	builders := make([]*builder, len(gs))
 	for m, g := range gs {
 		builders[m] = &builder{spec: Spec{MaxFrequency: hi, G: g, Estimator: MLE}, n: hi, nf: float64(hi), ctx: ctx,

@@ -42,17 +42,28 @@ func TestChunkEqualsTable(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					// The general token loop on the same rows (the unit-cell
-					// path is taken for discrete tables otherwise).
-					general, err := BuildChunks(context.Background(), rowsOnly{src()}, []G{g, {Kind: GCap, Param: 7}}, size, 1, 3)
+					// The general token loop on the same rows (BuildChunks
+					// takes the unit-cell or the grid path otherwise).
+					general, err := buildChunksGeneral(context.Background(), src(), []G{g, {Kind: GCap, Param: 7}}, size, 1, 3, bandOf(t, src(), size))
 					if err != nil {
 						t.Fatal(err)
+					}
+					if m == sanitize.MethodMaxSeparation {
+						// The grid path must apply here (positions far below
+						// 953,674) and is what BuildChunks took.
+						grid, ok, err := buildChunksGrid(context.Background(), src(), []G{g, {Kind: GCap, Param: 7}}, size, 1, 3, bandOf(t, src(), size))
+						if err != nil || !ok {
+							t.Fatalf("grid path: ok %v, %v", ok, err)
+						}
+						if !reflect.DeepEqual(grid, run) {
+							t.Fatal("BuildChunks did not take the grid path")
+						}
 					}
 					for k := range run {
 						compareChunk(t, full, run[k][0])
 						compareChunk(t, full, general[k][0])
 						if !reflect.DeepEqual(run[k][1], general[k][1]) {
-							t.Fatalf("chunk %d of cap:7: the unit-cell and general paths differ", k+1)
+							t.Fatalf("chunk %d of cap:7: the fast and general paths differ", k+1)
 						}
 					}
 					for k := int64(0); k < 5; k++ {
@@ -80,12 +91,14 @@ func TestChunkEqualsTable(t *testing.T) {
 	}
 }
 
-// rowsOnly hides every method of a row source but Rows, so that
-// BuildChunks takes its general path.
-type rowsOnly struct{ src RowSource }
-
-func (r rowsOnly) Rows(from, to int64, fn func(sanitize.Row) bool) error {
-	return r.src.Rows(from, to, fn)
+// bandOf returns where chunk 1's band starts (BuildChunks' rule).
+func bandOf(t *testing.T, src RowSource, size int64) int64 {
+	t.Helper()
+	var first sanitize.Row
+	if err := src.Rows(size+1, size+1, func(r sanitize.Row) bool { first = r.Clone(); return false }); err != nil {
+		t.Fatal(err)
+	}
+	return max(1, int64(math.Floor(first.Pieces[0].Lo)))
 }
 
 func compareChunk(t *testing.T, full *Table, ch *Chunk) {
