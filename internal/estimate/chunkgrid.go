@@ -24,6 +24,7 @@ func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, ba
 	fhi := float64(hi)
 	var band []sanitize.Row // every row from bandStart that reaches tokens <= hi
 	pts := []float64{0}
+	var scratch []float64
 	done := false
 	e := src.Rows(bandStart, min(hi+maxLookahead, sanitize.MaxFrequency), func(r sanitize.Row) bool {
 		if r.Frequency%1024 == 0 {
@@ -37,14 +38,7 @@ func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, ba
 		}
 		r = r.Clone()
 		band = append(band, r)
-		for _, pc := range r.Pieces {
-			if pc.Lo <= fhi {
-				pts = append(pts, pc.Lo)
-			}
-			if pc.Hi <= fhi {
-				pts = append(pts, pc.Hi)
-			}
-		}
+		pts = mergePoints(pts, r.Pieces, fhi, &scratch)
 		return true
 	})
 	if e != nil {
@@ -53,8 +47,6 @@ func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, ba
 	if err != nil || !done {
 		return nil, false, err
 	}
-	slices.Sort(pts)
-	pts = slices.Compact(pts)
 	for k := 1; k < len(pts); k++ {
 		if pts[k]-pts[k-1] <= tol(pts[k]) || pts[k] != pts[k] {
 			return nil, false, nil // the general builder would merge them
@@ -118,4 +110,44 @@ func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, ba
 		}
 	}
 	return out, true, nil
+}
+
+// mergePoints merges the break points (at most top) of one row's sorted
+// pieces into the sorted distinct points pts, in one pass (a row adds few
+// points to those of the rows before it).
+func mergePoints(pts []float64, pieces []sanitize.Piece, top float64, scratch *[]float64) []float64 {
+	row := (*scratch)[:0]
+	for _, pc := range pieces {
+		for _, x := range [2]float64{pc.Lo, pc.Hi} {
+			if x <= top && (len(row) == 0 || x > row[len(row)-1]) {
+				row = append(row, x)
+			}
+		}
+	}
+	*scratch = row
+	// Fast path: every point already present.
+	i, fresh := 0, 0
+	for _, x := range row {
+		for i < len(pts) && pts[i] < x {
+			i++
+		}
+		if i == len(pts) || pts[i] != x {
+			fresh++
+		}
+	}
+	if fresh == 0 {
+		return pts
+	}
+	out := make([]float64, 0, len(pts)+fresh)
+	i = 0
+	for _, x := range row {
+		for i < len(pts) && pts[i] < x {
+			out = append(out, pts[i])
+			i++
+		}
+		if i == len(pts) || pts[i] != x {
+			out = append(out, x)
+		}
+	}
+	return append(out, pts[i:]...)
 }
