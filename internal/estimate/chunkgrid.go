@@ -24,7 +24,8 @@ func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, ba
 	fhi := float64(hi)
 	var band []sanitize.Row // every row from bandStart that reaches tokens <= hi
 	pts := []float64{0}
-	var scratch []float64
+	var active, scratch []float64 // points not yet final, sorted
+	crumbs := false
 	done := false
 	e := src.Rows(bandStart, min(hi+maxLookahead, sanitize.MaxFrequency), func(r sanitize.Row) bool {
 		if r.Frequency%1024 == 0 {
@@ -38,9 +39,27 @@ func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, ba
 		}
 		r = r.Clone()
 		band = append(band, r)
-		pts = mergePoints(pts, r.Pieces, fhi, &scratch)
+		if len(r.Pieces) > 0 {
+			// Points below this row's support are final: later supports
+			// only move up (a row reaching below them takes the general
+			// path, which drops such crumbs).
+			low := r.Pieces[0].Lo
+			if len(pts) > 0 && low < pts[len(pts)-1] {
+				crumbs = true
+			}
+			k := 0
+			for k < len(active) && active[k] < low {
+				k++
+			}
+			pts = append(pts, active[:k]...)
+			active = mergePoints(active[k:], r.Pieces, fhi, &scratch)
+		}
 		return true
 	})
+	pts = append(pts, active...)
+	if crumbs {
+		return nil, false, err
+	}
 	if e != nil {
 		return nil, false, fmt.Errorf("estimate: chunk %d: reading sanitizer rows: %w", k0, e)
 	}
