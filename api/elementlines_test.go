@@ -18,9 +18,10 @@ import (
 // found after reading (a repeated key) names its line too.
 func TestReleaseWorkNamesEveryElement(t *testing.T) {
 	st := store.NewMemory()
-	ts := newServer(t, st, withServiceConfig(t, st, func(c *service.Config) { c.MaxReleaseWork = 400_000 }))
-	// eps 1: a stretch costs about 15 x 1300 cells, so the limit admits
-	// about 20; 40 keys far apart need 40.
+	ts := newServer(t, st, withServiceConfig(t, st, func(c *service.Config) { c.MaxReleaseWork = 200_000 }))
+	// eps 1 (L = 13.8): an isolated stretch of a keys release costs about
+	// 15 x (552 + 30 + 128) = 10,650 cells, so the limit admits about 18 of
+	// the 40 keys far apart; the rest are named (at most 20).
 	var nd, csv, js strings.Builder
 	nd.WriteString(`{"privacy":{"epsilon":1,"delta":1e-6},"sampling":{"scheme":"none"},"release":"keys"}` + "\n")
 	csv.WriteString("key,frequency\n")
@@ -50,12 +51,18 @@ func TestReleaseWorkNamesEveryElement(t *testing.T) {
 		}
 	}
 	r = ts.do(t, http.MethodPost, "/v1/samples?epsilon=1&delta=1e-6&scheme=none&release=keys", "text/csv", csv.String())
-	if r.status != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), "CSV line 40") {
-		t.Errorf("CSV: status %d %s, want the lines named", r.status, r.body)
+	if r.status != http.StatusUnprocessableEntity {
+		t.Fatalf("CSV: status %d %s", r.status, r.body)
+	}
+	for _, fe := range lineProblem(t, r).Errors {
+		var i int
+		if _, err := fmt.Sscanf(fe.Field, "elements[%d].frequency", &i); err != nil || !strings.HasSuffix(fe.Message, fmt.Sprintf("(CSV line %d)", i+2)) {
+			t.Errorf("CSV: %+v: want element i named with CSV line i+2", fe)
+		}
 	}
 	r = ts.postJSON(t, "/v1/samples", js.String())
-	if r.status != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), `"field":"elements[39].frequency"`) {
-		t.Errorf("JSON: status %d %s", r.status, r.body)
+	if p := lineProblem(t, r); r.status != http.StatusUnprocessableEntity || len(p.Errors) < 10 || p.Errors[0].Line != 0 {
+		t.Errorf("JSON: status %d %s, want the elements named by index", r.status, r.body)
 	}
 	dup := `{"privacy":{"epsilon":1,"delta":1e-6},"sampling":{"scheme":"none"}}` + "\n" + `{"key":"a","frequency":3}` + "\n\n" + `{"key":"a","frequency":4}` + "\n"
 	r = ts.do(t, http.MethodPost, "/v1/samples", "application/x-ndjson", dup)
