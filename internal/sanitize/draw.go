@@ -122,6 +122,15 @@ func (c *samplerCache) get(i int64) *sampler {
 	return s
 }
 
+// room returns how many pieces speculative entries may still take: they
+// fill at most half of the cache, so that the rows draws ask for are not
+// evicted by rows walked past.
+func (c *samplerCache) room() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.maxPieces/2 - c.pieces
+}
+
 func (c *samplerCache) put(s *sampler) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -171,10 +180,11 @@ func (t *Table) samplerFor(i int64) (*sampler, int64, error) {
 	// above it has been verified).
 	cu := t.cursorAt(cp)
 	var pending *sampler
-	// Rows on the way are kept only while they fill at most a quarter of
-	// the cache: wider rows (small epsilon) would evict each other and
-	// every later draw would walk again.
-	keepAll := int64(len(cp.m)+1)*(i-cp.i) <= int64(t.cache.maxPieces/4)
+	// Rows on the way are kept only while the cache has room for them
+	// (samplerCache.room): wider rows (small epsilon) would evict each
+	// other, and the rows draws asked for, and every later draw would walk
+	// again.
+	keepAll := int64(len(cp.m)+1)*(i-cp.i) <= int64(t.cache.room())
 	for cu.cur.i < i && cu.err == nil {
 		cu.step()
 		if cu.hitStationary {
