@@ -374,12 +374,7 @@ func (c *Chunk) UnmarshalBinary(data []byte) error {
 	if r.Err() != nil {
 		return fmt.Errorf("estimate: decoding chunk: %w", r.Err())
 	}
-	cc.Frequencies = make([]FrequencyStats, cc.Size)
-	for k := range cc.Frequencies {
-		f := &cc.Frequencies[k]
-		f.Frequency = cc.Index*cc.Size + int64(k) + 1
-		f.G, f.Reported, f.Expected, f.Bias, f.Variance, f.MSE = r.Float(), r.Float(), r.Float(), r.Float(), r.Float(), r.Float()
-	}
+	cc.Frequencies = readStats(r, cc.Index*cc.Size+1, cc.Size)
 	if err := r.Close(); err != nil {
 		return fmt.Errorf("estimate: decoding chunk: %w", err)
 	}

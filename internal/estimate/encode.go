@@ -133,13 +133,7 @@ func (t *Table) UnmarshalBinary(data []byte) error {
 	if r.Err() != nil {
 		return fmt.Errorf("estimate: decoding table: %w", r.Err())
 	}
-	if tt.MaxFrequency > 0 {
-		tt.Frequencies = make([]FrequencyStats, tt.MaxFrequency)
-	}
-	for i := range tt.Frequencies {
-		tt.Frequencies[i] = FrequencyStats{Frequency: int64(i) + 1, G: r.Float(), Reported: r.Float(), Expected: r.Float(),
-			Bias: r.Float(), Variance: r.Float(), MSE: r.Float()}
-	}
+	tt.Frequencies = readStats(r, 1, tt.MaxFrequency)
 	if r.Bool() {
 		tl := &Tail{From: r.Int64(), Pi: r.Float()}
 		np := r.Intn(uint64(r.Len()) / 24)
@@ -172,7 +166,6 @@ func (t *Table) UnmarshalBinary(data []byte) error {
 	return nil
 }
 
-// floats reads n floats (nil for none); the caller bounds n by the input.
 // writeTokens writes token bounds, estimates and per-frequency statistics
 // (the part tables and chunks share).
 func writeTokens(w *binenc.Writer, bounds, a []float64, freqs []FrequencyStats) {
@@ -192,6 +185,21 @@ func writeTokens(w *binenc.Writer, bounds, a []float64, freqs []FrequencyStats) 
 	}
 }
 
+// readStats reads the statistics writeTokens wrote for the n frequencies
+// from first on (nil for none); the caller bounds n by the input.
+func readStats(r *binenc.Reader, first, n int64) []FrequencyStats {
+	if n <= 0 {
+		return nil
+	}
+	out := make([]FrequencyStats, n)
+	for i := range out {
+		out[i] = FrequencyStats{Frequency: first + int64(i), G: r.Float(), Reported: r.Float(), Expected: r.Float(),
+			Bias: r.Float(), Variance: r.Float(), MSE: r.Float()}
+	}
+	return out
+}
+
+// floats reads n floats (nil for none); the caller bounds n by the input.
 func floats(r *binenc.Reader, n uint64) []float64 {
 	if n == 0 || r.Err() != nil {
 		return nil

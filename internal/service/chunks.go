@@ -11,6 +11,7 @@ import (
 
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
+	"github.com/pwsd/pwsd/internal/store"
 )
 
 // MLE answers of frequencies releases come from estimate.Chunks: the MLE
@@ -244,23 +245,43 @@ func valueChunks(size int64, vs []float64) []int64 {
 	return ks
 }
 
+// frequencyChunkSets returns the identity and count MLE chunk sets holding
+// values: a value's MLE frequency is the ratio of the two
+// (estimate.MLEFrequency), its contribution the identity one.
+func (s *Service) frequencyChunkSets(ctx context.Context, t *sanitize.Table, values []float64) (identity, count *estimate.ChunkSet, err error) {
+	sets, err := s.chunkSets(ctx, t, []estimate.G{identityG, countG}, valueChunks(estimate.ChunkSize(t.Privacy()), values))
+	if err != nil {
+		return nil, nil, err
+	}
+	return sets[0], sets[1], nil
+}
+
 // mleKeys returns each value's MLE frequency (estimate.MLEFrequency) and
 // MLE contribution under identity, from the chunks.
 func (s *Service) mleKeys(ctx context.Context, t *sanitize.Table, values []float64) (freq, contrib []float64, err error) {
-	sets, err := s.chunkSets(ctx, t, []estimate.G{identityG, countG}, valueChunks(estimate.ChunkSize(t.Privacy()), values))
+	id, ct, err := s.frequencyChunkSets(ctx, t, values)
 	if err != nil {
 		return nil, nil, err
 	}
 	freq, contrib = make([]float64, len(values)), make([]float64, len(values))
 	for i, v := range values {
-		if freq[i], err = estimate.MLEFrequency(sets[0], sets[1], v); err != nil {
+		if freq[i], err = estimate.MLEFrequency(id, ct, v); err != nil {
 			return nil, nil, estimateErr(err)
 		}
-		if contrib[i], err = sets[0].Estimate(v); err != nil {
+		if contrib[i], err = id.Estimate(v); err != nil {
 			return nil, nil, estimateErr(err)
 		}
 	}
 	return freq, contrib, nil
+}
+
+// elementValues returns the sanitized values of els.
+func elementValues(els []store.Element) []float64 {
+	values := make([]float64, len(els))
+	for i, el := range els {
+		values[i] = el.Value
+	}
+	return values
 }
 
 // Prebuilt says what PrebuildChunks found and built.

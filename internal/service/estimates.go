@@ -108,15 +108,7 @@ func (s *Service) frequencyChunks(ctx context.Context, smp *Sample) (identity, c
 	if err != nil {
 		return nil, nil, err
 	}
-	values := make([]float64, len(smp.Elements))
-	for i, el := range smp.Elements {
-		values[i] = el.Value
-	}
-	sets, err := s.chunkSets(ctx, t, []estimate.G{identityG, countG}, valueChunks(estimate.ChunkSize(t.Privacy()), values))
-	if err != nil {
-		return nil, nil, err
-	}
-	return sets[0], sets[1], nil
+	return s.frequencyChunkSets(ctx, t, elementValues(smp.Elements))
 }
 
 var countG = estimate.G{Kind: estimate.GCount}
@@ -242,11 +234,7 @@ func (s *Service) keyEstimates(ctx context.Context, smp *Sample, e estimate.Esti
 	if err != nil {
 		return nil, err
 	}
-	values := make([]float64, len(smp.Elements))
-	for i, el := range smp.Elements {
-		values[i] = el.Value
-	}
-	freq, contrib, err := s.mleKeys(ctx, t, values)
+	freq, contrib, err := s.mleKeys(ctx, t, elementValues(smp.Elements))
 	if err != nil {
 		return nil, err
 	}

@@ -220,17 +220,23 @@ const DefaultMaxReleaseWork = 250_000_000
 type releaseStretches struct {
 	size  int64
 	elems map[int64][]int // chunk -> indices of its first elements
+	full  int64           // a chunk known to hold its 4 elements (-1: none)
 }
 
 func newReleaseStretches(p sanitize.Privacy) *releaseStretches {
-	return &releaseStretches{size: estimate.ChunkSize(p), elems: make(map[int64][]int)}
+	return &releaseStretches{size: estimate.ChunkSize(p), elems: make(map[int64][]int), full: -1}
 }
 
 // add records element i of frequency f.
 func (r *releaseStretches) add(i int, f int64) {
 	k := estimate.ChunkOf(float64(f), r.size)
+	if k == r.full {
+		return // repeated frequencies (Zipf tails): no map lookup
+	}
 	if e := r.elems[k]; len(e) < 4 {
 		r.elems[k] = append(e, i)
+	} else {
+		r.full = k
 	}
 }
 

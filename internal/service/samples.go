@@ -224,11 +224,7 @@ func (s *Service) estimateElements(ctx context.Context, spec SampleSpec, table *
 	if spec.Release != ReleaseFrequencies || len(out) == 0 {
 		return nil
 	}
-	values := make([]float64, len(out))
-	for i, el := range out {
-		values[i] = el.Value
-	}
-	_, contrib, err := s.mleKeys(ctx, table, values)
+	_, contrib, err := s.mleKeys(ctx, table, elementValues(out))
 	if err != nil {
 		return err
 	}
