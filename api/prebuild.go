@@ -19,7 +19,7 @@ type PrebuildRequest struct {
 // covering (0, max_frequency], of which built were computed now (the others
 // were cached already).
 type PrebuildView struct {
-	// Frequencies per chunk (a power of two at least 4L + 16).
+	// Frequencies per chunk (a power of two at least L + 16, and 64).
 	ChunkSize int64 `json:"chunk_size"`
 	// Chunks covering (0, max_frequency].
 	Chunks int64 `json:"chunks"`

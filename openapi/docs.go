@@ -3099,7 +3099,7 @@ const docTemplate = `{
                     "type": "integer"
                 },
                 "chunk_size": {
-                    "description": "Frequencies per chunk (a power of two at least 4L + 16).",
+                    "description": "Frequencies per chunk (a power of two at least L + 16, and 64).",
                     "type": "integer"
                 },
                 "chunks": {

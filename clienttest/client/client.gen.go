@@ -1824,7 +1824,7 @@ type PrebuildView struct {
 	// Built Chunks computed by this request; the others were cached already.
 	Built int `json:"built"`
 
-	// ChunkSize Frequencies per chunk (a power of two at least 4L + 16).
+	// ChunkSize Frequencies per chunk (a power of two at least L + 16, and 64).
 	ChunkSize int `json:"chunk_size"`
 
 	// Chunks Chunks covering (0, max_frequency].

@@ -12,11 +12,13 @@ import (
 )
 
 // ChunkSize returns the number of frequencies one MLE chunk covers under
-// privacy p: the power of two at least 4 L + 16 (and 64): a chunk then
-// spans about the support of two rows, and building it reads about three
-// times its size in rows.
+// privacy p: the power of two at least L + 16 (and 64), about half a row's
+// support. Consecutive chunks are built in one pass (MaxChunkRun), so the
+// size matters where a release's values lie far apart: a key alone in its
+// stretch then costs its chunks, about half the rows of one chunk of
+// 4 L + 16 (docs/performance.md).
 func ChunkSize(p sanitize.Privacy) int64 {
-	need := 4*math.Ceil(sanitize.L(p)) + 16
+	need := math.Ceil(sanitize.L(p)) + 16
 	size := int64(64)
 	for float64(size) < need && size < 1<<30 {
 		size *= 2
@@ -218,26 +220,10 @@ func buildChunksGeneral(ctx context.Context, src RowSource, gs []G, size, k0, n,
 // chunkOf cuts chunk k out of the band table t (tokens from bandStart - 1
 // on) and computes its rows' statistics.
 func chunkOf(t *Table, g G, size, k, bandStart int64, rows []sanitize.Row) (*Chunk, error) {
-	lo, hi := k*size, (k+1)*size
-	c := &Chunk{G: g, Size: size, Index: k}
-	// Tokens of the chunk: those above lo (every integer is a break point,
-	// so no token straddles lo or hi).
-	j, _ := slices.BinarySearch(t.Bounds, float64(lo)+tol(float64(lo)))
-	if j == 0 || j >= len(t.Bounds) || math.Abs(t.Bounds[j-1]-float64(lo)) > tol(float64(lo)) {
-		return nil, fmt.Errorf("estimate: internal error: chunk %d's lower end is not a token bound", k)
+	c, err := chunkTokens(t, g, size, k)
+	if err != nil {
+		return nil, err
 	}
-	end, _ := slices.BinarySearch(t.Bounds, float64(hi)+tol(float64(hi))+1e-300) // first bound above hi
-	end = min(max(end, j), len(t.Bounds))
-	for end > j && t.Bounds[end-1] > float64(hi)+tol(float64(hi)) {
-		end--
-	}
-	c.Bounds = append([]float64(nil), t.Bounds[j-1:end]...)
-	c.A = append([]float64(nil), t.A[j-1:end-1]...)
-	c.Bounds[0] = float64(lo)
-	if len(c.A) != len(c.Bounds)-1 || len(c.A) == 0 {
-		return nil, fmt.Errorf("estimate: internal error: chunk %d's tokens", k)
-	}
-	c.Bounds[len(c.Bounds)-1] = float64(hi)
 	// Statistics of each row from its outcomes on the band's tokens.
 	c.Frequencies = make([]FrequencyStats, 0, size)
 	var masses, as []float64
@@ -267,6 +253,32 @@ func chunkOf(t *Table, g G, size, k, bandStart int64, rows []sanitize.Row) (*Chu
 		}
 		c.Frequencies = append(c.Frequencies, rowStats(r.Frequency, g.at(r.Frequency), r.Pi, masses, as))
 	}
+	return c, nil
+}
+
+// chunkTokens cuts chunk k's tokens and estimates out of the band table t
+// (its statistics are left to the caller).
+func chunkTokens(t *Table, g G, size, k int64) (*Chunk, error) {
+	lo, hi := k*size, (k+1)*size
+	c := &Chunk{G: g, Size: size, Index: k}
+	// Tokens of the chunk: those above lo (every integer is a break point,
+	// so no token straddles lo or hi).
+	j, _ := slices.BinarySearch(t.Bounds, float64(lo)+tol(float64(lo)))
+	if j == 0 || j >= len(t.Bounds) || math.Abs(t.Bounds[j-1]-float64(lo)) > tol(float64(lo)) {
+		return nil, fmt.Errorf("estimate: internal error: chunk %d's lower end is not a token bound", k)
+	}
+	end, _ := slices.BinarySearch(t.Bounds, float64(hi)+tol(float64(hi))+1e-300) // first bound above hi
+	end = min(max(end, j), len(t.Bounds))
+	for end > j && t.Bounds[end-1] > float64(hi)+tol(float64(hi)) {
+		end--
+	}
+	c.Bounds = append([]float64(nil), t.Bounds[j-1:end]...)
+	c.A = append([]float64(nil), t.A[j-1:end-1]...)
+	c.Bounds[0] = float64(lo)
+	if len(c.A) != len(c.Bounds)-1 || len(c.A) == 0 {
+		return nil, fmt.Errorf("estimate: internal error: chunk %d's tokens", k)
+	}
+	c.Bounds[len(c.Bounds)-1] = float64(hi)
 	return c, nil
 }
 

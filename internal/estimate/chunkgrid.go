@@ -16,7 +16,8 @@ import (
 // on a token is its piece's P (the piece is the token) or the piece's
 // density times the token's length, so the MLE row of each token is found
 // in one pass over the rows' pieces with the general builder's tie rule.
-// The statistics then come from chunkOf, as on the general path. It returns
+// The same walk gives each row's masses on the tokens, from which the
+// statistics are summed in chunkOf's order. It returns
 // ok = false, having built nothing, where the condition fails (the caller
 // takes the general path).
 func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, bandStart int64) (out [][]*Chunk, ok bool, err error) {
@@ -71,43 +72,35 @@ func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, ba
 			return nil, false, nil // the general builder would merge them
 		}
 	}
-	// The MLE row of each token (pts[j-1], pts[j]].
+	// The MLE row of each token (pts[j-1], pts[j]]: the general builder's
+	// tie rule over the rows in order.
 	bestM := make([]float64, len(pts))
 	best := make([]int, len(pts)) // index into band + 1; 0: none
+	var cells [statsBatch]gridCells
 	for ri, r := range band {
-		for _, pc := range r.Pieces {
-			if !(pc.P > 0) || pc.Lo >= fhi {
-				continue
-			}
-			j0, found := slices.BinarySearch(pts, pc.Lo)
-			if !found {
-				return nil, false, nil
-			}
-			dens := pc.P / (pc.Hi - pc.Lo)
-			for j := j0 + 1; j < len(pts) && pts[j-1] < pc.Hi; j++ {
-				m := pc.P
-				if pts[j-1] != pc.Lo || pts[j] != pc.Hi {
-					m = dens * (pts[j] - pts[j-1])
-				}
-				if m > 0 && (best[j] == 0 || m > bestM[j]*(1+tieTol)) {
-					best[j], bestM[j] = ri+1, m
-				}
+		if !cells[0].of(r, pts, fhi) {
+			return nil, false, nil
+		}
+		for x, j := range cells[0].tok {
+			if m := cells[0].mass[x]; m > 0 && (best[j] == 0 || m > bestM[j]*(1+tieTol)) {
+				best[j], bestM[j] = ri+1, m
 			}
 		}
 	}
-	var rows []sanitize.Row
-	for _, r := range band {
-		if r.Frequency > lo && r.Frequency <= hi {
-			rows = append(rows, r)
+	// The run's rows lo+1 .. hi are consecutive in band.
+	first := -1
+	for ri, r := range band {
+		if r.Frequency == lo+1 {
+			first = ri
+			break
 		}
 	}
-	if int64(len(rows)) != hi-lo {
+	if first < 0 || int64(len(band)-first) < hi-lo || band[first+int(hi-lo)-1].Frequency != hi {
 		return nil, false, fmt.Errorf("estimate: the sanitizer table ended inside chunk %d", k0)
 	}
+	rows := band[first : first+int(hi-lo)]
 	out = make([][]*Chunk, n)
-	for k := range out {
-		out[k] = make([]*Chunk, len(gs))
-	}
+	tables := make([]*Table, len(gs))
 	for m, g := range gs {
 		t := &Table{G: g, Estimator: MLE, MaxFrequency: hi, Bounds: pts, A: make([]float64, len(pts)-1)}
 		prev := 0.0
@@ -120,15 +113,88 @@ func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, ba
 			}
 			t.A[j-1] = prev
 		}
-		for k := range n {
-			c, err := chunkOf(t, g, size, k0+k, bandStart, rows[k*size:(k+1)*size])
+		tables[m] = t
+	}
+	for k := range out {
+		out[k] = make([]*Chunk, len(gs))
+		for m, g := range gs {
+			c, err := chunkTokens(tables[m], g, size, k0+int64(k))
 			if err != nil {
 				return nil, false, err
 			}
+			c.Frequencies = make([]FrequencyStats, size)
 			out[k][m] = c
 		}
 	}
+	// Each row's statistics, statsBatch rows at a time, from its cells
+	// (found once for every g).
+	jobs := make([]statsJob, 0, statsBatch)
+	for i0 := 0; i0 < len(rows); i0 += statsBatch {
+		batch := rows[i0:min(i0+statsBatch, len(rows))]
+		for x, r := range batch {
+			if len(r.Pieces) > 0 && r.Pieces[0].Lo < float64(bandStart-1) {
+				return nil, false, fmt.Errorf("estimate: internal error: row %d reaches below chunk %d's band", r.Frequency, k0)
+			}
+			cells[x].of(r, pts, fhi)
+		}
+		for m, g := range gs {
+			jobs = jobs[:0]
+			for x, r := range batch {
+				cl := &cells[x]
+				cl.a = cl.a[:0]
+				for _, j := range cl.tok {
+					cl.a = append(cl.a, tables[m].A[j-1])
+				}
+				i := int64(i0 + x)
+				jobs = append(jobs, statsJob{freq: r.Frequency, g: g.at(r.Frequency), pi: r.Pi,
+					masses: cl.mass, a: cl.a, out: &out[i/size][m].Frequencies[i%size]})
+			}
+			rowStatsBatch(jobs)
+		}
+	}
 	return out, true, nil
+}
+
+// gridCells are one row's masses on the grid's tokens: mass[x] on token
+// (pts[tok[x]-1], pts[tok[x]]], in the order of its pieces and tokens (the
+// order in which chunkOf sums them), and a, a buffer for the tokens'
+// estimates.
+type gridCells struct {
+	tok     []int32
+	mass, a []float64
+}
+
+// of finds row r's cells on the tokens pts (below top) in one walk: a
+// piece's P where the piece is the token, else its density times the
+// token's length. It returns false when a piece's lower end is not a point
+// (the caller takes the general path).
+func (c *gridCells) of(r sanitize.Row, pts []float64, top float64) bool {
+	c.tok, c.mass = c.tok[:0], c.mass[:0]
+	j0 := -1
+	for _, pc := range r.Pieces {
+		if pc.Lo >= top {
+			break // pieces are sorted: the rest lie above the run too
+		}
+		if j0 < 0 {
+			j0, _ = slices.BinarySearch(pts, pc.Lo)
+		}
+		for j0 < len(pts) && pts[j0] < pc.Lo {
+			j0++
+		}
+		if j0 == len(pts) || pts[j0] != pc.Lo {
+			return false
+		}
+		dens := pc.P / (pc.Hi - pc.Lo)
+		for j := j0 + 1; j < len(pts) && pts[j-1] < pc.Hi; j++ {
+			m := pc.P
+			if pts[j-1] != pc.Lo || pts[j] != pc.Hi {
+				m = dens * (pts[j] - pts[j-1])
+			}
+			c.tok = append(c.tok, int32(j))
+			c.mass = append(c.mass, m)
+		}
+	}
+	return true
 }
 
 // mergePoints merges the break points (at most top) of one row's sorted

@@ -447,3 +447,89 @@ func keepThreshold(pi, q float64) uint64 {
 	}
 	return lo
 }
+
+// Prepare computes, on up to workers goroutines, the rows of the distinct
+// frequencies in freqs that the Drawer has not prepared yet, so that the
+// Draw calls that follow find them ready. Frequencies close together are
+// prepared in ascending order on one goroutine (they share the walk);
+// distant ones, each a restart of its own, spread over the goroutines.
+// Preparing takes no randomness, so the outcomes of the Draw calls, and the
+// words they take from the generator, are those without Prepare. A
+// frequency that is invalid or whose row fails (a JunctionError) is left to
+// Draw, which returns the error in its place.
+func (dr *Drawer) Prepare(freqs []int64, workers int) {
+	var todo []int64
+	for _, f := range freqs {
+		if checkFreq(f) != nil || dr.prepared(f) {
+			continue
+		}
+		todo = append(todo, f)
+	}
+	slices.Sort(todo)
+	todo = slices.Compact(todo)
+	// Clusters: runs of frequencies less than a restart apart.
+	gap := int64(minRestartFrom)
+	if dr.t.plan.enabled() {
+		gap = dr.t.plan.block
+	}
+	var clusters [][]int64
+	for k := 0; k < len(todo); {
+		end := k + 1
+		for end < len(todo) && todo[end]-todo[end-1] <= gap {
+			end++
+		}
+		clusters = append(clusters, todo[k:end])
+		k = end
+	}
+	results := make([][]drawRow, len(clusters))
+	run := func(c int) {
+		rows := make([]drawRow, len(clusters[c]))
+		for k, f := range clusters[c] {
+			if r, err := dr.prepare(f); err == nil {
+				rows[k] = r
+			}
+		}
+		results[c] = rows
+	}
+	if workers < 2 || len(clusters) < 2 {
+		for c := range clusters {
+			run(c)
+		}
+	} else {
+		next := make(chan int)
+		var wg sync.WaitGroup
+		for range min(workers, len(clusters)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for c := range next {
+					run(c)
+				}
+			}()
+		}
+		for c := range clusters {
+			next <- c
+		}
+		close(next)
+		wg.Wait()
+	}
+	for c, rows := range results {
+		for k, r := range rows {
+			if r.ready {
+				dr.remember(clusters[c][k], r)
+			}
+		}
+	}
+}
+
+// prepared reports whether Draw finds frequency f ready without computing
+// its row.
+func (dr *Drawer) prepared(f int64) bool {
+	if f < denseDraws {
+		return dr.dense != nil && dr.dense[f].ready
+	}
+	if dr.cycle != nil && f >= dr.cycFrom {
+		return true // the stationary cycle: cheap
+	}
+	return dr.sparse[f].ready
+}

@@ -369,3 +369,71 @@ func TestBinomialDetectsWrongTable(t *testing.T) {
 		t.Errorf("wrong table not detected: %d of %d reported, right rate %.5f", reported, n, r.Pi/s.Q(5))
 	}
 }
+
+// TestDrawerPrepareMatchesDraw checks that Drawer.Prepare (rows computed
+// ahead on two goroutines, in clusters) changes nothing a Drawer outputs:
+// the outcomes and the generator's words are those of a Drawer without it,
+// bit for bit, on a table with restarts (isolated keys far up, a dense
+// cluster low down, repeats), and every valid frequency is then ready.
+func TestDrawerPrepareMatchesDraw(t *testing.T) {
+	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
+		p, s := mustPrivacy(t, 0.5, 1e-6), mustSampling(t, SchemePPSWOR, 2e-6, 1, nil)
+		zr := newRand(5)
+		a, b := mustTable(t, p, s, m), mustTable(t, p, s, m)
+		pl := b.plan
+		if !pl.enabled() {
+			t.Fatal("the table has no restarts")
+		}
+		freqs := make([]int64, 3000)
+		for k := range freqs {
+			switch k % 10 {
+			case 0: // isolated keys far up, some on either side of a junction
+				j := pl.from + int64(k/10)*3*pl.block
+				freqs[k] = j + []int64{-1, 0, 1, pl.block / 2}[k/10%4]
+			default: // a dense cluster low down
+				freqs[k] = 1 + int64(zr.IntN(5000))
+			}
+		}
+		freqs[7], freqs[8] = 0, MaxFrequency+1 // invalid: left to Draw
+		plain, ahead := a.NewDrawer(newRand(3)), b.NewDrawer(newRand(3))
+		for lo := 0; lo < len(freqs); lo += 500 {
+			batch := freqs[lo : lo+500]
+			ahead.Prepare(batch, 2)
+			for _, f := range batch {
+				if f >= 1 && f <= MaxFrequency && !ahead.prepared(f) {
+					t.Fatalf("%s: frequency %d not ready after Prepare", m, f)
+				}
+			}
+			for k, f := range batch {
+				want, werr := plain.Draw(f)
+				got, gerr := ahead.Draw(f)
+				if (werr == nil) != (gerr == nil) || got != want {
+					t.Fatalf("%s: element %d (frequency %d): %+v, %v with Prepare, %+v, %v without", m, lo+k, f, got, gerr, want, werr)
+				}
+			}
+		}
+		if b.Junctions().Coalesced+b.Junctions().Audited == 0 {
+			t.Fatalf("%s: no junction verified: the restarts are not exercised", m)
+		}
+	}
+}
+
+// TestDrawerPrepareLeavesErrors checks that a row Prepare cannot compute (a
+// junction that fails) is left to Draw, which returns its error in place,
+// while the rows inside the block above it are prepared and drawn.
+func TestDrawerPrepareLeavesErrors(t *testing.T) {
+	tb := mustTable(t, mustPrivacy(t, 0.5, 1e-6), mustSampling(t, SchemePPSWOR, 2e-5, 1, nil), MethodDiscrete)
+	tb.plan = makeRestartPlan(4096, 2, 512, tb.qConst) // junctions fail (TestRestartJunctionError)
+	a := tb.plan.from + tb.plan.block
+	dr := tb.NewDrawer(newRand(1))
+	dr.Prepare([]int64{a + 3, a}, 2)
+	if !dr.prepared(a+3) || dr.prepared(a) {
+		t.Fatalf("prepared: row %d inside %v, junction row %d %v", a+3, dr.prepared(a+3), a, dr.prepared(a))
+	}
+	if _, err := dr.Draw(a + 3); err != nil {
+		t.Fatalf("Draw(%d) inside the block: %v", a+3, err)
+	}
+	if _, err := dr.Draw(a); !errors.Is(err, ErrJunction) {
+		t.Fatalf("Draw(%d): %v, want a junction error", a, err)
+	}
+}

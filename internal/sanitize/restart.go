@@ -275,10 +275,21 @@ func (cu *cursor) junction(a int64) {
 	t.keepBlockStart(cu.nxt)
 }
 
+// inside reports whether row i lies strictly inside the block of junction
+// a = junctionBelow(i), in a block that ends: both pairs next to row i are
+// then steps of the block's own chain, so using row i needs no junction
+// check at all, and a fresh start of that chain (its warm-up alone) reaches
+// it.
+func (pl restartPlan) inside(i, a int64) bool {
+	return a < i && a < pl.final && i+1 < a+pl.block
+}
+
 // startCost is the number of rows a fresh start for row i computes before
-// it (warm-up, the block below whose last row the junction is checked
-// against, and that check's warm-up), or never when rows below the first
-// junction must come from the chain.
+// it, or never when rows below the first junction must come from the
+// chain: for a row inside its block (restartPlan.inside), the warm-up of
+// the row's own chain; for the first or last row of a block, the warm-up
+// and the block below, whose last row the junction is checked against, and
+// that check's warm-up.
 func (t *Table) startCost(i int64) int64 {
 	pl := t.plan
 	if !pl.enabled() || i < pl.from {
@@ -287,6 +298,9 @@ func (t *Table) startCost(i int64) int64 {
 	a := pl.junctionBelow(i)
 	if t.blockStart(a) != nil {
 		return i - a
+	}
+	if pl.inside(i, a) {
+		return pl.warm + (i - a)
 	}
 	if a == pl.from {
 		return never
@@ -297,8 +311,10 @@ func (t *Table) startCost(i int64) int64 {
 // cursorFor returns a cursor from which stepping reaches row i along the
 // rows that define it, verifying every junction it passes, at the least
 // cost among: the nearest checkpoint, the verified start of row i's block,
-// and a fresh start one block below (a cursor that is not trusted until it
-// has verified the junction of row i's block).
+// and a fresh start: of row i's own chain when row i is inside its block
+// (a cursor whose rows from the block's second on may be used), else one
+// block below (a cursor that is not trusted until it has verified the
+// junction of row i's block).
 func (t *Table) cursorFor(i int64) *cursor {
 	cp := t.checkpointBelow(i)
 	walk := i - cp.i
@@ -314,9 +330,12 @@ func (t *Table) cursorFor(i int64) *cursor {
 		if s := t.blockStart(a); s != nil {
 			return t.cursorAt(s)
 		}
+		if pl.inside(i, a) {
+			g := a - pl.warm
+			return &cursor{t: t, cur: t.guessRow(&rowState{}, g), nxt: &rowState{}, detect: true, warmFrom: g, insideFrom: a + 1}
+		}
 		g := a - pl.block - pl.warm
-		cu := &cursor{t: t, cur: t.guessRow(&rowState{}, g), nxt: &rowState{}, detect: true, warmFrom: g}
-		return cu
+		return &cursor{t: t, cur: t.guessRow(&rowState{}, g), nxt: &rowState{}, detect: true, warmFrom: g}
 	}
 	return t.cursorAt(cp)
 }
@@ -332,10 +351,17 @@ func (cu *cursor) finish() error {
 		probe.step()
 		cu.err = probe.err
 	}
-	if cu.err == nil && !cu.trusted {
+	if cu.err == nil && !cu.usable() {
 		return errors.New("sanitize: internal error: a restarted row was used before its junction was verified")
 	}
 	return cu.err
+}
+
+// usable reports whether the cursor's row may be used once the junction
+// above it (if any) is verified: its junction below was verified, or it is
+// a row inside its block reached along its own chain.
+func (cu *cursor) usable() bool {
+	return cu.trusted || (cu.insideFrom > 0 && cu.cur.i >= cu.insideFrom)
 }
 
 // RestartCost returns about how many rows a Table computes to reach a row

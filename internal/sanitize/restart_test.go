@@ -177,11 +177,16 @@ func TestRestartRandomAccess(t *testing.T) {
 			t.Errorf("row %d: cold restarted row differs from the chain", i)
 		}
 		js := rt.Junctions()
-		// The junction of row i's block, and the one above when i is the
-		// last row of its block.
-		wantJ := int64(1)
-		if pl.isJunction(i + 1) {
-			wantJ = 2
+		// A row inside its block is reached along its own chain, with no
+		// junction to check (both its pairs are steps). The first row of a
+		// block is reached from the block below, through its junction; the
+		// last also has the junction above it checked.
+		wantJ := int64(0)
+		if !pl.inside(i, pl.junctionBelow(i)) {
+			wantJ = 1
+			if pl.isJunction(i + 1) {
+				wantJ = 2
+			}
 		}
 		if js.Coalesced+js.Audited != wantJ || js.Failed != 0 {
 			t.Errorf("row %d: junctions %+v, want %d verified", i, js, wantJ)
@@ -283,8 +288,23 @@ func TestRestartJunctionError(t *testing.T) {
 	if _, err := tb.Draw(a, newRand(1)); !errors.Is(err, ErrJunction) {
 		t.Errorf("Draw(%d): %v, want a junction error", a, err)
 	}
-	if _, err := tb.DrawAll([]int64{a + 3}, newRand(1), nil); !errors.Is(err, ErrJunction) {
+	if _, err := tb.DrawAll([]int64{a}, newRand(1), nil); !errors.Is(err, ErrJunction) {
 		t.Errorf("DrawAll: %v, want a junction error", err)
+	}
+	// Rows inside the block need no junction: both their pairs are steps
+	// of the block's chain, and pass the exact audit even here.
+	var inside []Row
+	for _, i := range []int64{a + 2, a + 3, a + 4} {
+		r, err := mustTableLike(t, tb).Row(i)
+		if err != nil {
+			t.Fatalf("Row(%d) inside the block: %v", i, err)
+		}
+		inside = append(inside, r)
+	}
+	for k := 1; k < len(inside); k++ {
+		if up, down := AuditRows(inside[k-1], inside[k], tb.p); up > tb.p.Delta || down > tb.p.Delta {
+			t.Errorf("rows %d/%d inside the block: audit (%g, %g) above delta", inside[k-1].Frequency, inside[k].Frequency, up, down)
+		}
 	}
 	if err := tb.Rows(a-5, a+5, func(Row) bool { return true }); !errors.Is(err, ErrJunction) {
 		t.Errorf("Rows: %v, want a junction error", err)
@@ -293,6 +313,15 @@ func TestRestartJunctionError(t *testing.T) {
 	if _, err := tb.Row(a); !errors.As(err, &je) || je.At%512 != 0 || je.Up <= tb.p.Delta && je.Down <= tb.p.Delta {
 		t.Errorf("JunctionError %+v", je)
 	}
+}
+
+// mustTableLike returns a fresh table with tb's parameters and plan (no
+// rows cached).
+func mustTableLike(t *testing.T, tb *Table) *Table {
+	t.Helper()
+	nt := mustTable(t, tb.p, tb.s, tb.m)
+	nt.plan = tb.plan
+	return nt
 }
 
 // TestRestartPlan checks the plan's layout rules.

@@ -376,8 +376,12 @@ type cursor struct {
 	// trusted until it has passed a junction.
 	trusted  bool
 	warmFrom int64
-	warm     warmBuffers
-	err      error // a JunctionError met on the way; sticky
+	// insideFrom > 0: the cursor is a fresh start of one block's chain
+	// whose rows from insideFrom (the block's second row) on are usable
+	// untrusted: both pairs next to them are steps of that chain.
+	insideFrom int64
+	warm       warmBuffers
+	err        error // a JunctionError met on the way; sticky
 }
 
 func (t *Table) cursorAt(start *rowState) *cursor {

@@ -142,6 +142,16 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 	n := 0
 	for done := false; !done; {
 		b := ra.next()
+		// The batch's rows are computed ahead, two goroutines at a time
+		// (the draws below then take the randomness in input order).
+		ahead := b.ahead[:0]
+		for _, f := range b.freqs {
+			if f <= limit {
+				ahead = append(ahead, f)
+			}
+		}
+		b.ahead = ahead
+		draw.Prepare(ahead, drawWorkers)
 		for e := range b.freqs {
 			if n >= maxElements {
 				return nil, &LimitError{Msg: fmt.Sprintf("a sample may hold at most %d elements (PWSD_MAX_ELEMENTS)", maxElements)}
@@ -445,8 +455,13 @@ type elementBatch struct {
 	keys  []byte  // the keys' bytes, back to back
 	ends  []int   // key e is keys[ends[e-1]:ends[e]]
 	freqs []int64 // frequencies
+	ahead []int64 // the frequencies whose rows are computed ahead (a buffer of the release loop)
 	err   error   // the source's error after these elements (io.EOF: the end); nil: more follow
 }
+
+// drawWorkers is how many goroutines compute a batch's rows ahead of its
+// draws (sanitize.Drawer.Prepare), as many as build a release's chunks.
+const drawWorkers = 2
 
 // key returns element e's key, aliasing the batch (valid until it is
 // recycled).
