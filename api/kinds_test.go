@@ -123,7 +123,7 @@ func TestStreamDocsFollowTheKindRegistry(t *testing.T) {
 		{"StreamEstimatorConfig", "algorithm", algs},
 	} {
 		if got := enum(tc.schema, tc.prop); !slices.Equal(got, tc.want) {
-			t.Errorf("openapi/openapi.json: %s.%s enum %v, the registry says %v (run make openapi)", tc.schema, tc.prop, got, tc.want)
+			t.Errorf("openapi/openapi.json: %s.%s enum %v, the registry says %v (StreamRequest: its enums tag in api/streams.go; then run make openapi)", tc.schema, tc.prop, got, tc.want)
 		}
 	}
 	req := doc.Components.Schemas["StreamRequest"].Value
