@@ -24,7 +24,8 @@ const (
 	KindIncidence    Kind = "incidence"     // fraction of users appearing exactly t times (Figs. 4-5)
 )
 
-// kindSpecs is the registry: every estimator kind, in wire-code order. It
+// kindSpecs is the registry: every estimator kind, in wire-code order (the
+// order of the API's enums). It
 // is the only list of kinds; New, Unmarshal, Config.Validate, the state
 // encoding and the API documentation (Kinds) all read it.
 func kindSpecs() []kindSpec {
@@ -86,6 +87,7 @@ type Param struct {
 // KindInfo documents one estimator kind for the API's documentation and
 // validation: what a client may send with it.
 type KindInfo struct {
+	// Kind is the API name.
 	Kind Kind
 	// Algorithms are the accepted algorithms; DefaultAlgorithm is used when
 	// none is given.
@@ -99,7 +101,8 @@ type KindInfo struct {
 	SizedByAccuracy bool
 }
 
-// Kinds lists every estimator kind, in wire-code order.
+// Kinds lists every estimator kind, in registry order (kindSpecs: the
+// order of the API's enums).
 func Kinds() []KindInfo {
 	out := make([]KindInfo, len(registry.specs))
 	for i, s := range registry.specs {
