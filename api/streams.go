@@ -21,6 +21,9 @@ type AccuracyParams struct {
 // StreamRequest creates a pan-private stream. The validator checks only
 // presence and enumerations; every numeric bound is checked once, by
 // panprivate's constructors (the minimum tags only document them).
+// The estimator and algorithm lists spell panprivate's kind registry
+// (panprivate.Kinds) for swag, which needs them literal; kinds_test.go
+// fails, naming what to write, when they lag it.
 type StreamRequest struct {
 	Dataset        string          `json:"dataset,omitempty" validate:"omitempty,dataset_name"`
 	Estimator      string          `json:"estimator" validate:"required,oneof=density cropped_mean heavy_hitters incidence" enums:"density,cropped_mean,heavy_hitters,incidence"`
@@ -151,7 +154,7 @@ type RangeView struct {
 //
 //	@Summary		Create a pan-private stream estimator
 //	@ID			createStream
-//	@Description	density (dwork | optbern | ppds), cropped_mean (t), heavy_hitters (k, max_occurrences), incidence (t, max_occurrences). Give sample_size or accuracy {alpha, beta} to pick m*. continual: true runs the continual-observation density estimator (latest output in GET). The stored state is exactly what pan-privacy protects; raw events are never stored.
+//	@Description	The estimators, with their required fields and algorithms: density (algorithm dwork | optbern | ppds), cropped_mean (t; algorithm dwork | optbern), heavy_hitters (k, max_occurrences; algorithm dwork | optbern), incidence (t, max_occurrences). Give sample_size or accuracy {alpha, beta} to pick m*. continual: true runs the continual-observation density estimator (latest output in GET). The stored state is exactly what pan-privacy protects; raw events are never stored.
 //	@Tags			streams
 //	@Accept			json
 //	@Produce		json

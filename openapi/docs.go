@@ -1835,7 +1835,7 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
-                "description": "density (dwork | optbern | ppds), cropped_mean (t), heavy_hitters (k, max_occurrences), incidence (t, max_occurrences). Give sample_size or accuracy {alpha, beta} to pick m*. continual: true runs the continual-observation density estimator (latest output in GET). The stored state is exactly what pan-privacy protects; raw events are never stored.",
+                "description": "The estimators, with their required fields and algorithms: density (algorithm dwork | optbern | ppds), cropped_mean (t; algorithm dwork | optbern), heavy_hitters (k, max_occurrences; algorithm dwork | optbern), incidence (t, max_occurrences). Give sample_size or accuracy {alpha, beta} to pick m*. continual: true runs the continual-observation density estimator (latest output in GET). The stored state is exactly what pan-privacy protects; raw events are never stored.",
                 "consumes": [
                     "application/json"
                 ],

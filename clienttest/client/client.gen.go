@@ -2410,7 +2410,7 @@ type StreamRequest struct {
 	// Accuracy Pick the sample size m* that meets this (alpha, beta) accuracy target instead of giving sample_size.
 	Accuracy *AccuracyParams `json:"accuracy,omitempty"`
 
-	// Algorithm The density algorithm: dwork, optbern or ppds.
+	// Algorithm The state distributions (for density also the sampling scheme), per estimator: density: dwork | optbern | ppds (default optbern); cropped_mean: dwork | optbern (default dwork); heavy_hitters: dwork | optbern (default dwork); incidence: dwork (default dwork).
 	Algorithm *StreamRequestAlgorithm `json:"algorithm,omitempty"`
 
 	// Continual Run the continual-observation density estimator (latest output in GET).
@@ -2427,22 +2427,22 @@ type StreamRequest struct {
 	// Example: 0.25
 	Epsilon float64 `json:"epsilon"`
 
-	// Estimator The pan-private estimator: density, cropped_mean, heavy_hitters or incidence.
+	// Estimator The pan-private estimator: density, cropped_mean, heavy_hitters, incidence.
 	Estimator StreamRequestEstimator `json:"estimator"`
 
 	// Horizon Continual mode: the number of steps T.
 	Horizon *int `json:"horizon,omitempty"`
 
-	// K heavy_hitters: how many heavy hitters.
+	// K heavy_hitters (required): the heavy-hitter threshold: the estimate is the fraction of users appearing at least k times; 1 <= k <= max_occurrences. incidence (optional): the largest modulus: the moduli are drawn from the primes up to k; 2 <= k <= 61 (default: a range from accuracy.alpha, primes up to 31). Other estimators refuse it.
 	K *int `json:"k,omitempty"`
 
-	// MaxOccurrences The most times one user may occur (incidence, heavy_hitters).
+	// MaxOccurrences heavy_hitters and incidence (required): N, the assumed bound on any user's appearances; 1 <= N <= 1048576. Other estimators refuse it.
 	MaxOccurrences *int `json:"max_occurrences,omitempty"`
 
 	// MaxReleases The most releases the stream allows (409 after).
 	MaxReleases *int `json:"max_releases,omitempty"`
 
-	// Moduli The number of moduli (incidence, heavy_hitters).
+	// Moduli incidence (optional): the number of random primes (hash functions); 1 <= moduli <= 16 (default 3). Other estimators refuse it.
 	Moduli *int `json:"moduli,omitempty"`
 
 	// ReleaseNoise ReleaseNoise: calibrated (default: the papers' noise scaled so that each
@@ -2451,7 +2451,7 @@ type StreamRequest struct {
 	// exceeds epsilon, see privacy.release_epsilon).
 	ReleaseNoise *StreamRequestReleaseNoise `json:"release_noise,omitempty"`
 
-	// Rho The rho parameter of the estimator.
+	// Rho heavy_hitters (optional): closeness: the answer is accurate for a (1+rho)-close stream; 0 < rho <= 1 (default 1). Other estimators refuse it.
 	Rho *float64 `json:"rho,omitempty"`
 
 	// SampleSize The number of users sampled, m.
@@ -2459,7 +2459,7 @@ type StreamRequest struct {
 	// Example: 1000
 	SampleSize *int `json:"sample_size,omitempty"`
 
-	// T The threshold t (cropped_mean, incidence).
+	// T cropped_mean (required): the cropping threshold: the estimate is the mean of min(n_x, t); 2 <= t <= 16777216. incidence (required): the target incidence: the estimate is the fraction of users appearing exactly t times; 1 <= t <= max_occurrences. Other estimators refuse it.
 	T *int `json:"t,omitempty"`
 
 	// UniverseSize The number of possible users |U|.
@@ -2468,13 +2468,13 @@ type StreamRequest struct {
 	UniverseSize int `json:"universe_size"`
 }
 
-// StreamRequestAlgorithm The density algorithm: dwork, optbern or ppds.
+// StreamRequestAlgorithm The state distributions (for density also the sampling scheme), per estimator: density: dwork | optbern | ppds (default optbern); cropped_mean: dwork | optbern (default dwork); heavy_hitters: dwork | optbern (default dwork); incidence: dwork (default dwork).
 type StreamRequestAlgorithm string
 
 // StreamRequestCounter Continual mode: the counter algorithm feeding the outputs.
 type StreamRequestCounter string
 
-// StreamRequestEstimator The pan-private estimator: density, cropped_mean, heavy_hitters or incidence.
+// StreamRequestEstimator The pan-private estimator: density, cropped_mean, heavy_hitters, incidence.
 type StreamRequestEstimator string
 
 // StreamRequestReleaseNoise ReleaseNoise: calibrated (default: the papers' noise scaled so that each
@@ -3634,7 +3634,7 @@ type ClientInterface interface {
 
 	// CreateStreamWithBody Create a pan-private stream estimator
 	//
-	// density (dwork | optbern | ppds), cropped_mean (t), heavy_hitters (k, max_occurrences), incidence (t, max_occurrences). Give sample_size or accuracy {alpha, beta} to pick m*. continual: true runs the continual-observation density estimator (latest output in GET). The stored state is exactly what pan-privacy protects; raw events are never stored.
+	// The estimators, with their required fields and algorithms: density (algorithm dwork | optbern | ppds), cropped_mean (t; algorithm dwork | optbern), heavy_hitters (k, max_occurrences; algorithm dwork | optbern), incidence (t, max_occurrences). Give sample_size or accuracy {alpha, beta} to pick m*. continual: true runs the continual-observation density estimator (latest output in GET). The stored state is exactly what pan-privacy protects; raw events are never stored.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3643,7 +3643,7 @@ type ClientInterface interface {
 
 	// CreateStream Create a pan-private stream estimator
 	//
-	// density (dwork | optbern | ppds), cropped_mean (t), heavy_hitters (k, max_occurrences), incidence (t, max_occurrences). Give sample_size or accuracy {alpha, beta} to pick m*. continual: true runs the continual-observation density estimator (latest output in GET). The stored state is exactly what pan-privacy protects; raw events are never stored.
+	// The estimators, with their required fields and algorithms: density (algorithm dwork | optbern | ppds), cropped_mean (t; algorithm dwork | optbern), heavy_hitters (k, max_occurrences; algorithm dwork | optbern), incidence (t, max_occurrences). Give sample_size or accuracy {alpha, beta} to pick m*. continual: true runs the continual-observation density estimator (latest output in GET). The stored state is exactly what pan-privacy protects; raw events are never stored.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4341,7 +4341,7 @@ func (c *Client) ListStreams(ctx context.Context, params *ListStreamsParams, req
 
 // CreateStreamWithBody Create a pan-private stream estimator
 //
-// density (dwork | optbern | ppds), cropped_mean (t), heavy_hitters (k, max_occurrences), incidence (t, max_occurrences). Give sample_size or accuracy {alpha, beta} to pick m*. continual: true runs the continual-observation density estimator (latest output in GET). The stored state is exactly what pan-privacy protects; raw events are never stored.
+// The estimators, with their required fields and algorithms: density (algorithm dwork | optbern | ppds), cropped_mean (t; algorithm dwork | optbern), heavy_hitters (k, max_occurrences; algorithm dwork | optbern), incidence (t, max_occurrences). Give sample_size or accuracy {alpha, beta} to pick m*. continual: true runs the continual-observation density estimator (latest output in GET). The stored state is exactly what pan-privacy protects; raw events are never stored.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4360,7 +4360,7 @@ func (c *Client) CreateStreamWithBody(ctx context.Context, params *CreateStreamP
 
 // CreateStream Create a pan-private stream estimator
 //
-// density (dwork | optbern | ppds), cropped_mean (t), heavy_hitters (k, max_occurrences), incidence (t, max_occurrences). Give sample_size or accuracy {alpha, beta} to pick m*. continual: true runs the continual-observation density estimator (latest output in GET). The stored state is exactly what pan-privacy protects; raw events are never stored.
+// The estimators, with their required fields and algorithms: density (algorithm dwork | optbern | ppds), cropped_mean (t; algorithm dwork | optbern), heavy_hitters (k, max_occurrences; algorithm dwork | optbern), incidence (t, max_occurrences). Give sample_size or accuracy {alpha, beta} to pick m*. continual: true runs the continual-observation density estimator (latest output in GET). The stored state is exactly what pan-privacy protects; raw events are never stored.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7900,7 +7900,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateStreamWithBodyWithResponse Create a pan-private stream estimator
 	//
-	// density (dwork | optbern | ppds), cropped_mean (t), heavy_hitters (k, max_occurrences), incidence (t, max_occurrences). Give sample_size or accuracy {alpha, beta} to pick m*. continual: true runs the continual-observation density estimator (latest output in GET). The stored state is exactly what pan-privacy protects; raw events are never stored.
+	// The estimators, with their required fields and algorithms: density (algorithm dwork | optbern | ppds), cropped_mean (t; algorithm dwork | optbern), heavy_hitters (k, max_occurrences; algorithm dwork | optbern), incidence (t, max_occurrences). Give sample_size or accuracy {alpha, beta} to pick m*. continual: true runs the continual-observation density estimator (latest output in GET). The stored state is exactly what pan-privacy protects; raw events are never stored.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7909,7 +7909,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateStreamWithResponse Create a pan-private stream estimator
 	//
-	// density (dwork | optbern | ppds), cropped_mean (t), heavy_hitters (k, max_occurrences), incidence (t, max_occurrences). Give sample_size or accuracy {alpha, beta} to pick m*. continual: true runs the continual-observation density estimator (latest output in GET). The stored state is exactly what pan-privacy protects; raw events are never stored.
+	// The estimators, with their required fields and algorithms: density (algorithm dwork | optbern | ppds), cropped_mean (t; algorithm dwork | optbern), heavy_hitters (k, max_occurrences; algorithm dwork | optbern), incidence (t, max_occurrences). Give sample_size or accuracy {alpha, beta} to pick m*. continual: true runs the continual-observation density estimator (latest output in GET). The stored state is exactly what pan-privacy protects; raw events are never stored.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14268,7 +14268,7 @@ func (c *ClientWithResponses) ListStreamsWithResponse(ctx context.Context, param
 
 // CreateStreamWithBodyWithResponse Create a pan-private stream estimator
 //
-// density (dwork | optbern | ppds), cropped_mean (t), heavy_hitters (k, max_occurrences), incidence (t, max_occurrences). Give sample_size or accuracy {alpha, beta} to pick m*. continual: true runs the continual-observation density estimator (latest output in GET). The stored state is exactly what pan-privacy protects; raw events are never stored.
+// The estimators, with their required fields and algorithms: density (algorithm dwork | optbern | ppds), cropped_mean (t; algorithm dwork | optbern), heavy_hitters (k, max_occurrences; algorithm dwork | optbern), incidence (t, max_occurrences). Give sample_size or accuracy {alpha, beta} to pick m*. continual: true runs the continual-observation density estimator (latest output in GET). The stored state is exactly what pan-privacy protects; raw events are never stored.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14283,7 +14283,7 @@ func (c *ClientWithResponses) CreateStreamWithBodyWithResponse(ctx context.Conte
 
 // CreateStreamWithResponse Create a pan-private stream estimator
 //
-// density (dwork | optbern | ppds), cropped_mean (t), heavy_hitters (k, max_occurrences), incidence (t, max_occurrences). Give sample_size or accuracy {alpha, beta} to pick m*. continual: true runs the continual-observation density estimator (latest output in GET). The stored state is exactly what pan-privacy protects; raw events are never stored.
+// The estimators, with their required fields and algorithms: density (algorithm dwork | optbern | ppds), cropped_mean (t; algorithm dwork | optbern), heavy_hitters (k, max_occurrences; algorithm dwork | optbern), incidence (t, max_occurrences). Give sample_size or accuracy {alpha, beta} to pick m*. continual: true runs the continual-observation density estimator (latest output in GET). The stored state is exactly what pan-privacy protects; raw events are never stored.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

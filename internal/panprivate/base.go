@@ -10,6 +10,7 @@ import (
 // base holds what every estimator shares.
 type base struct {
 	cfg   Config
+	spec  *kindSpec // cfg.Estimator's
 	key   [KeySize]byte
 	perm  permutation
 	names *userMapper
@@ -19,11 +20,17 @@ type base struct {
 	ids   []uint64 // scratch: resolved ids of the current batch
 }
 
+// newBase builds the shared part of an estimator of the validated
+// configuration c.
 func newBase(c Config, key [KeySize]byte, rng *rand.Rand) (*base, error) {
-	b := &base{cfg: c, key: key, rng: rng}
+	spec, ok := specOf(c.Estimator)
+	if !ok { // Validate refuses unknown kinds; never default to one
+		return nil, fmt.Errorf("unknown kind %q", c.Estimator)
+	}
+	b := &base{cfg: c, spec: spec, key: key, rng: rng}
 	b.perm = newPermutation(c.UniverseSize, &b.key)
 	b.names = newUserMapper(c.UniverseSize, &b.key)
-	if c.Estimator != KindIncidence {
+	if spec.bitLaw {
 		law, err := newBitLaw(c.Algorithm, c.Epsilon)
 		if err != nil {
 			return nil, err

@@ -26,22 +26,8 @@ func Unmarshal(data []byte, rng *rand.Rand) (Estimator, error) {
 	if err != nil {
 		return nil, err
 	}
-	var e Estimator
 	c := b.cfg
-	switch {
-	case c.Estimator == KindDensity && c.Algorithm == AlgorithmPPDS:
-		e, err = decodePPDS(b, r)
-	case c.Estimator == KindDensity:
-		e, err = decodeSampledDensity(b, r)
-	case c.Estimator == KindCroppedMean:
-		e, err = decodeCroppedMean(b, r)
-	case c.Estimator == KindHeavyHitters:
-		e, err = decodeHeavyHitters(b, r)
-	case c.Estimator == KindIncidence:
-		e, err = decodeIncidence(b, r)
-	default:
-		err = fmt.Errorf("%w: unknown kind %q", ErrCorruptState, c.Estimator)
-	}
+	e, err := b.spec.decode(b, r)
 	if err == nil {
 		err = r.Close()
 	}
@@ -70,11 +56,9 @@ const (
 // ErrCorruptState reports a state encoding that cannot be decoded.
 var ErrCorruptState = errors.New("panprivate: corrupt state encoding")
 
-// Wire codes.
-var (
-	kindCodes = []Kind{KindDensity, KindCroppedMean, KindHeavyHitters, KindIncidence}
-	algCodes  = []Algorithm{AlgorithmDwork, AlgorithmOptBern, AlgorithmPPDS}
-)
+// algCodes are the algorithms' wire codes (their indices); the kinds' are
+// in their kindSpec.
+var algCodes = []Algorithm{AlgorithmDwork, AlgorithmOptBern, AlgorithmPPDS}
 
 // codeOf returns v's wire code, its index in list; every value a Config
 // can hold is listed (NewConfig validates them).
@@ -91,7 +75,7 @@ func (b *base) encodeBase() *binenc.Writer {
 	w := binenc.NewWriter(make([]byte, 0, 128))
 	w.Header(stateMagic, StateFormat)
 	c := b.cfg
-	w.Byte(codeOf(kindCodes, c.Estimator))
+	w.Byte(b.spec.code)
 	w.Byte(codeOf(algCodes, c.Algorithm))
 	w.Float(c.Epsilon)
 	w.Uvarint(c.UniverseSize)
@@ -123,13 +107,14 @@ func (b *base) encodeBase() *binenc.Writer {
 func decodeBase(r *binenc.Reader, version byte, rng *rand.Rand) (*base, error) {
 	var c Config
 	kc, ac := r.Byte(), r.Byte()
-	if r.Err() == nil && (int(kc) >= len(kindCodes) || int(ac) >= len(algCodes)) {
+	spec, known := registry.byCode[kc]
+	if r.Err() == nil && (!known || int(ac) >= len(algCodes)) {
 		r.Fail("unknown estimator or algorithm")
 	}
 	if r.Err() != nil {
 		return nil, r.Err()
 	}
-	c.Estimator, c.Algorithm = kindCodes[kc], algCodes[ac]
+	c.Estimator, c.Algorithm = spec.kind, algCodes[ac]
 	c.Epsilon = r.Float()
 	c.UniverseSize = r.Uvarint()
 	c.SampleSize = int(r.Intn(storedMaxSampleSize))

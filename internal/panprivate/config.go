@@ -3,20 +3,9 @@ package panprivate
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/pwsd/pwsd/internal/checks"
-)
-
-// Kind names a pan-private stream estimator. The values are the API's
-// "estimator" field.
-type Kind string
-
-// The estimators of docs/algorithms.md §7-8.
-const (
-	KindDensity      Kind = "density"       // fraction of the universe that appears (Fig. 1, Algs. 2-3)
-	KindCroppedMean  Kind = "cropped_mean"  // mean of min(n_x, t) over the universe (Fig. 2)
-	KindHeavyHitters Kind = "heavy_hitters" // fraction of users appearing at least k times (Fig. 3)
-	KindIncidence    Kind = "incidence"     // fraction of users appearing exactly t times (Figs. 4-5)
 )
 
 // Algorithm names the randomized-response distributions (and, for density,
@@ -163,41 +152,24 @@ func (c Config) Validate() (Config, error) {
 // validate implements Validate. resolved allows both SampleSize and
 // Accuracy, as in the output of Validate (used when decoding state).
 func (c Config) validate(resolved bool) (Config, error) {
-	switch c.Estimator {
-	case KindDensity, KindCroppedMean, KindHeavyHitters, KindIncidence:
-	default:
-		return c, checks.Errorf("estimator", "must be one of density, cropped_mean, heavy_hitters, incidence")
+	s, ok := specOf(c.Estimator)
+	if !ok {
+		return c, checks.Errorf("estimator", "must be one of %s", kindNames(", "))
 	}
-	switch c.Estimator {
-	case KindDensity:
-		if c.Algorithm == "" {
-			c.Algorithm = AlgorithmOptBern
-		}
-		if c.Algorithm != AlgorithmDwork && c.Algorithm != AlgorithmOptBern && c.Algorithm != AlgorithmPPDS {
-			return c, checks.Errorf("algorithm", "must be one of dwork, optbern, ppds for density")
-		}
-	case KindCroppedMean, KindHeavyHitters:
-		if c.Algorithm == "" {
-			c.Algorithm = AlgorithmDwork
-		}
-		if c.Algorithm != AlgorithmDwork && c.Algorithm != AlgorithmOptBern {
-			return c, checks.Errorf("algorithm", "must be dwork or optbern for %s", c.Estimator)
-		}
-	case KindIncidence:
-		if c.Algorithm == "" {
-			c.Algorithm = AlgorithmDwork
-		}
-		if c.Algorithm != AlgorithmDwork {
-			return c, checks.Errorf("algorithm", "must be dwork or empty for incidence")
-		}
-	}
+	return c.validateWith(s, resolved)
+}
 
-	maxEps := 0.5
-	if c.Estimator == KindIncidence {
-		maxEps = 1
+// validateWith validates c as a configuration of kind s: the shared fields
+// here, the per-kind ones by s.check and s.checkState.
+func (c Config) validateWith(s *kindSpec, resolved bool) (Config, error) {
+	if c.Algorithm == "" {
+		c.Algorithm = s.defaultAlgorithm
 	}
-	if !(c.Epsilon >= minEpsilon) || c.Epsilon > maxEps {
-		return c, checks.Errorf("epsilon", "must be at least %g and at most %g for %s (the papers' privacy theorems need it)", minEpsilon, maxEps, c.Estimator)
+	if !slices.Contains(s.algorithms, c.Algorithm) {
+		return c, checks.Errorf("algorithm", "must be %s for %s", orList(s.algorithms), c.Estimator)
+	}
+	if !(c.Epsilon >= minEpsilon) || c.Epsilon > s.maxEpsilon {
+		return c, checks.Errorf("epsilon", "must be at least %g and at most %g for %s (the papers' privacy theorems need it)", minEpsilon, s.maxEpsilon, c.Estimator)
 	}
 	if c.UniverseSize < 1 || c.UniverseSize > maxUniverseSize {
 		return c, checks.Errorf("universe_size", "must be between 1 and 2^53")
@@ -223,69 +195,23 @@ func (c Config) validate(resolved bool) (Config, error) {
 		return c, checks.Errorf("release_noise", "must be paper or calibrated")
 	}
 
-	// Per-estimator fields.
-	unused := func(field string, set bool) error {
-		if set {
-			return checks.Errorf(field, "is not used by %s", c.Estimator)
-		}
-		return nil
-	}
-	var err error
-	switch c.Estimator {
-	case KindDensity:
-		err = firstErr(unused("t", c.T != 0), unused("k", c.K != 0),
-			unused("max_occurrences", c.MaxOccurrences != 0), unused("rho", c.Rho != 0), unused("moduli", c.Moduli != 0))
-	case KindCroppedMean:
-		err = firstErr(unused("k", c.K != 0), unused("max_occurrences", c.MaxOccurrences != 0),
-			unused("rho", c.Rho != 0), unused("moduli", c.Moduli != 0))
-		if err == nil && (c.T < 2 || c.T > maxCropT) {
-			err = checks.Errorf("t", "must be between 2 and %d for cropped_mean", maxCropT)
-		}
-	case KindHeavyHitters:
-		err = firstErr(unused("t", c.T != 0), unused("moduli", c.Moduli != 0), c.validateOccurrences())
-		if err == nil && (c.K < 1 || c.K > c.MaxOccurrences) {
-			err = checks.Errorf("k", "must be between 1 and max_occurrences")
-		}
-		if err == nil {
-			if c.Rho == 0 {
-				c.Rho = defaultRho
-			}
-			if !(c.Rho > 0) || c.Rho > 1 {
-				err = checks.Errorf("rho", "must be greater than 0 and at most 1")
-			}
-		}
-	case KindIncidence:
-		err = firstErr(unused("rho", c.Rho != 0), c.validateOccurrences())
-		if err == nil && (c.T < 1 || c.T > c.MaxOccurrences) {
-			err = checks.Errorf("t", "must be between 1 and max_occurrences")
-		}
-		if err == nil {
-			if c.Moduli == 0 {
-				c.Moduli = defaultModuli
-			}
-			if c.Moduli < 1 || c.Moduli > maxModuli {
-				err = checks.Errorf("moduli", "must be between 1 and %d", maxModuli)
-			} else if n := len(primesUpTo(defaultMaxModulus)); c.K == 0 && c.Moduli > n {
-				err = checks.Errorf("moduli", "must be at most %d, the primes up to %d, unless k widens the range", n, defaultMaxModulus)
-			}
-		}
-		if err == nil && c.K != 0 && (c.K < 2 || c.K > maxModulus) {
-			err = checks.Errorf("k", "must be between 2 and %d (the largest modulus) for incidence", maxModulus)
-		}
-		if err == nil && c.K != 0 && len(primesUpTo(c.K)) < c.Moduli {
-			err = checks.Errorf("k", "must leave at least moduli primes in 2..k")
+	// Per-kind fields.
+	for _, f := range optionalFields() {
+		if f.set(c) && !slices.ContainsFunc(s.params, func(p Param) bool { return p.Name == f.name }) {
+			return c, checks.Errorf(f.name, "is not used by %s", c.Estimator)
 		}
 	}
-	if err != nil {
-		return c, err
+	if s.check != nil {
+		if err := s.check(&c); err != nil {
+			return c, err
+		}
 	}
 
 	// Sample size.
 	switch {
-	case c.SampleSize != 0 && c.Accuracy != nil && !resolved &&
-		(c.Estimator == KindDensity || c.Estimator == KindCroppedMean):
+	case c.SampleSize != 0 && c.Accuracy != nil && !resolved && s.sizedByAccuracy:
 		return c, checks.Errorf("sample_size", "must not be given together with accuracy")
-	case c.SampleSize == 0 && c.Accuracy != nil && (c.Estimator == KindDensity || c.Estimator == KindCroppedMean):
+	case c.SampleSize == 0 && c.Accuracy != nil && s.sizedByAccuracy:
 		alg := c.Algorithm
 		if alg == AlgorithmPPDS {
 			alg = AlgorithmOptBern
@@ -298,8 +224,10 @@ func (c Config) validate(resolved bool) (Config, error) {
 			return c, checks.Errorf("accuracy", "needs a sample of %.0f users, more than universe_size or %d", math.Ceil(m), maxSampleSize)
 		}
 		c.SampleSize = int(math.Ceil(m))
+	case c.SampleSize == 0 && s.sizedByAccuracy:
+		return c, checks.Errorf("sample_size", "is required (or accuracy)")
 	case c.SampleSize == 0:
-		return c, checks.Errorf("sample_size", "is required (or accuracy, for density and cropped_mean)")
+		return c, checks.Errorf("sample_size", "is required (accuracy does not choose it for %s)", c.Estimator)
 	}
 	maxSize, maxCells := maxSampleSize, maxStateCells
 	if resolved { // a stored state: the caps it was created under
@@ -308,21 +236,36 @@ func (c Config) validate(resolved bool) (Config, error) {
 	if c.SampleSize < 1 || c.SampleSize > maxSize || uint64(c.SampleSize) > c.UniverseSize {
 		return c, checks.Errorf("sample_size", "must be between 1 and min(universe_size, %d)", maxSize)
 	}
-	switch c.Estimator {
-	case KindHeavyHitters:
-		th, _ := hhLayout(c)
-		if th == nil {
-			return c, checks.Errorf("rho", "gives more than %d cropped-mean tables for max_occurrences", maxHHTables)
-		}
-		if c.SampleSize*len(th) > maxCells {
-			return c, checks.Errorf("sample_size", "times the number of cropped-mean tables must be at most %d", maxCells)
-		}
-	case KindIncidence:
-		if c.SampleSize*c.Moduli > maxCells {
-			return c, checks.Errorf("sample_size", "times moduli must be at most %d", maxCells)
+	if s.checkState != nil {
+		if err := s.checkState(c, maxCells); err != nil {
+			return c, err
 		}
 	}
 	return c, nil
+}
+
+// optionalField is a per-kind Config field: a kind that does not list it
+// among its params refuses a configuration that sets it.
+type optionalField struct {
+	name string // as clients write it
+	set  func(Config) bool
+}
+
+// optionalFields lists the per-kind Config fields.
+func optionalFields() []optionalField {
+	return []optionalField{
+		{"t", func(c Config) bool { return c.T != 0 }},
+		{"k", func(c Config) bool { return c.K != 0 }},
+		{"max_occurrences", func(c Config) bool { return c.MaxOccurrences != 0 }},
+		{"rho", func(c Config) bool { return c.Rho != 0 }},
+		{"moduli", func(c Config) bool { return c.Moduli != 0 }},
+	}
+}
+
+// maxOccurrencesParam documents max_occurrences for the kinds that read it.
+func maxOccurrencesParam() Param {
+	return Param{Name: "max_occurrences", Required: true,
+		Doc: fmt.Sprintf("N, the assumed bound on any user's appearances; 1 <= N <= %d", maxOccurrences)}
 }
 
 func (c Config) validateOccurrences() error {
@@ -338,13 +281,4 @@ func (c Config) alpha() float64 {
 		return c.Accuracy.Alpha
 	}
 	return defaultAlpha
-}
-
-func firstErr(errs ...error) error {
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
-	}
-	return nil
 }

@@ -4,8 +4,30 @@ import (
 	"fmt"
 
 	"github.com/pwsd/pwsd/internal/binenc"
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/dprand"
 )
+
+// croppedMeanSpec registers the t-cropped mean: the mean of min(n_x, t)
+// over the universe.
+func croppedMeanSpec() kindSpec {
+	return kindSpec{
+		kind: KindCroppedMean, code: 1,
+		algorithms: []Algorithm{AlgorithmDwork, AlgorithmOptBern}, defaultAlgorithm: AlgorithmDwork,
+		maxEpsilon: 0.5, sizedByAccuracy: true, bitLaw: true,
+		params: []Param{{Name: "t", Required: true,
+			Doc: fmt.Sprintf("the cropping threshold: the estimate is the mean of min(n_x, t); 2 <= t <= %d", maxCropT)}},
+		check: func(c *Config) error {
+			if c.T < 2 || c.T > maxCropT {
+				return checks.Errorf("t", "must be between 2 and %d for cropped_mean", maxCropT)
+			}
+			return nil
+		},
+		build:   func(b *base) (Estimator, error) { return newCroppedMean(b), nil },
+		decode:  func(b *base, r *binenc.Reader) (Estimator, error) { return decodeCroppedMean(b, r) },
+		example: Config{Estimator: KindCroppedMean, Epsilon: 0.5, UniverseSize: 1000, SampleSize: 100, T: 4},
+	}
+}
 
 // croppedMean is the t-cropped mean estimator of Dwork et al., Fig. 2: for
 // each user of the sample M a counter mod t, started uniformly at random,

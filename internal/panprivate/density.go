@@ -7,6 +7,30 @@ import (
 	"github.com/pwsd/pwsd/internal/dprand"
 )
 
+// densitySpec registers the density estimator: the fraction of the universe
+// that appears. Its algorithms choose the state distributions (dwork,
+// optbern: sampledDensity) or the sampling scheme (ppds: ppds.go).
+func densitySpec() kindSpec {
+	return kindSpec{
+		kind: KindDensity, code: 0,
+		algorithms: []Algorithm{AlgorithmDwork, AlgorithmOptBern, AlgorithmPPDS}, defaultAlgorithm: AlgorithmOptBern,
+		maxEpsilon: 0.5, sizedByAccuracy: true, bitLaw: true,
+		build: func(b *base) (Estimator, error) {
+			if b.cfg.Algorithm == AlgorithmPPDS {
+				return newPPDS(b), nil
+			}
+			return newSampledDensity(b), nil
+		},
+		decode: func(b *base, r *binenc.Reader) (Estimator, error) {
+			if b.cfg.Algorithm == AlgorithmPPDS {
+				return decodePPDS(b, r)
+			}
+			return decodeSampledDensity(b, r)
+		},
+		example: Config{Estimator: KindDensity, Epsilon: 0.5, UniverseSize: 1000, SampleSize: 100},
+	}
+}
+
 // sampledDensity is the density estimator of Dwork et al., Fig. 1
 // (algorithm dwork) and Digalakis et al., Alg. 2 (optbern): a bit per user of
 // the sample M, drawn from D0 at the start, re-drawn from D1 at every

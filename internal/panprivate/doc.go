@@ -11,10 +11,11 @@
 // and then re-randomize it. The raw stream is never stored.
 //
 // New builds an Estimator of a Kind (density, cropped mean, heavy hitters,
-// incidence, ...) from a Config; ContinualDensity releases the density at
-// every step under continual observation; NewCounter builds a Counter of
-// 0/1 inputs under continual observation (simple, tree or cascading,
-// optionally made monotone). Every state encodes to bytes and decodes back
+// incidence, ...) from a Config; the kinds are registered in kind.go
+// (docs/estimator-kinds.md says how to add one). ContinualDensity releases
+// the density at every step under continual observation; NewCounter builds
+// a Counter of 0/1 inputs under continual observation (simple, tree or
+// cascading, optionally made monotone). Every state encodes to bytes and decodes back
 // (Unmarshal, UnmarshalContinualDensity, UnmarshalCounter) so the service can
 // persist it between requests. The analyses behind the algorithms, the
 // sample-size bounds and what a release costs are in docs/algorithms.md.

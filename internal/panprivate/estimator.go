@@ -65,20 +65,7 @@ func New(cfg Config, rng *rand.Rand) (Estimator, error) {
 	}
 	b, err := newBase(c, newKey(rng), rng)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("panprivate: new estimator: %w", err)
 	}
-	switch {
-	case c.Estimator == KindDensity && c.Algorithm == AlgorithmPPDS:
-		return newPPDS(b), nil
-	case c.Estimator == KindDensity:
-		return newSampledDensity(b), nil
-	case c.Estimator == KindCroppedMean:
-		return newCroppedMean(b), nil
-	case c.Estimator == KindHeavyHitters:
-		return newHeavyHitters(b), nil
-	case c.Estimator == KindIncidence:
-		return newIncidence(b)
-	default: // Validate refuses unknown kinds; never default to one
-		return nil, fmt.Errorf("panprivate: new estimator: unknown kind %q", c.Estimator)
-	}
+	return b.spec.build(b)
 }

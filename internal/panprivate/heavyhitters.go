@@ -5,8 +5,52 @@ import (
 	"math"
 
 	"github.com/pwsd/pwsd/internal/binenc"
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/dprand"
 )
+
+// heavyHittersSpec registers the heavy hitters: the fraction of users
+// appearing at least k times.
+func heavyHittersSpec() kindSpec {
+	return kindSpec{
+		kind: KindHeavyHitters, code: 2,
+		algorithms: []Algorithm{AlgorithmDwork, AlgorithmOptBern}, defaultAlgorithm: AlgorithmDwork,
+		maxEpsilon: 0.5, bitLaw: true,
+		params: []Param{
+			{Name: "k", Required: true, Doc: "the heavy-hitter threshold: the estimate is the fraction of users appearing at least k times; 1 <= k <= max_occurrences"},
+			maxOccurrencesParam(),
+			{Name: "rho", Doc: fmt.Sprintf("closeness: the answer is accurate for a (1+rho)-close stream; 0 < rho <= 1 (default %g)", defaultRho)},
+		},
+		check: func(c *Config) error {
+			if err := c.validateOccurrences(); err != nil {
+				return err
+			}
+			if c.K < 1 || c.K > c.MaxOccurrences {
+				return checks.Errorf("k", "must be between 1 and max_occurrences")
+			}
+			if c.Rho == 0 {
+				c.Rho = defaultRho
+			}
+			if !(c.Rho > 0) || c.Rho > 1 {
+				return checks.Errorf("rho", "must be greater than 0 and at most 1")
+			}
+			return nil
+		},
+		checkState: func(c Config, maxCells int) error {
+			th, _ := hhLayout(c)
+			if th == nil {
+				return checks.Errorf("rho", "gives more than %d cropped-mean tables for max_occurrences", maxHHTables)
+			}
+			if c.SampleSize*len(th) > maxCells {
+				return checks.Errorf("sample_size", "times the number of cropped-mean tables must be at most %d", maxCells)
+			}
+			return nil
+		},
+		build:   func(b *base) (Estimator, error) { return newHeavyHitters(b), nil },
+		decode:  func(b *base, r *binenc.Reader) (Estimator, error) { return decodeHeavyHitters(b, r) },
+		example: Config{Estimator: KindHeavyHitters, Epsilon: 0.5, UniverseSize: 1000, SampleSize: 100, K: 4, MaxOccurrences: 16},
+	}
+}
 
 // maxHHTables bounds the number of cropped-mean tables of heavy_hitters.
 const maxHHTables = 64

@@ -12,8 +12,62 @@ import (
 	"gonum.org/v1/gonum/optimize/convex/lp"
 
 	"github.com/pwsd/pwsd/internal/binenc"
+	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/dprand"
 )
+
+// incidenceSpec registers the t-incidence: the fraction of users appearing
+// exactly t times.
+func incidenceSpec() kindSpec {
+	return kindSpec{
+		kind: KindIncidence, code: 3,
+		algorithms: []Algorithm{AlgorithmDwork}, defaultAlgorithm: AlgorithmDwork,
+		maxEpsilon: 1, // Theorem 5.1
+		params: []Param{
+			{Name: "t", Required: true, Doc: "the target incidence: the estimate is the fraction of users appearing exactly t times; 1 <= t <= max_occurrences"},
+			{Name: "k", Doc: fmt.Sprintf("the largest modulus: the moduli are drawn from the primes up to k; 2 <= k <= %d (default: a range from accuracy.alpha, primes up to %d)", maxModulus, defaultMaxModulus)},
+			maxOccurrencesParam(),
+			{Name: "moduli", Doc: fmt.Sprintf("the number of random primes (hash functions); 1 <= moduli <= %d (default %d)", maxModuli, defaultModuli)},
+		},
+		check: checkIncidence,
+		checkState: func(c Config, maxCells int) error {
+			if c.SampleSize*c.Moduli > maxCells {
+				return checks.Errorf("sample_size", "times moduli must be at most %d", maxCells)
+			}
+			return nil
+		},
+		build:   func(b *base) (Estimator, error) { return newIncidence(b) },
+		decode:  func(b *base, r *binenc.Reader) (Estimator, error) { return decodeIncidence(b, r) },
+		example: Config{Estimator: KindIncidence, Epsilon: 1, UniverseSize: 1000, SampleSize: 100, T: 2, MaxOccurrences: 8},
+	}
+}
+
+// checkIncidence checks t, max_occurrences, moduli and k, and fills in the
+// default number of moduli.
+func checkIncidence(c *Config) error {
+	if err := c.validateOccurrences(); err != nil {
+		return err
+	}
+	if c.T < 1 || c.T > c.MaxOccurrences {
+		return checks.Errorf("t", "must be between 1 and max_occurrences")
+	}
+	if c.Moduli == 0 {
+		c.Moduli = defaultModuli
+	}
+	if c.Moduli < 1 || c.Moduli > maxModuli {
+		return checks.Errorf("moduli", "must be between 1 and %d", maxModuli)
+	}
+	if n := len(primesUpTo(defaultMaxModulus)); c.K == 0 && c.Moduli > n {
+		return checks.Errorf("moduli", "must be at most %d, the primes up to %d, unless k widens the range", n, defaultMaxModulus)
+	}
+	if c.K != 0 && (c.K < 2 || c.K > maxModulus) {
+		return checks.Errorf("k", "must be between 2 and %d (the largest modulus) for incidence", maxModulus)
+	}
+	if c.K != 0 && len(primesUpTo(c.K)) < c.Moduli {
+		return checks.Errorf("k", "must leave at least moduli primes in 2..k")
+	}
+	return nil
+}
 
 // incidence is the t-incidence estimator of Dwork et al., Fig. 4, built from
 // the modular incidence counters of Fig. 5.

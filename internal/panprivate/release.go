@@ -106,7 +106,7 @@ func (b *base) beginRelease(noise dprand.Laplacer) error {
 	if b.cfg.MaxReleases > 0 && b.stats.Releases >= b.cfg.MaxReleases {
 		return ErrReleaseLimit
 	}
-	if b.cfg.Estimator != KindIncidence && !(b.law.gap() > 1e-12) {
+	if b.spec.bitLaw && !(b.law.gap() > 1e-12) {
 		return ErrUninformative
 	}
 	return nil

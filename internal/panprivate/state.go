@@ -68,7 +68,7 @@ func (b *base) stateHeader() State {
 		Intrusions:   b.stats.Intrusions,
 		Key:          fmt.Sprintf("%x", b.key[:]),
 	}
-	if b.cfg.Estimator != KindIncidence {
+	if b.spec.bitLaw {
 		s.P0, s.P1 = b.law.p(false), b.law.p(true)
 	}
 	return s

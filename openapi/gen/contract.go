@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -244,10 +245,32 @@ func typedConfig(doc *openapi3.T, types map[string][]goField) {
 
 // configEnums close the string properties of the stream configurations.
 var configEnums = map[string][]any{
-	"Config.estimator":               {"density", "cropped_mean", "heavy_hitters", "incidence"},
-	"Config.algorithm":               {"dwork", "optbern", "ppds"},
+	"Config.estimator":               kindEnum(),
+	"Config.algorithm":               algorithmEnum(),
 	"Config.release_noise":           {"paper", "calibrated"},
 	"ContinualDensityConfig.counter": {"simple", "randomized_response", "cascading", "tree"},
+}
+
+// kindEnum lists the estimator kinds of panprivate's registry.
+func kindEnum() []any {
+	var e []any
+	for _, k := range panprivate.Kinds() {
+		e = append(e, string(k.Kind))
+	}
+	return e
+}
+
+// algorithmEnum lists the algorithms of every kind, in order of first use.
+func algorithmEnum() []any {
+	var e []any
+	for _, k := range panprivate.Kinds() {
+		for _, a := range k.Algorithms {
+			if !slices.Contains(e, any(string(a))) {
+				e = append(e, string(a))
+			}
+		}
+	}
+	return e
 }
 
 // schemaOf is the schema of a Go type's JSON encoding (structs by their

@@ -1,9 +1,21 @@
 package main
 
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/pwsd/pwsd/internal/panprivate"
+)
+
 // describe returns the description of property prop of schema (short name),
-// from propertyDocs: "Schema.prop" first, then "prop". Swag's descriptions
-// (from Go doc comments on the fields) take precedence over both.
+// from kindDocs then propertyDocs: "Schema.prop" first, then "prop". Swag's
+// descriptions (from Go doc comments on the fields) take precedence over
+// all.
 func describe(schema, prop string) string {
+	if d, ok := kindDocs[schema+"."+prop]; ok {
+		return d
+	}
 	if d, ok := propertyDocs[schema+"."+prop]; ok {
 		return d
 	}
@@ -40,7 +52,6 @@ var propertyDocs = map[string]string{
 	"accuracy":                          "Pick the sample size m* that meets this (alpha, beta) accuracy target instead of giving sample_size.",
 	"CounterRequest.algorithm":          "The counter: simple, randomized_response, cascading or tree; omitted: the lowest-error one for the horizon.",
 	"CounterView.algorithm":             "The counter algorithm in use.",
-	"StreamRequest.algorithm":           "The density algorithm: dwork, optbern or ppds.",
 	"alpha":                             "Additive error bound alpha (0 < alpha < 1).",
 	"beta":                              "Failure probability beta (0 < beta < 1).",
 	"baseline_bias":                     "sampled-SbH's bias at this frequency (baseline=sbh).",
@@ -75,7 +86,6 @@ var propertyDocs = map[string]string{
 	"EstimateView.estimate":             "The estimate of sum over the selected keys of g(frequency).",
 	"StreamReleaseView.estimate":        "The noisy estimate released.",
 	"EstimateView.estimator":            "The estimator used: mle, biased_down or unbiased.",
-	"StreamRequest.estimator":           "The pan-private estimator: density, cropped_mean, heavy_hitters or incidence.",
 	"EventsRequest.events":              "The events, applied in order: {\"user\": id or name} or {\"user\": ..., \"op\": \"delete\"}.",
 	"StreamView.events":                 "The number of events applied.",
 	"expected":                          "Expected value of the per-key estimate at this frequency.",
@@ -96,7 +106,6 @@ var propertyDocs = map[string]string{
 	"StreamRequest.horizon":             "Continual mode: the number of steps T.",
 	"id":                                "The resource's id.",
 	"intrusions":                        "The number of announced intrusions.",
-	"StreamRequest.k":                   "heavy_hitters: how many heavy hitters.",
 	"TopView.k":                         "How many keys were asked for.",
 	"kappa":                             "cascading: the buffer growth parameter.",
 	"key":                               "The key.",
@@ -104,11 +113,9 @@ var propertyDocs = map[string]string{
 	"kind":                              "What was released: sample, stream, or external (charged through POST /v1/datasets/{name}/charges).",
 	"l":                                 "cascading: the level parameter l.",
 	"lo":                                "Lower end of the outcome piece (lo, hi]; an ordinal token, not a frequency.",
-	"max_occurrences":                   "The most times one user may occur (incidence, heavy_hitters).",
 	"max_releases":                      "The most releases the stream allows (409 after).",
 	"message":                           "What is wrong, in words; never quotes the value.",
 	"method":                            "The frequency sanitizer: max_separation (Algorithm 5) or discrete (Algorithm 4).",
-	"moduli":                            "The number of moduli (incidence, heavy_hitters).",
 	"mse":                               "Mean squared error of the per-key estimate: variance plus bias squared.",
 	"name":                              "The dataset's name: 1-128 letters, digits, '.', '_' or '-'.",
 	"outcomes":                          "The row's outcomes with their probabilities and estimates.",
@@ -133,7 +140,6 @@ var propertyDocs = map[string]string{
 	"remaining":                         "Budget remaining.",
 	"reported":                          "The probability that a key of this frequency is reported.",
 	"RankView.reported":                 "How many keys the sample reports.",
-	"rho":                               "The rho parameter of the estimator.",
 	"rows":                              "One row per frequency.",
 	"sample":                            "The sample's id.",
 	"sample_size":                       "The number of users sampled, m.",
@@ -171,4 +177,55 @@ var propertyDocs = map[string]string{
 	"PlanResult.approximated_keys":      "Keys above exact_up_to, whose PWS statistics use the non-private reference instead.",
 	"PlanResult.sweep":                  "With sweep=true: the comparison at each threshold of the sweep.",
 	"PlanResult.sweep_scheme":           "With sweep=true: the scheme swept (none sweeps priority).",
+}
+
+// kindDocs describes the StreamRequest properties that depend on the
+// estimator kind, from panprivate's kind registry: a new kind documents its
+// parameters where it is registered.
+var kindDocs = streamKindDocs(panprivate.Kinds())
+
+// streamKindDocs returns the descriptions of StreamRequest.estimator,
+// .algorithm and each kind's parameters: "kinds (required): doc" for the
+// kinds that read it (kinds documenting it alike share one sentence).
+func streamKindDocs(kinds []panprivate.KindInfo) map[string]string {
+	type use struct {
+		kinds []string
+		param panprivate.Param
+	}
+	var names, algs, order []string
+	uses := map[string][]use{}
+	for _, k := range kinds {
+		names = append(names, string(k.Kind))
+		a := make([]string, len(k.Algorithms))
+		for i, x := range k.Algorithms {
+			a[i] = string(x)
+		}
+		algs = append(algs, fmt.Sprintf("%s: %s (default %s)", k.Kind, strings.Join(a, " | "), k.DefaultAlgorithm))
+		for _, p := range k.Params {
+			if !slices.Contains(order, p.Name) {
+				order = append(order, p.Name)
+			}
+			if i := slices.IndexFunc(uses[p.Name], func(u use) bool { return u.param == p }); i >= 0 {
+				uses[p.Name][i].kinds = append(uses[p.Name][i].kinds, string(k.Kind))
+				continue
+			}
+			uses[p.Name] = append(uses[p.Name], use{kinds: []string{string(k.Kind)}, param: p})
+		}
+	}
+	docs := map[string]string{
+		"StreamRequest.estimator": "The pan-private estimator: " + strings.Join(names, ", ") + ".",
+		"StreamRequest.algorithm": "The state distributions (for density also the sampling scheme), per estimator: " + strings.Join(algs, "; ") + ".",
+	}
+	for _, name := range order {
+		var parts []string
+		for _, u := range uses[name] {
+			req := "optional"
+			if u.param.Required {
+				req = "required"
+			}
+			parts = append(parts, fmt.Sprintf("%s (%s): %s", strings.Join(u.kinds, " and "), req, u.param.Doc))
+		}
+		docs["StreamRequest."+name] = strings.Join(parts, ". ") + ". Other estimators refuse it."
+	}
+	return docs
 }
