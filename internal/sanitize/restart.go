@@ -66,13 +66,14 @@ type restartPlan struct {
 
 // Restart plan constants: a block's chain warms up for warmPerL L +
 // warmExtra rows. Restarts reach the rounding floor (rows within a total
-// variation of about 1e-17 of the chain) within about 4 L rows on the grid
-// of TestRestartGrid; the junctions that did not coalesce by then use at
-// most 0.21% of the held-back delta there (at 8 L + 256: 0.32%), and an
-// audit failure is refused, never served. The shorter warm-up costs a cold
-// row about half as much.
+// variation of about 1e-17 of the chain) within a few L rows on the grid of
+// TestRestartGrid; at 3 L + 128 the junctions that did not coalesce use at
+// most 0.24% of the held-back delta there (0.21% at 4 L + 128; at 2 L + 128
+// the Algorithm 5 rows at eps <= 0.1 stay 3e-9 in total variation from the
+// chain, more than the test allows), and an audit failure is refused, never
+// served. A cold row costs about the warm-up and half a block.
 const (
-	warmPerL       = 4
+	warmPerL       = 3
 	warmExtra      = 128
 	minRestartFrom = 1 << 16 // rows below are cheap enough along the chain
 )
@@ -237,6 +238,35 @@ func (t *Table) keepBlockStart(r *rowState) {
 	t.starts[r.i] = r.clone()
 }
 
+// innerStart returns row a+1 of the block of junction a as its own chain
+// computes it (junction a unchecked: usable for rows inside the block
+// only), or nil.
+func (t *Table) innerStart(a int64) *rowState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.inner[a]
+}
+
+// keepInnerStart remembers r, row a+1 of the block of junction a reached
+// by its own chain, so that later rows inside the block skip the warm-up.
+func (t *Table) keepInnerStart(a int64, r *rowState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.inner == nil {
+		t.inner = make(map[int64]*rowState)
+	}
+	if _, ok := t.inner[a]; ok {
+		return
+	}
+	for k := range t.inner {
+		if len(t.inner) < maxBlockStarts {
+			break
+		}
+		delete(t.inner, k)
+	}
+	t.inner[a] = r.clone()
+}
+
 // junction is called by cursor.step when the row just computed into cu.nxt
 // (from cu.cur, row a-1) is junction a: it makes cu.nxt the row of the new
 // chain and verifies the pair (row a-1, row a).
@@ -300,6 +330,9 @@ func (t *Table) startCost(i int64) int64 {
 		return i - a
 	}
 	if pl.inside(i, a) {
+		if t.innerStart(a) != nil {
+			return i - a - 1
+		}
 		return pl.warm + (i - a)
 	}
 	if a == pl.from {
@@ -332,7 +365,11 @@ func (t *Table) cursorFor(i int64) *cursor {
 		}
 		if pl.inside(i, a) {
 			g := a - pl.warm
-			return &cursor{t: t, cur: t.guessRow(&rowState{}, g), nxt: &rowState{}, detect: true, warmFrom: g, insideFrom: a + 1}
+			cur := t.guessRow(&rowState{}, g)
+			if s := t.innerStart(a); s != nil {
+				cur = s.clone()
+			}
+			return &cursor{t: t, cur: cur, nxt: &rowState{}, detect: true, warmFrom: g, insideFrom: a + 1}
 		}
 		g := a - pl.block - pl.warm
 		return &cursor{t: t, cur: t.guessRow(&rowState{}, g), nxt: &rowState{}, detect: true, warmFrom: g}

@@ -56,6 +56,7 @@ type Table struct {
 	spacing int64                 // checkpoints are the rows i with i % spacing == 0
 	cps     []*rowState           // ascending; cps[0] is row 0
 	starts  map[int64]*rowState   // verified rows at junctions (restart.go)
+	inner   map[int64]*rowState   // by junction a: row a+1 of a block reached by its own chain (restart.go)
 	stat    atomic.Pointer[cycle] // stationary rows, nil until detected
 	cache   samplerCache
 
@@ -398,6 +399,9 @@ func (cu *cursor) step() {
 	cu.cur, cu.nxt = cu.nxt, cu.cur
 	j := cu.cur.i
 	if !cu.trusted || cu.err != nil {
+		if j == cu.insideFrom && cu.err == nil {
+			t.keepInnerStart(j-1, cu.cur)
+		}
 		return
 	}
 	if cu.detect && !cu.hitStationary && j >= t.qConst {
