@@ -191,6 +191,20 @@ func TestRestartRandomAccess(t *testing.T) {
 		if js.Coalesced+js.Audited != wantJ || js.Failed != 0 {
 			t.Errorf("row %d: junctions %+v, want %d verified", i, js, wantJ)
 		}
+		if a := pl.junctionBelow(i); pl.inside(i, a) {
+			// The block's second row was kept: a row below i in the
+			// block starts from it, and still equals the chain.
+			if rt.innerStart(a) == nil {
+				t.Errorf("row %d: the second row of its block was not kept", i)
+			}
+			got, err := rt.Row(a + 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want, _ := ct.Row(a + 2); !equalRows(got, want) {
+				t.Errorf("row %d from the kept second row differs from the chain", a+2)
+			}
+		}
 	}
 }
 
