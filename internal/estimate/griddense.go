@@ -155,11 +155,11 @@ type gridProducer struct {
 
 	runs     []*gridRun // free list
 	scratch  []sanitize.Piece
-	tr       *builder // the shift tracker (trackShift), as the general builder's
-	trShift  float64  // tr.prev lags the last row by this shift (copies)
-	last     *gridRow // the row read last
-	lastSent *unitRow // the row handed over last (the previous frequency) and its
-	lastLo0  int64    // first token
+	tr       *shiftTracker // the shift tracker (trackShift), as the general builder's
+	trShift  float64       // tr.prev lags the last row by this shift (copies)
+	last     *gridRow      // the row read last
+	lastSent *unitRow      // the row handed over last (the previous frequency) and its
+	lastLo0  int64         // first token
 	done     bool
 	next     int64
 	shared   int // rows handed over sharing the previous row's masses (tests)
@@ -169,7 +169,7 @@ type gridProducer struct {
 
 func newGridProducer(u *unitBD, n int64) *gridProducer {
 	bounds := hugepages.Make[float64](1, int(min(3*n+65, maxReservedTokens)))
-	return &gridProducer{n: n, nf: float64(n), u: u, bounds: bounds, tr: &builder{}, next: 1}
+	return &gridProducer{n: n, nf: float64(n), u: u, bounds: bounds, tr: &shiftTracker{}, next: 1}
 }
 
 // read takes the next row (see pieceSource) and finalises the tokens it

@@ -8,11 +8,26 @@ import (
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
 
+// shiftTracker finds where the rows read become shifted copies of one
+// another (q_i = 1 from some row on): the builders keep one to record the
+// stationary tail, and the row goroutines keep their own (the marks they
+// hand over, shiftMark, are adopted by the builder).
+type shiftTracker struct {
+	shiftSince int64            // rows shiftSince.. (read so far) are shifted copies; 0 = none
+	pattern    []sanitize.Piece // row shiftSince relative to shiftSince
+	patternPi  float64
+	prev       []sanitize.Piece // previous row, for trackShift
+	prevPi     float64
+	prevSet    bool
+	prevM      []float64 // trackShiftDense: previous row's dense masses on cells prevLo+1..
+	prevLo     int64
+}
+
 // trackShift maintains shiftSince, the first frequency from which every row
 // read so far is the previous one shifted by 1 (to rounding: 1e-12 relative
 // on probabilities, 1e-9 on positions), with a copy of that row relative to
 // its frequency.
-func (b *builder) trackShift(row sanitize.Row) {
+func (b *shiftTracker) trackShift(row sanitize.Row) {
 	isShift := b.prevSet && len(row.Pieces) == len(b.prev) && math.Abs(row.Pi-b.prevPi) <= 1e-12 && len(row.Pieces) > 0
 	for k := 0; isShift && k < len(row.Pieces); k++ {
 		p, q := row.Pieces[k], b.prev[k]
@@ -45,7 +60,7 @@ func (b *builder) trackShift(row sanitize.Row) {
 // It reports whether the row is the previous one shifted up by one cell bit
 // for bit (reporting probability and masses), which the unit-cell MLE uses
 // (unitRow.copied).
-func (b *builder) trackShiftDense(i int64, pi float64, lo int64, m []float64) (copied bool) {
+func (b *shiftTracker) trackShiftDense(i int64, pi float64, lo int64, m []float64) (copied bool) {
 	isShift := b.prevSet && math.Abs(pi-b.prevPi) <= 1e-12
 	if isShift && lo == b.prevLo+1 && slices.Equal(m, b.prevM) && slices.ContainsFunc(m, func(v float64) bool { return v > 0 }) {
 		// Bit-identical masses one cell up (the stationary rows): the
@@ -91,6 +106,41 @@ func (b *builder) trackShiftDense(i int64, pi float64, lo int64, m []float64) (c
 	b.prevPi = pi
 	b.prevSet = true
 	return copied
+}
+
+// shiftMark is a shift tracker's state after one row (trackShift run on the
+// row goroutine): since is its shiftSince, and pattern and pi are set
+// (pattern non-nil) on the row where a run of shifted copies begins.
+type shiftMark struct {
+	since   int64
+	pattern []sanitize.Piece
+	pi      float64
+}
+
+// track runs tr.trackShift on row and returns the mark the builder adopts.
+func track(tr *shiftTracker, row sanitize.Row) shiftMark {
+	before := tr.shiftSince
+	tr.trackShift(row)
+	return tr.markSince(before)
+}
+
+// markSince is the tracker's state after a row as a shiftMark, given its
+// shiftSince before the row (the pattern is copied when the row began a
+// run of shifted copies).
+func (tr *shiftTracker) markSince(before int64) shiftMark {
+	m := shiftMark{since: tr.shiftSince}
+	if tr.shiftSince != 0 && before == 0 {
+		m.pattern, m.pi = slices.Clone(tr.pattern), tr.patternPi
+	}
+	return m
+}
+
+// adopt takes over the tracker's state after a row (see shiftMark).
+func (tr *shiftTracker) adopt(m *shiftMark) {
+	tr.shiftSince = m.since
+	if m.pattern != nil {
+		tr.pattern, tr.patternPi = m.pattern, m.pi
+	}
 }
 
 // denseShiftLimit bounds the frequencies trackShiftDense handles (see

@@ -611,7 +611,7 @@ func buildUnit(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
 		// with its own tracker (it may read rows past the last one the
 		// build takes); each row carries the tracker's state after it,
 		// which the build adopts row by row.
-		tr := &builder{}
+		tr := &shiftTracker{}
 		pre := func(it *unitItem, m []float64) error {
 			if !(it.pi >= 0 && it.pi <= 1+1e-9) {
 				return errors.New("estimate: row reporting probability must lie in [0, 1]")

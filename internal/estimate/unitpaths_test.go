@@ -146,7 +146,7 @@ func TestTrackShiftDenseReportsCopies(t *testing.T) {
 		{"wider", 0.6, 11, []float64{0.1, 0.2, 0.3, 0}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			tr := &builder{}
+			tr := &shiftTracker{}
 			if tr.trackShiftDense(13, 0.6, 10, m) {
 				t.Fatal("the first row cannot be a copy")
 			}
@@ -235,7 +235,7 @@ func testSharedBuffers(t *testing.T, src func() unitSource, est Estimator, n int
 		{
 			u := newUnitBD(G{Kind: GIdentity}, n, 0)
 			u.est, u.stats = est, make([]FrequencyStats, n)
-			tr := &builder{}
+			tr := &shiftTracker{}
 			pre := func(it *unitItem, m []float64) error {
 				it.copied = tr.trackShiftDense(it.i, it.pi, int64(it.lo), m)
 				return nil
