@@ -5,7 +5,7 @@ import (
 	"runtime"
 )
 
-// unitItem is one dense row prepared for a unit-cell builder by pipeDense.
+// unitItem is one dense row prepared for a dense builder by pipeDense.
 type unitItem struct {
 	i      int64
 	pi, lo float64
@@ -40,7 +40,7 @@ type rowReturn struct {
 // giveBack, in the token loop, puts u's retired rows in the batch going
 // back, first computing the statistics they owe when behind (the row
 // goroutine has no batch waiting: better than waiting for it).
-func (rr *rowReturn) giveBack(u *unitBD, behind bool) {
+func (rr *rowReturn) giveBack(u *denseRows, behind bool) {
 	if behind {
 		statsOwed(u.pool, u.a, u.stats)
 	}
@@ -60,13 +60,13 @@ func (rr *rowReturn) takeBack(stats []FrequencyStats, spare *[]*unitRow) {
 }
 
 // shareStats makes u leave the statistics of the rows it retires to
-// whoever recycles them (deferStats) when it computes statistics at all,
+// whoever recycles them (statsToRecycler) when it computes statistics at all,
 // until the returned function, which computes those still owed by the
 // rows u holds.
-func (u *unitBD) shareStats() (end func()) {
-	u.deferStats = u.stats != nil
+func (u *denseRows) shareStats() (end func()) {
+	u.statsToRecycler = u.stats != nil
 	return func() {
-		u.deferStats = false
+		u.statsToRecycler = false
 		statsOwed(u.pool, u.a, u.stats)
 	}
 }
@@ -75,7 +75,7 @@ func (u *unitBD) shareStats() (end func()) {
 // need only the rows, in row order; nil for none) and u.prepDense on each,
 // and calls fn
 // with the rows in order in the caller's goroutine until fn returns false.
-// fn links it.r (u.link) or gives it back (u.pool). With two or more
+// fn links it.r (linkDense) or gives it back (u.pool). With two or more
 // cores, reading and preparing run on a second goroutine, so that the
 // sanitizer rows and their preparation overlap the estimator's token
 // loop; the results are the same (prepDense depends on u's fixed
@@ -84,7 +84,7 @@ func (u *unitBD) shareStats() (end func()) {
 // record in the item what the caller applies). A pre error stops the rows
 // after that row. Cancelling ctx stops the rows at the next one and
 // pipeDense then returns ctx's error.
-func (u *unitBD) pipeDense(ctx context.Context, us unitSource, from, to, rawFrom int64,
+func (u *denseRows) pipeDense(ctx context.Context, us unitSource, from, to, rawFrom int64,
 	pre func(it *unitItem, m []float64) error, fn func(it *unitItem) bool) error {
 	// prepare fills it; it reports false when pre failed. prev is the row
 	// it prepared last (nil after an error): a row pre flags as its copy

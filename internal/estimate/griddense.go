@@ -27,9 +27,9 @@ import (
 // (gridProducer) computes exactly that: the tokens, and each row's masses
 // and remaining masses on its tokens as dense arrays, checking the
 // condition as it goes (errNotGrid, and the caller falls back to the
-// general builder, when it fails). The estimator loop is the unit-cell
-// builder's (unitBD) on token indices. The table is bit for bit the general
-// builder's (tested).
+// general builder, when it fails). The token loop is a dense one (denseMLE
+// or denseBD, dense.go) on token indices. The table is bit for bit the
+// reference builder's (buildRef; griddense_test.go).
 //
 // Stationary rows (the same stored row of a cycle of period 1, shifted by
 // one per frequency) are not rebuilt: their break points that can be new
@@ -136,7 +136,7 @@ type gridRow struct {
 type gridProducer struct {
 	n  int64
 	nf float64
-	u  *unitBD // fixed parameters (g, est) for the prepared rows
+	u  *denseRows // fixed parameters (g, noSums) for the prepared rows
 
 	// bounds[k-boff] is the upper end of token k (1-based; token 0's is
 	// 0), kept from token boff on: trim drops the tokens nothing reads
@@ -167,7 +167,7 @@ type gridProducer struct {
 	perP, perStart int
 }
 
-func newGridProducer(u *unitBD, n int64) *gridProducer {
+func newGridProducer(u *denseRows, n int64) *gridProducer {
 	bounds := hugepages.Make[float64](1, int(min(3*n+65, maxReservedTokens)))
 	return &gridProducer{n: n, nf: float64(n), u: u, bounds: bounds, tr: &shiftTracker{}, next: 1}
 }
@@ -541,12 +541,12 @@ func (p *gridProducer) handOver(r *gridRow, T int, spare *[]*unitRow, emit func(
 	if l := p.lastSent; l != nil && r.copied && l.freq == r.freq-1 && len(l.m) == w && p.lastLo0+1 <= int64(k0) &&
 		p.shifted(int(p.lastLo0), k0) {
 		u.share(l)
-		u.copied = true // for the MLE shortcut (unitBD.activate)
+		u.copied = true // for the MLE shortcut (denseMLE.activate)
 		p.shared++
 	} else {
 		u.ownBuffers(w)
 		rem := u.s[:w]
-		if p.u.est == MLE {
+		if p.u.noSums {
 			rem = nil // the MLE reads no remaining masses
 		}
 		p.fill(r, k0, u.m, rem)
@@ -624,49 +624,56 @@ type gridBatch struct {
 	pp *pipe[gridBatch]
 }
 
-// buildGrid is BuildContext for MLE and biased-down tables of Algorithm 5
-// rows (see the top of this file). It returns errNotGrid, and the caller
+// buildGrid is the 2^-20 grid builder: BuildContext for MLE and
+// biased-down tables of Algorithm 5 rows (see the top of this file). It returns errNotGrid, and the caller
 // falls back to the general builder, when the rows are not on a
 // well-separated grid.
 func buildGrid(ctx context.Context, src RowSource, ps pieceSource, spec Spec) (*Table, error) {
-	t, _, err := buildGridProducer(ctx, src, ps, spec, trimSlack)
+	t, _, _, err := buildGridProducer(ctx, src, ps, spec, trimSlack)
 	return t, err
 }
 
-// buildGridProducer is buildGrid that also returns its producer (for the
-// tests' counts), with trim's slack given.
-func buildGridProducer(ctx context.Context, src RowSource, ps pieceSource, spec Spec, slack int) (*Table, *gridProducer, error) {
+// buildGridProducer is buildGrid that also returns its producer and token
+// loop (for the tests' counts), with trim's slack given.
+func buildGridProducer(ctx context.Context, src RowSource, ps pieceSource, spec Spec, slack int) (*Table, *gridProducer, denseLoop, error) {
 	b := newBuilder(spec)
 	b.ctx = ctx
 	b.reserveTokens(3*spec.MaxFrequency + 64)
-	u := newUnitBD(spec.G, spec.MaxFrequency, 0)
-	u.ctx, u.est, u.stats = ctx, spec.Estimator, b.t.Frequencies
-	u.bounds, u.a = b.t.Bounds[:1], b.t.A[:0]
+	var loop denseLoop
+	if spec.Estimator == MLE {
+		loop = newDenseMLE(spec.G, spec.MaxFrequency)
+	} else {
+		loop = newDenseBD(spec.G, spec.MaxFrequency, 0)
+	}
+	u := loop.window()
+	u.ctx, u.stats, u.a = ctx, b.t.Frequencies, b.t.A[:0]
 	p := newGridProducer(u, spec.MaxFrequency)
 	p.slack = slack
-	if err := runGrid(ctx, ps, u, p); err != nil {
-		return nil, nil, err
+	bounds := b.t.Bounds[:1]
+	if err := runGrid(ctx, ps, loop, p, &bounds); err != nil {
+		return nil, nil, nil, err
 	}
-	b.t.Bounds, b.t.A = u.bounds, u.a
+	b.t.Bounds, b.t.A = bounds, u.a
 	for _, a := range b.t.A {
 		if math.IsNaN(a) || math.IsInf(a, 0) {
-			return nil, nil, ErrNotFinite
+			return nil, nil, nil, ErrNotFinite
 		}
 	}
 	p.flushTracker()
 	b.adopt(&shiftMark{since: p.tr.shiftSince, pattern: p.tr.pattern, pi: p.tr.patternPi})
 	if err := b.stationarity(src); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	b.t.Tail = b.analyzeTail()
-	return b.t, p, nil
+	return b.t, p, loop, nil
 }
 
 // runGrid runs the dense Algorithm 5 builder: p reads the rows of ps (on
-// a second goroutine when there are two cores) and u's token loop
-// finalises every token up to p's n; u.bounds gets the tokens' upper ends.
-func runGrid(ctx context.Context, ps pieceSource, u *unitBD, p *gridProducer) error {
-	u.gridded, u.tokens = true, math.MaxInt64
+// a second goroutine when there are two cores) and the token loop
+// finalises every token up to p's n; bounds gets the tokens' upper ends.
+func runGrid(ctx context.Context, ps pieceSource, loop denseLoop, p *gridProducer, bounds *[]float64) error {
+	u := loop.window()
+	u.tokens = math.MaxInt64 // the producer's tokens: known once it ends
 	last := min(p.n+maxLookahead, sanitize.MaxFrequency)
 	var perr error // the producer's error (row goroutine until the pipe ends)
 	var err error  // the estimator loop's
@@ -680,7 +687,7 @@ func runGrid(ctx context.Context, ps pieceSource, u *unitBD, p *gridProducer) er
 			return true
 		}
 		u.next = r.freq // rows without mass above n were dropped
-		if err = u.link(r); err != nil {
+		if err = linkDense(loop, r); err != nil {
 			if errors.Is(err, errNotUnit) {
 				err = errNotGrid
 			}
@@ -721,8 +728,8 @@ func runGrid(ctx context.Context, ps pieceSource, u *unitBD, p *gridProducer) er
 			p.sent = p.lastTok()
 		}
 	}
-	consume := func(bounds []float64, rows []*unitRow) bool {
-		u.bounds = append(u.bounds, bounds...)
+	consume := func(bs []float64, rows []*unitRow) bool {
+		*bounds = append(*bounds, bs...)
 		for _, r := range rows {
 			if !link(r) {
 				return false
@@ -792,8 +799,8 @@ func runGrid(ctx context.Context, ps pieceSource, u *unitBD, p *gridProducer) er
 	if err != nil {
 		return err
 	}
-	u.tokens = int64(len(u.bounds) - 1)
-	if err := u.advance(u.tokens); err != nil {
+	u.tokens = int64(len(*bounds) - 1)
+	if err := loop.advance(u.tokens); err != nil {
 		return err
 	}
 	if u.pos != u.tokens || u.next <= u.n {

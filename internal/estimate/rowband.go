@@ -120,9 +120,9 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 	// band on (those below are never looked up), and MLE from the band.
 	bd := newEstimatesOnly(ctx, g, BiasedDown, to, 1, bandStart)
 	mle := newEstimatesOnly(ctx, g, MLE, to, bandStart, 0)
-	var ubd *unitBD
+	var ubd *denseBD // the biased-down pass on unit cells, when unit
 	if unit {
-		ubd = newUnitBD(g, to, bandStart-1)
+		ubd = newDenseBD(g, to, bandStart-1)
 		ubd.ctx = ctx
 		bd.done = true
 	}
@@ -154,7 +154,7 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 			return false
 		}
 		if ubd != nil && !ubd.done {
-			if err = ubd.add(row); err != nil {
+			if err = addPieces(ubd, row); err != nil {
 				return false
 			}
 		}
@@ -183,7 +183,7 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 					err = it.err
 					return false
 				}
-				if err = ubd.link(it.r); err != nil {
+				if err = linkDense(ubd, it.r); err != nil {
 					return false
 				}
 			} else if it.r != nil {
@@ -231,7 +231,7 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 		if !ubd.done {
 			return nil, nil, nil, errors.New("estimate: row supports do not move past the requested frequency")
 		}
-		return rows, ubd.table(), mle.t, nil
+		return rows, ubd.storedTable(BiasedDown), mle.t, nil
 	}
 	return rows, bd.t, mle.t, nil
 }
