@@ -23,7 +23,7 @@ import (
 // the same operations on the same values, in the same order per row
 // (docs/estimator-builders.md).
 
-// errNotUnit reports rows the unit-cell biased-down builder cannot take
+// errNotUnit reports rows the dense builders cannot take as unit cells
 // (pieces that are not unit cells (j-1, j], a row without mass on its top
 // cell, or mass below a finalised token); the caller falls back to the
 // general builder.

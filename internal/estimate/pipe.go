@@ -12,7 +12,7 @@ import (
 // densepipe.go (dense rows, for the dense builders).
 
 // pipeBatchRows is how many rows travel together from the sanitizer
-// goroutine to the estimator (pipeRows, unitBD.pipeDense).
+// goroutine to the estimator (pipeRows, denseRows.pipeDense).
 const pipeBatchRows = 256
 
 // pipeBatchCells bounds the cells (dense masses or pieces) of one batch, so

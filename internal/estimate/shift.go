@@ -27,27 +27,27 @@ type shiftTracker struct {
 // read so far is the previous one shifted by 1 (to rounding: 1e-12 relative
 // on probabilities, 1e-9 on positions), with a copy of that row relative to
 // its frequency.
-func (b *shiftTracker) trackShift(row sanitize.Row) {
-	isShift := b.prevSet && len(row.Pieces) == len(b.prev) && math.Abs(row.Pi-b.prevPi) <= 1e-12 && len(row.Pieces) > 0
+func (tr *shiftTracker) trackShift(row sanitize.Row) {
+	isShift := tr.prevSet && len(row.Pieces) == len(tr.prev) && math.Abs(row.Pi-tr.prevPi) <= 1e-12 && len(row.Pieces) > 0
 	for k := 0; isShift && k < len(row.Pieces); k++ {
-		p, q := row.Pieces[k], b.prev[k]
+		p, q := row.Pieces[k], tr.prev[k]
 		isShift = math.Abs(p.P-q.P) <= 1e-12*q.P && math.Abs(p.Lo-q.Lo-1) <= 1e-9*max(1, p.Lo) && math.Abs(p.Hi-q.Hi-1) <= 1e-9*max(1, p.Hi)
 	}
 	switch {
 	case !isShift:
-		b.shiftSince = 0
-	case b.shiftSince == 0:
+		tr.shiftSince = 0
+	case tr.shiftSince == 0:
 		f := row.Frequency - 1
-		b.shiftSince = f
-		b.pattern = b.pattern[:0]
-		for _, p := range b.prev {
-			b.pattern = append(b.pattern, sanitize.Piece{Lo: p.Lo - float64(f), Hi: p.Hi - float64(f), P: p.P})
+		tr.shiftSince = f
+		tr.pattern = tr.pattern[:0]
+		for _, p := range tr.prev {
+			tr.pattern = append(tr.pattern, sanitize.Piece{Lo: p.Lo - float64(f), Hi: p.Hi - float64(f), P: p.P})
 		}
-		b.patternPi = b.prevPi
+		tr.patternPi = tr.prevPi
 	}
-	b.prev = append(b.prev[:0], row.Pieces...)
-	b.prevPi = row.Pi
-	b.prevSet = true
+	tr.prev = append(tr.prev[:0], row.Pieces...)
+	tr.prevPi = row.Pi
+	tr.prevSet = true
 }
 
 // trackShiftDense is trackShift for a row on unit cells given in dense
@@ -58,14 +58,14 @@ func (b *shiftTracker) trackShift(row sanitize.Row) {
 // is below one unit, so that integer positions must shift exactly by 1.
 //
 // It reports whether the row is the previous one shifted up by one cell bit
-// for bit (reporting probability and masses), which the unit-cell MLE uses
+// for bit (reporting probability and masses), which the dense MLE uses
 // (unitRow.copied).
-func (b *shiftTracker) trackShiftDense(i int64, pi float64, lo int64, m []float64) (copied bool) {
-	isShift := b.prevSet && math.Abs(pi-b.prevPi) <= 1e-12
-	if isShift && lo == b.prevLo+1 && slices.Equal(m, b.prevM) && slices.ContainsFunc(m, func(v float64) bool { return v > 0 }) {
+func (tr *shiftTracker) trackShiftDense(i int64, pi float64, lo int64, m []float64) (copied bool) {
+	isShift := tr.prevSet && math.Abs(pi-tr.prevPi) <= 1e-12
+	if isShift && lo == tr.prevLo+1 && slices.Equal(m, tr.prevM) && slices.ContainsFunc(m, func(v float64) bool { return v > 0 }) {
 		// Bit-identical masses one cell up (the stationary rows): the
 		// cell-by-cell walk below would accept them.
-		copied = pi == b.prevPi
+		copied = pi == tr.prevPi
 	} else if isShift {
 		// Walk the positive cells of both rows in step: cell lo+1+k of
 		// this row must match cell prevLo+1+k' = lo+k of the previous one.
@@ -74,37 +74,37 @@ func (b *shiftTracker) trackShiftDense(i int64, pi float64, lo int64, m []float6
 			for k < len(m) && !(m[k] > 0) {
 				k++
 			}
-			for kp < len(b.prevM) && !(b.prevM[kp] > 0) {
+			for kp < len(tr.prevM) && !(tr.prevM[kp] > 0) {
 				kp++
 			}
-			if k == len(m) || kp == len(b.prevM) {
-				isShift = k == len(m) && kp == len(b.prevM) && n > 0
+			if k == len(m) || kp == len(tr.prevM) {
+				isShift = k == len(m) && kp == len(tr.prevM) && n > 0
 				break
 			}
-			p, q := m[k], b.prevM[kp]
-			isShift = lo+int64(k) == b.prevLo+int64(kp)+1 && math.Abs(p-q) <= 1e-12*q
+			p, q := m[k], tr.prevM[kp]
+			isShift = lo+int64(k) == tr.prevLo+int64(kp)+1 && math.Abs(p-q) <= 1e-12*q
 			k, kp, n = k+1, kp+1, n+1
 		}
 	}
 	switch {
 	case !isShift:
-		b.shiftSince = 0
-	case b.shiftSince == 0:
+		tr.shiftSince = 0
+	case tr.shiftSince == 0:
 		f := i - 1
-		b.shiftSince = f
-		b.pattern = b.pattern[:0]
-		for k, v := range b.prevM {
+		tr.shiftSince = f
+		tr.pattern = tr.pattern[:0]
+		for k, v := range tr.prevM {
 			if v > 0 {
-				c := float64(b.prevLo + int64(k))
-				b.pattern = append(b.pattern, sanitize.Piece{Lo: c - float64(f), Hi: c + 1 - float64(f), P: v})
+				c := float64(tr.prevLo + int64(k))
+				tr.pattern = append(tr.pattern, sanitize.Piece{Lo: c - float64(f), Hi: c + 1 - float64(f), P: v})
 			}
 		}
-		b.patternPi = b.prevPi
+		tr.patternPi = tr.prevPi
 	}
-	b.prevM = append(b.prevM[:0], m...)
-	b.prevLo = lo
-	b.prevPi = pi
-	b.prevSet = true
+	tr.prevM = append(tr.prevM[:0], m...)
+	tr.prevLo = lo
+	tr.prevPi = pi
+	tr.prevSet = true
 	return copied
 }
 
