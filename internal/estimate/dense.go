@@ -9,7 +9,7 @@ import (
 )
 
 // The dense builders: rows as dense arrays of masses on consecutive tokens
-// (unitRow), in a window of active rows (denseRows) that one of three token
+// (denseRow), in a window of active rows (denseRows) that one of three token
 // loops (denseLoop) finalises token by token:
 //
 //   - denseBD, the biased-down estimator (eq. 41);
@@ -29,11 +29,11 @@ import (
 // general builder.
 var errNotUnit = errors.New("estimate: rows are not on unit cells")
 
-// unitRow is one active row of a dense builder: dense masses m and suffix
+// denseRow is one active row of a dense builder: dense masses m and suffix
 // sums s on tokens lo+1 .. last (on unit cells: cells lo+1 .. freq; s[k] =
 // s[k+1] + m[k], the reference builder's suffix sums with zero cells
 // added, which are exact).
-type unitRow struct {
+type denseRow struct {
 	freq    int64
 	lo      int64
 	last    int64 // the row retires once token last is final (freq on unit cells)
@@ -63,7 +63,7 @@ type unitRow struct {
 
 // ownBuffers makes r.m and r.s views of r's own buffers, w and w+1 long
 // (contents unspecified). Buffers r lent stay with the rows reading them.
-func (r *unitRow) ownBuffers(w int) {
+func (r *denseRow) ownBuffers(w int) {
 	if r.lent { // rows still active may read the old buffers
 		r.bufM, r.bufS, r.lent = nil, nil, false
 	}
@@ -77,16 +77,16 @@ func (r *unitRow) ownBuffers(w int) {
 // share makes r's masses and suffix sums like's (r is like shifted up one
 // cell, bit for bit), marking the owner of the buffers as lent. r's own
 // buffers stay as they are (lent ones are dropped by ownBuffers).
-func (r *unitRow) share(like *unitRow) {
+func (r *denseRow) share(like *denseRow) {
 	r.m, r.s, r.aliased = like.m, like.s, true
 	if !like.aliased {
 		like.lent = true
 	}
 }
 
-// unitActive is an active row as the token loop sees it: its first cell,
+// denseActive is an active row as the token loop sees it: its first cell,
 // running sum sa, g and g/pi, and views of its masses and suffix sums.
-type unitActive struct {
+type denseActive struct {
 	lo          int64
 	sa, g, gOPi float64
 	m, s        []float64
@@ -106,23 +106,23 @@ type denseRows struct {
 	// noSums: the token loop reads no suffix sums (the MLE), so prepared
 	// rows leave them unset.
 	noSums bool
-	rows   []*unitRow // active rows, ascending frequency, from head
+	rows   []*denseRow // active rows, ascending frequency, from head
 	// act[x] is rows[x]'s state the token loop reads and writes, in one
 	// contiguous slice (the loop streams through it instead of visiting
 	// every row's struct): same indices, same head.
-	act    []unitActive
+	act    []denseActive
 	head   int
-	pool   []*unitRow
-	next   int64 // next expected row
-	lastLo int64 // largest row support start read
-	pos    int64 // tokens 1..pos are final
-	last   float64
+	pool   []*denseRow
+	next   int64   // next expected row
+	lastLo int64   // largest row support start read
+	pos    int64   // tokens 1..pos are final
+	last   float64 // the estimate of token pos
 	a      []float64
 	done   bool
 	tokens int64 // how many tokens to finalise (n on unit cells)
 	// Rows retired whose statistics wait for a full batch (flushStats).
 	statQ    []statsJob
-	statRows []*unitRow
+	statRows []*denseRow
 	// statsToRecycler leaves the statistics of retired rows to whoever
 	// recycles them (needStats; the row goroutine, shareStats): where the
 	// work is done, not what is computed.
@@ -145,9 +145,24 @@ type denseLoop interface {
 	// from the source's row here (fromPieces, fromDense), not handed over
 	// with the shift tracker's copy verdict (the MLE then compares it
 	// with the row before it).
-	activate(r *unitRow, fresh bool) error
+	activate(r *denseRow, fresh bool) error
 	// advance finalises tokens up to min(upTo, tokens).
 	advance(upTo int64) error
+}
+
+// newTableLoop returns the dense token loop of spec's whole table (MLE:
+// denseMLE, biased-down: denseBD) filling b's table: the estimates and
+// every frequency's statistics.
+func newTableLoop(ctx context.Context, b *builder, spec Spec) denseLoop {
+	var loop denseLoop
+	if spec.Estimator == MLE {
+		loop = newDenseMLE(spec.G, spec.MaxFrequency)
+	} else {
+		loop = newDenseBD(spec.G, spec.MaxFrequency, 0)
+	}
+	u := loop.window()
+	u.ctx, u.stats, u.a = ctx, b.t.Frequencies, b.t.A[:0]
+	return loop
 }
 
 // addPieces takes the next row as pieces and finalises every token it
@@ -176,7 +191,7 @@ func addDense(l denseLoop, i int64, pi, lo float64, m []float64) error {
 
 // linkDense takes the prepared next row (prepDense, or the grid producer's)
 // and finalises every token it makes final.
-func linkDense(l denseLoop, r *unitRow) error {
+func linkDense(l denseLoop, r *denseRow) error {
 	if err := l.window().accept(r); err != nil {
 		return err
 	}
@@ -184,9 +199,9 @@ func linkDense(l denseLoop, r *unitRow) error {
 }
 
 // push appends an accepted row to the active rows.
-func (u *denseRows) push(r *unitRow) {
+func (u *denseRows) push(r *denseRow) {
 	u.rows = append(u.rows, r)
-	u.act = append(u.act, unitActive{lo: r.lo, g: r.g, gOPi: r.gOverPi, m: r.m, s: r.s})
+	u.act = append(u.act, denseActive{lo: r.lo, g: r.g, gOPi: r.gOverPi, m: r.m, s: r.s})
 	u.lastLo = max(u.lastLo, r.lo)
 }
 
@@ -246,7 +261,7 @@ func (u *denseRows) finish(j int64, a float64, hasE bool) {
 			u.pool = append(u.pool, r)
 		}
 		u.rows[u.head] = nil
-		u.act[u.head] = unitActive{}
+		u.act[u.head] = denseActive{}
 		u.head++
 	}
 	if u.head > 64 && 2*u.head > len(u.rows) {
@@ -284,7 +299,7 @@ func (u *denseRows) storedTable(est Estimator) *Table {
 // fromPieces prepares the next row from its pieces (the source's Rows),
 // checking that they are unit cells; the caller's token loop then
 // activates it (addPieces).
-func (u *denseRows) fromPieces(row sanitize.Row) (*unitRow, error) {
+func (u *denseRows) fromPieces(row sanitize.Row) (*denseRow, error) {
 	if row.Frequency != u.next {
 		return nil, errors.New("estimate: row source delivered rows out of order")
 	}
@@ -353,7 +368,7 @@ func (u *denseRows) fromPieces(row sanitize.Row) (*unitRow, error) {
 // (sanitize.Table.UnitRows): masses m on cells lo+1 .. i, zeros included.
 // The sums are the same operations as on the row's pieces (adding a zero
 // cell is exact). The caller accepts and activates the row (addDense).
-func (u *denseRows) fromDense(i int64, pi, lof float64, m []float64) (*unitRow, error) {
+func (u *denseRows) fromDense(i int64, pi, lof float64, m []float64) (*denseRow, error) {
 	if i != u.next {
 		return nil, errors.New("estimate: row source delivered rows out of order")
 	}
@@ -372,12 +387,12 @@ func (u *denseRows) fromDense(i int64, pi, lof float64, m []float64) (*unitRow, 
 //
 // like, when not nil, is the row prepared just before r, which the caller
 // knows r to be a bit-for-bit copy of shifted up one cell (the shift
-// tracker's verdict, unitItem.copied): when the prepared widths agree, r's
+// tracker's verdict, denseItem.copied): when the prepared widths agree, r's
 // masses and suffix sums are then like's, and r shares like's buffers
 // instead of filling its own (the same values: the same cells, the same
 // additions). like must stay unchanged until r is retired, which holds for
 // the row before r (it retires only after r is linked).
-func (u *denseRows) prepDense(r, like *unitRow, i int64, pi, lof float64, m []float64) error {
+func (u *denseRows) prepDense(r, like *denseRow, i int64, pi, lof float64, m []float64) error {
 	lo := int64(lof)
 	for len(m) > 0 && !(m[0] > 0) { // pieces start at the first positive mass
 		m, lo = m[1:], lo+1
@@ -430,7 +445,7 @@ func (u *denseRows) prepDense(r, like *unitRow, i int64, pi, lof float64, m []fl
 // accept checks that the prepared row r is the next one and starts at or
 // above the final tokens (errNotUnit otherwise: it would put mass below
 // them); the caller's token loop then activates it (linkDense).
-func (u *denseRows) accept(r *unitRow) error {
+func (u *denseRows) accept(r *denseRow) error {
 	if r.freq != u.next {
 		return errors.New("estimate: row source delivered rows out of order")
 	}
@@ -445,7 +460,7 @@ func (u *denseRows) accept(r *unitRow) error {
 // statsOwed computes the statistics of the rows flagged needStats (in
 // batches, rowStatsBatch) into stats, reading the estimates from a (the
 // retiring builder's estimates when it retired them), and clears the flag.
-func statsOwed(rows []*unitRow, a []float64, stats []FrequencyStats) {
+func statsOwed(rows []*denseRow, a []float64, stats []FrequencyStats) {
 	if stats == nil {
 		return // no row owes any
 	}

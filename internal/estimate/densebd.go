@@ -31,7 +31,7 @@ func newDenseBD(g G, n, storeAbove int64) *denseBD {
 func (u *denseBD) window() *denseRows { return &u.denseRows }
 
 // activate appends r and finalises every token it makes final.
-func (u *denseBD) activate(r *unitRow, _ bool) error {
+func (u *denseBD) activate(r *denseRow, _ bool) error {
 	u.push(r)
 	return u.advance(u.lastLo)
 }
@@ -44,7 +44,7 @@ func (u *denseBD) activate(r *unitRow, _ bool) error {
 // quotient is formed (S >= m > 0, so it is finite) and the caller's min
 // keeps the smallest, without branches: the minimum the general builder
 // finds by forming only the quotients that can win.
-func (r *unitActive) bdStep(j int64, pend, inf float64) float64 {
+func (r *denseActive) bdStep(j int64, pend, inf float64) float64 {
 	q := inf
 	if k := j - 1 - r.lo; k >= 0 {
 		if k >= 1 {

@@ -47,7 +47,7 @@ type mleMemo struct {
 // activate appends r (recording it as the last original row unless it
 // is a copy; fresh rows are compared with the row before them, markCopy)
 // and finalises every token it makes final.
-func (u *denseMLE) activate(r *unitRow, fresh bool) error {
+func (u *denseMLE) activate(r *denseRow, fresh bool) error {
 	if fresh {
 		u.markCopy(r)
 	}
@@ -79,7 +79,7 @@ func (u *denseMLE) activate(r *unitRow, fresh bool) error {
 // tracker instead (buildUnit), which compares the rows before their cells
 // above n+1 are cut; both verdicts give the same masses on every token up
 // to n.
-func (u *denseMLE) markCopy(r *unitRow) {
+func (u *denseMLE) markCopy(r *denseRow) {
 	r.copied = false
 	if len(u.rows) > u.head {
 		p := u.rows[len(u.rows)-1]
@@ -142,7 +142,7 @@ func (u *denseMLE) advance(upTo int64) error {
 // argmaxRow is eq. 11's scan on token j: the first active row (ascending
 // frequency) whose mass on the token exceeds the best so far by the factor
 // 1 + tieTol (found: some row has mass there).
-func argmaxRow(act []unitActive, j int64) (best int, found bool) {
+func argmaxRow(act []denseActive, j int64) (best int, found bool) {
 	best, bestM := -1, 0.0
 	for x := range act {
 		r := &act[x]
@@ -172,7 +172,7 @@ func newDenseMLERef(g G, n int64) *denseMLERef {
 func (u *denseMLERef) window() *denseRows { return &u.denseRows }
 
 // activate appends r and finalises every token it makes final.
-func (u *denseMLERef) activate(r *unitRow, _ bool) error {
+func (u *denseMLERef) activate(r *denseRow, _ bool) error {
 	u.push(r)
 	return u.advance(u.lastLo)
 }

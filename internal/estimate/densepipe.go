@@ -5,12 +5,12 @@ import (
 	"runtime"
 )
 
-// unitItem is one dense row prepared for a dense builder by pipeDense.
-type unitItem struct {
+// denseItem is one dense row prepared for a dense builder by pipeDense.
+type denseItem struct {
 	i      int64
 	pi, lo float64
 	cells  int       // len of the dense row as given
-	r      *unitRow  // the row prepared by prepDense, nil when err is set
+	r      *denseRow // the row prepared by prepDense, nil when err is set
 	err    error     // the row's pre or prepDense error
 	raw    []float64 // the dense masses as given, for i >= rawFrom; valid during fn
 	// Shift tracking done by pre on the row goroutine (buildUnit): the
@@ -20,20 +20,20 @@ type unitItem struct {
 	copied bool
 }
 
-// unitBatch carries prepared rows to the builder and, on the way back,
+// denseBatch carries prepared rows to the builder and, on the way back,
 // rows the builder has retired.
-type unitBatch struct {
-	items []unitItem
+type denseBatch struct {
+	items []denseItem
 	raw   []float64
 	rowReturn
-	pp *pipe[unitBatch]
+	pp *pipe[denseBatch]
 }
 
 // rowReturn is what a batch carries back to the row goroutine: the rows
 // the token loop retired, and the estimates that the statistics they may
 // still owe read (needStats, statsOwed).
 type rowReturn struct {
-	recycled []*unitRow
+	recycled []*denseRow
 	a        []float64
 }
 
@@ -52,7 +52,7 @@ func (rr *rowReturn) giveBack(u *denseRows, behind bool) {
 
 // takeBack, on the row goroutine, computes the statistics the returned
 // rows owe into stats and moves the rows to spare.
-func (rr *rowReturn) takeBack(stats []FrequencyStats, spare *[]*unitRow) {
+func (rr *rowReturn) takeBack(stats []FrequencyStats, spare *[]*denseRow) {
 	statsOwed(rr.recycled, rr.a, stats)
 	*spare = append(*spare, rr.recycled...)
 	clear(rr.recycled)
@@ -85,13 +85,13 @@ func (u *denseRows) shareStats() (end func()) {
 // after that row. Cancelling ctx stops the rows at the next one and
 // pipeDense then returns ctx's error.
 func (u *denseRows) pipeDense(ctx context.Context, us unitSource, from, to, rawFrom int64,
-	pre func(it *unitItem, m []float64) error, fn func(it *unitItem) bool) error {
+	pre func(it *denseItem, m []float64) error, fn func(it *denseItem) bool) error {
 	// prepare fills it; it reports false when pre failed. prev is the row
 	// it prepared last (nil after an error): a row pre flags as its copy
 	// shares its buffers (prepDense's like).
-	var prev *unitRow
-	prepare := func(it *unitItem, spare *[]*unitRow, i int64, pi, lo float64, m []float64) bool {
-		*it = unitItem{i: i, pi: pi, lo: lo, cells: len(m)}
+	var prev *denseRow
+	prepare := func(it *denseItem, spare *[]*denseRow, i int64, pi, lo float64, m []float64) bool {
+		*it = denseItem{i: i, pi: pi, lo: lo, cells: len(m)}
 		like := prev
 		prev = nil
 		if pre != nil {
@@ -113,7 +113,7 @@ func (u *denseRows) pipeDense(ctx context.Context, us unitSource, from, to, rawF
 		return true
 	}
 	if runtime.GOMAXPROCS(0) < 2 {
-		var it unitItem
+		var it denseItem
 		return us.UnitRows(from, to, func(i int64, pi, lo float64, m []float64) bool {
 			prepare(&it, &u.pool, i, pi, lo, m)
 			if i >= rawFrom {
@@ -125,9 +125,9 @@ func (u *denseRows) pipeDense(ctx context.Context, us unitSource, from, to, rawF
 	// A builder with statistics shares them with the row goroutine
 	// (shareStats, rowReturn).
 	defer u.shareStats()()
-	return runPipeDrain(ctx, func(p *pipe[unitBatch]) error {
-		var spare []*unitRow
-		take := func() *unitBatch {
+	return runPipeDrain(ctx, func(p *pipe[denseBatch]) error {
+		var spare []*denseRow
+		take := func() *denseBatch {
 			b := p.take()
 			b.pp = p
 			b.takeBack(u.stats, &spare)
@@ -140,7 +140,7 @@ func (u *denseRows) pipeDense(ctx context.Context, us unitSource, from, to, rawF
 			if !p.next() {
 				return false
 			}
-			b.items = append(b.items, unitItem{})
+			b.items = append(b.items, denseItem{})
 			it := &b.items[len(b.items)-1]
 			more := prepare(it, &spare, i, pi, lo, m)
 			if i >= rawFrom {
@@ -157,7 +157,7 @@ func (u *denseRows) pipeDense(ctx context.Context, us unitSource, from, to, rawF
 			p.send(b)
 		}
 		return err
-	}, func(b *unitBatch, stopped bool) bool {
+	}, func(b *denseBatch, stopped bool) bool {
 		off := 0
 		for k := range b.items {
 			it := &b.items[k]
@@ -176,5 +176,5 @@ func (u *denseRows) pipeDense(ctx context.Context, us unitSource, from, to, rawF
 		clear(b.items)
 		b.giveBack(u, b.pp.backlog() == 0)
 		return !stopped
-	}, func(b *unitBatch) { statsOwed(b.recycled, b.a, u.stats) })
+	}, func(b *denseBatch) { statsOwed(b.recycled, b.a, u.stats) })
 }

@@ -95,13 +95,13 @@ func testSharedBuffers(t *testing.T, src func() unitSource, est Estimator, n int
 			u := loop.window()
 			u.stats = make([]FrequencyStats, n)
 			tr := &shiftTracker{}
-			pre := func(it *unitItem, m []float64) error {
+			pre := func(it *denseItem, m []float64) error {
 				it.copied = tr.trackShiftDense(it.i, it.pi, int64(it.lo), m)
 				return nil
 			}
 			shared := 0
 			var lerr error
-			fn := func(it *unitItem) bool {
+			fn := func(it *denseItem) bool {
 				if it.err != nil {
 					lerr = it.err
 					return false

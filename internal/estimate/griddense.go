@@ -158,7 +158,7 @@ type gridProducer struct {
 	tr       *shiftTracker // the shift tracker (trackShift), as the general builder's
 	trShift  float64       // tr.prev lags the last row by this shift (copies)
 	last     *gridRow      // the row read last
-	lastSent *unitRow      // the row handed over last (the previous frequency) and its
+	lastSent *denseRow     // the row handed over last (the previous frequency) and its
 	lastLo0  int64         // first token
 	done     bool
 	next     int64
@@ -175,7 +175,7 @@ func newGridProducer(u *denseRows, n int64) *gridProducer {
 // read takes the next row (see pieceSource) and finalises the tokens it
 // makes final; emit gets every row whose tokens are all final, in order.
 func (p *gridProducer) read(i int64, pi float64, x, m []float64, d int64, copied bool,
-	spare *[]*unitRow, emit func(*unitRow)) error {
+	spare *[]*denseRow, emit func(*denseRow)) error {
 	if i != p.next {
 		return errors.New("estimate: row source delivered rows out of order")
 	}
@@ -461,7 +461,7 @@ func (p *gridProducer) trim() {
 }
 
 // retire hands over, in order, the rows whose tokens are all final.
-func (p *gridProducer) retire(spare *[]*unitRow, emit func(*unitRow)) error {
+func (p *gridProducer) retire(spare *[]*denseRow, emit func(*denseRow)) error {
 	for p.head < len(p.rows) {
 		r := p.rows[p.head]
 		if r.top > p.pos {
@@ -487,7 +487,7 @@ func (p *gridProducer) retire(spare *[]*unitRow, emit func(*unitRow)) error {
 
 // finish hands over the rows still held (those with mass on the last
 // tokens and above n), their masses up to the last token.
-func (p *gridProducer) finish(spare *[]*unitRow, emit func(*unitRow)) error {
+func (p *gridProducer) finish(spare *[]*denseRow, emit func(*denseRow)) error {
 	for _, r := range p.rows[p.head:] {
 		if err := p.handOver(r, p.lastTok(), spare, emit); err != nil {
 			return err
@@ -500,10 +500,10 @@ func (p *gridProducer) finish(spare *[]*unitRow, emit func(*unitRow)) error {
 // handOver prepares row r's dense masses and remaining masses on its
 // tokens up to token T and emits it (rows with no mass on those tokens
 // and above n are dropped).
-func (p *gridProducer) handOver(r *gridRow, T int, spare *[]*unitRow, emit func(*unitRow)) error {
+func (p *gridProducer) handOver(r *gridRow, T int, spare *[]*denseRow, emit func(*denseRow)) error {
 	u := takeOrNew(spare)
 	g := p.u.g.at(r.freq)
-	*u = unitRow{freq: r.freq, g: g, pi: r.pi, bufM: u.bufM, bufS: u.bufS, lent: u.lent}
+	*u = denseRow{freq: r.freq, g: g, pi: r.pi, bufM: u.bufM, bufS: u.bufS, lent: u.lent}
 	if r.pi > 0 {
 		u.gOverPi = g / r.pi
 	}
@@ -619,7 +619,7 @@ func (p *gridProducer) fill(r *gridRow, k0 int, m, s []float64) {
 // tokens' upper ends, then rows; on the way back, rows the loop retired.
 type gridBatch struct {
 	bounds []float64
-	rows   []*unitRow
+	rows   []*denseRow
 	rowReturn
 	pp *pipe[gridBatch]
 }
@@ -639,14 +639,8 @@ func buildGridProducer(ctx context.Context, src RowSource, ps pieceSource, spec 
 	b := newBuilder(spec)
 	b.ctx = ctx
 	b.reserveTokens(3*spec.MaxFrequency + 64)
-	var loop denseLoop
-	if spec.Estimator == MLE {
-		loop = newDenseMLE(spec.G, spec.MaxFrequency)
-	} else {
-		loop = newDenseBD(spec.G, spec.MaxFrequency, 0)
-	}
+	loop := newTableLoop(ctx, &b, spec)
 	u := loop.window()
-	u.ctx, u.stats, u.a = ctx, b.t.Frequencies, b.t.A[:0]
 	p := newGridProducer(u, spec.MaxFrequency)
 	p.slack = slack
 	bounds := b.t.Bounds[:1]
@@ -677,7 +671,7 @@ func runGrid(ctx context.Context, ps pieceSource, loop denseLoop, p *gridProduce
 	last := min(p.n+maxLookahead, sanitize.MaxFrequency)
 	var perr error // the producer's error (row goroutine until the pipe ends)
 	var err error  // the estimator loop's
-	link := func(r *unitRow) bool {
+	link := func(r *denseRow) bool {
 		if r.last == 0 { // no mass on any token: statistics now
 			if u.stats != nil && r.freq <= u.n {
 				u.stats[r.freq-1] = rowStats(r.freq, r.g, r.pi, nil, nil)
@@ -695,9 +689,9 @@ func runGrid(ctx context.Context, ps pieceSource, loop denseLoop, p *gridProduce
 		}
 		return true
 	}
-	produce := func(send func(bounds []float64, rows []*unitRow, flush bool) bool, spare *[]*unitRow) {
-		var out []*unitRow
-		emit := func(r *unitRow) { out = append(out, r) }
+	produce := func(send func(bounds []float64, rows []*denseRow, flush bool) bool, spare *[]*denseRow) {
+		var out []*denseRow
+		emit := func(r *denseRow) { out = append(out, r) }
 		e := ps.PieceRows(1, last, func(i int64, pi float64, x, m []float64, d int64, copied bool) bool {
 			if i%ctxEvery == 0 && ctx.Err() != nil {
 				perr = fmt.Errorf("estimate: %w", ctx.Err())
@@ -728,7 +722,7 @@ func runGrid(ctx context.Context, ps pieceSource, loop denseLoop, p *gridProduce
 			p.sent = p.lastTok()
 		}
 	}
-	consume := func(bs []float64, rows []*unitRow) bool {
+	consume := func(bs []float64, rows []*denseRow) bool {
 		*bounds = append(*bounds, bs...)
 		for _, r := range rows {
 			if !link(r) {
@@ -738,9 +732,9 @@ func runGrid(ctx context.Context, ps pieceSource, loop denseLoop, p *gridProduce
 		return true
 	}
 	if runtime.GOMAXPROCS(0) < 2 {
-		var spare []*unitRow
+		var spare []*denseRow
 		var back rowReturn // in line: nothing deferred, the rows go straight back
-		produce(func(bounds []float64, rows []*unitRow, _ bool) bool {
+		produce(func(bounds []float64, rows []*denseRow, _ bool) bool {
 			ok := consume(bounds, rows)
 			back.giveBack(u, false)
 			back.takeBack(u.stats, &spare)
@@ -753,7 +747,7 @@ func runGrid(ctx context.Context, ps pieceSource, loop denseLoop, p *gridProduce
 		// (shareStats, rowReturn).
 		end := u.shareStats()
 		e := runPipeDrain(ctx, func(pp *pipe[gridBatch]) error {
-			var spare []*unitRow
+			var spare []*denseRow
 			take := func() *gridBatch {
 				gb := pp.take()
 				gb.pp = pp
@@ -763,7 +757,7 @@ func runGrid(ctx context.Context, ps pieceSource, loop denseLoop, p *gridProduce
 				return gb
 			}
 			gb := take()
-			produce(func(bounds []float64, rows []*unitRow, flush bool) bool {
+			produce(func(bounds []float64, rows []*denseRow, flush bool) bool {
 				if !pp.next() {
 					return false
 				}

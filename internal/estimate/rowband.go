@@ -173,7 +173,7 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 		// Dense rows: the unit builder needs no pieces; only the band
 		// rows are converted for the MLE builder and the answer.
 		var buf []sanitize.Piece
-		dense := func(it *unitItem) bool {
+		dense := func(it *denseItem) bool {
 			i, pi, lo, m := it.i, it.pi, it.lo, it.raw
 			if err = ubd.cancelled(i, it.cells); err != nil {
 				return false

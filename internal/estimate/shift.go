@@ -59,7 +59,7 @@ func (tr *shiftTracker) trackShift(row sanitize.Row) {
 //
 // It reports whether the row is the previous one shifted up by one cell bit
 // for bit (reporting probability and masses), which the dense MLE uses
-// (unitRow.copied).
+// (denseRow.copied).
 func (tr *shiftTracker) trackShiftDense(i int64, pi float64, lo int64, m []float64) (copied bool) {
 	isShift := tr.prevSet && math.Abs(pi-tr.prevPi) <= 1e-12
 	if isShift && lo == tr.prevLo+1 && slices.Equal(m, tr.prevM) && slices.ContainsFunc(m, func(v float64) bool { return v > 0 }) {

@@ -20,14 +20,8 @@ import (
 func buildUnit(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
 	b := newBuilder(spec)
 	b.ctx = ctx
-	var loop denseLoop
-	if spec.Estimator == MLE {
-		loop = newDenseMLE(spec.G, spec.MaxFrequency)
-	} else {
-		loop = newDenseBD(spec.G, spec.MaxFrequency, 0)
-	}
+	loop := newTableLoop(ctx, &b, spec)
 	u := loop.window()
-	u.ctx, u.stats, u.a = ctx, b.t.Frequencies, b.t.A[:0]
 	var err error
 	fn := func(row sanitize.Row) bool {
 		if err = b.cancelled(row.Frequency, len(row.Pieces)); err != nil {
@@ -60,7 +54,7 @@ func buildUnit(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
 		// build takes); each row carries the tracker's state after it,
 		// which the build adopts row by row.
 		tr := &shiftTracker{}
-		pre := func(it *unitItem, m []float64) error {
+		pre := func(it *denseItem, m []float64) error {
 			if !(it.pi >= 0 && it.pi <= 1+1e-9) {
 				return errors.New("estimate: row reporting probability must lie in [0, 1]")
 			}
@@ -81,7 +75,7 @@ func buildUnit(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
 			it.mark = tr.markSince(before)
 			return nil
 		}
-		dense := func(it *unitItem) bool {
+		dense := func(it *denseItem) bool {
 			if err = b.cancelled(it.i, it.cells); err != nil {
 				return false
 			}
