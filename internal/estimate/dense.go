@@ -214,24 +214,36 @@ func (u *denseRows) cancelled(freq int64, cells int) error {
 // tokenCancelled reports the context's error every ctxTokens tokens when
 // the active rows are wide (active of them).
 func (u *denseRows) tokenCancelled(j int64, active int) error {
-	if u.ctx != nil && j%ctxTokens == 0 && active >= ctxWide {
-		if err := u.ctx.Err(); err != nil {
-			return fmt.Errorf("estimate: %w", err)
-		}
+	if u.ctx == nil || j%ctxTokens != 0 || active < ctxWide {
+		return nil
+	}
+	return u.ctxErr()
+}
+
+// ctxErr is the context's error, wrapped.
+func (u *denseRows) ctxErr() error {
+	if err := u.ctx.Err(); err != nil {
+		return fmt.Errorf("estimate: %w", err)
 	}
 	return nil
 }
 
 // finish records token j's estimate a (stored when j > storeAbove) and
-// retires the rows whose last token j is, computing or deferring their
-// statistics. hasE: the rows' running sums sa are the biased-down loop's,
-// so E_i needs no second pass.
+// retires the rows whose last token j is (retire). hasE: the rows' running
+// sums sa are the biased-down loop's, so E_i needs no second pass.
 func (u *denseRows) finish(j int64, a float64, hasE bool) {
-	u.last = a
+	u.last, u.pos = a, j
 	if j > u.storeAbove {
 		u.a = append(u.a, a)
 	}
-	u.pos = j
+	if u.head < len(u.rows) && u.rows[u.head].last <= j {
+		u.retire(j, a, hasE)
+	}
+}
+
+// retire retires the rows whose last token j is, computing or deferring
+// their statistics, a being token j's estimate (see finish).
+func (u *denseRows) retire(j int64, a float64, hasE bool) {
 	for u.head < len(u.rows) && u.rows[u.head].last <= j {
 		if r := u.rows[u.head]; u.stats != nil && r.freq <= u.n {
 			// E_i is the biased-down running sum sa plus the last

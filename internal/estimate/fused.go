@@ -31,9 +31,6 @@ func newEstimatesOnly(ctx context.Context, g G, est Estimator, n, firstRow, stor
 		t: &Table{G: g, Estimator: est, MaxFrequency: n, Bounds: make([]float64, 1, 1024)}}}
 }
 
-// run reads the rows of src and finalises every token up to n.
-func (b *fusedBuilder) run(src RowSource) error { return b.runWith(src, b.processToken) }
-
 // advance finalises every token whose producing rows have all been read.
 func (b *fusedBuilder) advance() error { return b.advanceWith(b.processToken) }
 

@@ -22,9 +22,6 @@ type refBuilder struct {
 // newRefBuilder returns a reference builder of spec's full table.
 func newRefBuilder(spec Spec) *refBuilder { return &refBuilder{builder: newBuilder(spec)} }
 
-// run reads the rows of src and finalises every token up to n.
-func (b *refBuilder) run(src RowSource) error { return b.runWith(src, b.processToken) }
-
 // buildRef is BuildContext on the reference builder, for any estimator:
 // the table every fast builder's is compared with (spec is valid).
 func buildRef(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
