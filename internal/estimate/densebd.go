@@ -28,6 +28,7 @@ func newDenseBD(g G, n, storeAbove int64) *denseBD {
 	return &denseBD{denseRows: newDenseRows(g, n, storeAbove)}
 }
 
+// window returns the loop's rows, parameters and estimates (denseLoop).
 func (u *denseBD) window() *denseRows { return &u.denseRows }
 
 // activate appends r and finalises every token it makes final.

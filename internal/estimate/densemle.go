@@ -33,6 +33,7 @@ func newDenseMLE(g G, n int64) *denseMLE {
 	return u
 }
 
+// window returns the loop's rows, parameters and estimates (denseLoop).
 func (u *denseMLE) window() *denseRows { return &u.denseRows }
 
 // mleMemo is the MLE argmax scan's outcome on token j: the position best
@@ -169,6 +170,7 @@ func newDenseMLERef(g G, n int64) *denseMLERef {
 	return u
 }
 
+// window returns the loop's rows, parameters and estimates (denseLoop).
 func (u *denseMLERef) window() *denseRows { return &u.denseRows }
 
 // activate appends r and finalises every token it makes final.
