@@ -14,9 +14,8 @@ import (
 // loop (denseMLE or denseBD) replaces the general one, the general
 // builder's shift tracking, stationarity check and tail analysis are
 // reused, and the table is bit for bit the reference builder's (buildRef;
-// unit_test.go).
-// It returns errNotUnit (and the caller falls back) when a row is not on
-// unit cells.
+// unit_test.go). It returns errNotUnit (and the caller falls back) when a
+// row is not on unit cells.
 func buildUnit(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
 	b := newBuilder(spec)
 	b.ctx = ctx
