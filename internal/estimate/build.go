@@ -96,22 +96,10 @@ func BuildContext(ctx context.Context, src RowSource, spec Spec) (*Table, error)
 			}
 		}
 	}
-	b := newBuilder(spec)
-	b.ctx = ctx
-	if method == sanitize.MethodMaxSeparation {
-		// Algorithm 5 adds at most three break points per row (b, c and
-		// i): room for them all up front, instead of growing the two
-		// slices of 3n entries by copying (each copy touches fresh pages).
-		b.reserveTokens(3*spec.MaxFrequency + 64)
+	if spec.Estimator == Unbiased {
+		return buildRef(ctx, src, spec) // no fast builder for the unbiased estimator
 	}
-	if err := b.run(src); err != nil {
-		return nil, err
-	}
-	if err := b.stationarity(src); err != nil {
-		return nil, err
-	}
-	b.t.Tail = b.analyzeTail()
-	return b.t, nil
+	return buildFused(ctx, src, spec)
 }
 
 // methodOf is the sanitizer of a source that tells it (sanitize.Table

@@ -11,6 +11,15 @@ import (
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
 
+// builder is the general builder's state, shared by its two token loops:
+// refBuilder (the plain reference, token by token: masses first, then the
+// estimate, then the sums; also the unbiased estimator's builder) and
+// fusedBuilder (MLE and biased-down in one pass per token). It takes any
+// row source: the window of rows whose support holds the current token
+// (rowState), the pending break points, the table being filled, the
+// statistics of retired rows and the shift tracking for the tail. It has
+// no token loop of its own: runWith and advanceWith take the loop's
+// finalise step.
 type builder struct {
 	spec Spec
 	n    int64
@@ -18,14 +27,17 @@ type builder struct {
 	t    *Table
 	ctx  context.Context // nil: never cancelled
 
-	// lean builders keep no per-frequency statistics (and no per-row token
-	// masses), and store tokens only from the moment row keepFrom has been
-	// read (0: all): t.A[0] is then token dropped+1 and t.Bounds[0] its
-	// lower end. lastA is the estimate of the last finalised token.
-	lean     bool
-	keepFrom int64
-	dropped  int
-	lastA    float64
+	// estimatesOnly builders compute the estimates and nothing else: no
+	// per-frequency statistics, no per-row token masses and no shift
+	// tracking (hence no tail); rowBand's passes and the general chunk
+	// path need no more. They store tokens only from the moment row
+	// storeFrom has been read (0: all): t.A[0] is then token dropped+1 and
+	// t.Bounds[0] its lower end. lastA is the estimate of the last
+	// finalised token.
+	estimatesOnly bool
+	storeFrom     int64
+	dropped       int
+	lastA         float64
 
 	buf  []*rowState
 	head int
@@ -42,32 +54,22 @@ type builder struct {
 	pos      float64
 	finalPos float64 // estimates are final for tokens up to here
 
-	mass, rem []float64 // per-token scratch, one entry per active row
-	densBuf   []float64 // addRow's scratch for the pieces' densities
-	// saPending: (fused biased-down) the active rows' sa still lack
-	// lastA * lastM for the last finalised token.
-	saPending bool
-	// stepwise selects processToken over processTokenFused for MLE and
-	// biased-down (the reference the tests compare the fused loop with).
-	stepwise  bool
-	cellStart int // unbiased: first token of the open unit cell
+	densBuf []float64 // addRow's scratch for the pieces' densities
 
-	statFrom   int64
-	statOK     bool
-	shiftSince int64            // rows shiftSince.. (read so far) are shifted copies; 0 = none
-	pattern    []sanitize.Piece // row shiftSince relative to shiftSince
-	patternPi  float64
-	patternSet bool
-	prev       []sanitize.Piece // previous row, for trackShift
-	prevPi     float64
-	prevSet    bool
-	prevM      []float64 // trackShiftDense: previous row's dense masses on cells prevLo+1..
-	prevLo     int64
+	shiftTracker // the rows read (trackShift), for the tail
+	statFrom     int64
+	statOK       bool
+	patternSet   bool
 
 	err error
 }
 
-func newBuilder(spec Spec) *builder {
+// tokenStep finalises the token (pos, t] of a general builder: one of the
+// token loops (refBuilder.processToken, fusedBuilder.processToken).
+type tokenStep func(t float64) error
+
+// newBuilder returns the state of a general builder of spec's full table.
+func newBuilder(spec Spec) builder {
 	n := spec.MaxFrequency
 	capTokens := n + 1
 	if capTokens > 1<<20 {
@@ -81,7 +83,7 @@ func newBuilder(spec Spec) *builder {
 		A:            hugepages.Make[float64](0, int(capTokens)),
 		Frequencies:  hugepages.Make[FrequencyStats](int(n), int(n)),
 	}
-	return &builder{spec: spec, n: n, nf: float64(n), t: t, nextFreq: 1}
+	return builder{spec: spec, n: n, nf: float64(n), t: t, nextFreq: 1}
 }
 
 // reserveTokens makes room for n tokens in the table (its bounds and
@@ -137,7 +139,9 @@ func (b *builder) context() context.Context {
 	return b.ctx
 }
 
-func (b *builder) run(src RowSource) error {
+// runWith reads the rows of src and finalises every token up to n with
+// the token loop's step.
+func (b *builder) runWith(src RowSource, step tokenStep) error {
 	fn := func(row sanitize.Row, dens []float64, cerr error, mark *shiftMark) bool {
 		if b.err = b.cancelled(row.Frequency, len(row.Pieces)); b.err != nil {
 			return false
@@ -145,7 +149,7 @@ func (b *builder) run(src RowSource) error {
 		if b.err = b.addChecked(row, dens, cerr, mark); b.err != nil {
 			return false
 		}
-		if b.err = b.advance(); b.err != nil {
+		if b.err = b.advanceWith(step); b.err != nil {
 			return false
 		}
 		return !b.done
@@ -155,9 +159,9 @@ func (b *builder) run(src RowSource) error {
 		chunk = 4096
 	}
 	from := int64(1)
-	var tr *builder // the row goroutine's shift tracker, across the chunks
-	if !b.lean {
-		tr = &builder{}
+	var tr *shiftTracker // the row goroutine's shift tracker, across the chunks
+	if !b.estimatesOnly {
+		tr = &shiftTracker{}
 	}
 	for !b.done {
 		if from > b.n+maxLookahead {
@@ -175,7 +179,7 @@ func (b *builder) run(src RowSource) error {
 		}
 		if b.nextFreq <= to { // the source has no more rows
 			b.exhausted = true
-			if err := b.advance(); err != nil {
+			if err := b.advanceWith(step); err != nil {
 				return err
 			}
 			break
@@ -247,7 +251,8 @@ func appendDens(dst []float64, pieces []sanitize.Piece) []float64 {
 // addChecked adds the next row, checked by checkRow (with error cerr) and
 // with its pieces' densities dens (appendDens). mark is the shift
 // tracker's state after the row when another goroutine tracked it
-// (pipeRows); with nil, a builder that is not lean tracks the row itself.
+// (pipeRows); with nil, a builder that is not estimatesOnly tracks the row
+// itself.
 func (b *builder) addChecked(row sanitize.Row, dens []float64, cerr error, mark *shiftMark) error {
 	if row.Frequency != b.nextFreq {
 		return errors.New("estimate: row source delivered rows out of order")
@@ -259,7 +264,7 @@ func (b *builder) addChecked(row sanitize.Row, dens []float64, cerr error, mark 
 	switch {
 	case mark != nil:
 		b.adopt(mark)
-	case !b.lean: // lean builders have no tail
+	case !b.estimatesOnly: // they have no tail
 		b.trackShift(row)
 	}
 	r := b.newRow()
@@ -368,19 +373,16 @@ func (b *builder) mergeEndpoints(pieces []sanitize.Piece) {
 	}
 }
 
-// advance finalises every token whose producing rows have all been read.
-func (b *builder) advance() error {
+// advanceWith finalises, with the token loop's step, every token whose
+// producing rows have all been read.
+func (b *builder) advanceWith(step tokenStep) error {
 	nTol := b.nf + tol(b.nf)
 	for b.ph < len(b.pending) {
 		t := b.pending[b.ph]
 		if t > nTol || (!b.exhausted && t > b.lastLo+tol(t)) {
 			break
 		}
-		process := b.processTokenFused
-		if b.stepwise || b.spec.Estimator == Unbiased {
-			process = b.processToken
-		}
-		if err := process(t); err != nil {
+		if err := step(t); err != nil {
 			return err
 		}
 		b.ph++
@@ -394,4 +396,38 @@ func (b *builder) advance() error {
 		b.done = true
 	}
 	return nil
+}
+
+// appendToken records token t's estimate a: appended to the table, or, for
+// a token below the part the table keeps (storeFrom), counted as dropped
+// with t as the kept part's lower bound.
+func (b *builder) appendToken(a, t float64) {
+	if b.storeFrom == 0 || b.nextFreq > b.storeFrom {
+		b.t.A = append(b.t.A, a)
+		b.t.Bounds = append(b.t.Bounds, t)
+	} else {
+		b.dropped++
+		b.t.Bounds[0] = t
+	}
+	b.lastA = a
+	b.pos = t
+}
+
+// build runs the builder with the token loop's step over src and completes
+// its table: the stationarity check and the tail.
+func (b *builder) build(src RowSource, step tokenStep) (*Table, error) {
+	if methodOf(src) == sanitize.MethodMaxSeparation {
+		// Algorithm 5 adds at most three break points per row (b, c and
+		// i): room for them all up front, instead of growing the two
+		// slices of 3n entries by copying (each copy touches fresh pages).
+		b.reserveTokens(3*b.n + 64)
+	}
+	if err := b.runWith(src, step); err != nil {
+		return nil, err
+	}
+	if err := b.stationarity(src); err != nil {
+		return nil, err
+	}
+	b.t.Tail = b.analyzeTail()
+	return b.t, nil
 }

@@ -150,11 +150,9 @@ func BuildChunks(ctx context.Context, src RowSource, gs []G, size, k0, n int64) 
 // (any row source; the reference the fast paths are tested against).
 func buildChunksGeneral(ctx context.Context, src RowSource, gs []G, size, k0, n, bandStart int64) ([][]*Chunk, error) {
 	lo, hi := k0*size, (k0+n)*size
-	builders := make([]*builder, len(gs))
+	builders := make([]*fusedBuilder, len(gs))
 	for m, g := range gs {
-		builders[m] = &builder{spec: Spec{MaxFrequency: hi, G: g, Estimator: MLE}, n: hi, nf: float64(hi), ctx: ctx,
-			lean: true, keepFrom: 0, nextFreq: bandStart,
-			t: &Table{G: g, Estimator: MLE, MaxFrequency: hi, Bounds: make([]float64, 1, 1024)}}
+		builders[m] = newEstimatesOnly(ctx, g, MLE, hi, bandStart, 0)
 	}
 	var rows []sanitize.Row
 	var err error

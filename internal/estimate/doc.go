@@ -14,7 +14,9 @@
 // stationary (q = 1), Table.Tail continues estimates beyond the table.
 //
 // The estimators and their error formulas are restated in docs/algorithms.md
-// (section 6).
+// (section 6). One plain reference builder (refBuilder) and fast builders
+// paired with it, each tested against it bit for bit, build the tables:
+// docs/estimator-builders.md maps which type builds what.
 //
 // Tokens and sanitized values are ordinal: they are not frequencies and must
 // not be shown as such. Estimates are what users see.

@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -8,30 +9,29 @@ import (
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
 
-// buildGeneral runs the general builder (no unit-cell path), with the
-// stepwise token loop when stepwise is set.
-func buildGeneral(t *testing.T, src RowSource, spec Spec, stepwise bool) *Table {
+// buildGeneral runs a general builder (no dense path): the reference
+// builder (refBuilder) when ref is set, the fused one otherwise.
+func buildGeneral(t *testing.T, src RowSource, spec Spec, ref bool) *Table {
 	t.Helper()
-	b := newBuilder(spec)
-	b.stepwise = stepwise
-	if err := b.run(src); err != nil {
+	build := buildFused
+	if ref {
+		build = buildRef
+	}
+	tab, err := build(context.Background(), src, spec)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.stationarity(src); err != nil {
-		t.Fatal(err)
-	}
-	b.t.Tail = b.analyzeTail()
-	return b.t
+	return tab
 }
 
-// TestFusedTokenLoopMatchesStepwise: the general builder's one-pass token
-// loop (processTokenFused: argmax or minimum folded in as each row's mass is
-// computed, biased-down sums updated one token late in the same pass)
-// builds exactly the table of the stepwise loop (processToken: masses
-// first, then the estimate, then the sums), bit for bit: bounds, estimates,
+// TestFusedBuilderMatchesRef: the fused builder's one-pass token loop
+// (fusedBuilder.processToken: argmax or minimum folded in as each row's
+// mass is computed, biased-down sums updated one token late in the same
+// pass) builds exactly the table of the reference builder (refBuilder:
+// masses first, then the estimate, then the sums), bit for bit: bounds, estimates,
 // every frequency's statistics and the tail, for Algorithm 5 and Algorithm
 // 4 rows, MLE and biased-down, sampled and stationary parameters.
-func TestFusedTokenLoopMatchesStepwise(t *testing.T) {
+func TestFusedBuilderMatchesRef(t *testing.T) {
 	for _, pc := range []struct {
 		eps, delta float64
 		scheme     sanitize.Scheme
@@ -66,18 +66,38 @@ func TestFusedTokenLoopMatchesStepwise(t *testing.T) {
 				if !slices.Equal(got.Bounds, want.Bounds) || !slices.Equal(got.A, want.A) {
 					for k := range min(len(got.A), len(want.A)) {
 						if got.A[k] != want.A[k] || got.Bounds[k+1] != want.Bounds[k+1] {
-							t.Fatalf("token %d: (%v, %v], fused %v, stepwise %v", k, want.Bounds[k], want.Bounds[k+1], got.A[k], want.A[k])
+							t.Fatalf("token %d: (%v, %v], fused %v, reference %v", k, want.Bounds[k], want.Bounds[k+1], got.A[k], want.A[k])
 						}
 					}
-					t.Fatalf("%d tokens, stepwise %d", len(got.A), len(want.A))
+					t.Fatalf("%d tokens, reference %d", len(got.A), len(want.A))
 				}
 				if !slices.Equal(got.Frequencies, want.Frequencies) {
 					t.Fatal("statistics differ")
 				}
 				if (got.Tail == nil) != (want.Tail == nil) || (got.Tail != nil && fmt.Sprint(*got.Tail) != fmt.Sprint(*want.Tail)) {
-					t.Fatalf("tail %+v, stepwise %+v", got.Tail, want.Tail)
+					t.Fatalf("tail %+v, reference %+v", got.Tail, want.Tail)
 				}
 			})
+		}
+	}
+}
+
+// TestFusedBuilderMatchesRefOnHandMadeTables: the fused and reference
+// builders build the same table bit for bit on the hand-made tables of
+// TestBuildMatchesBruteForce too (closed-form Algorithm 4 rows, Algorithm 4
+// with sampling, and fractional, row-specific break points with gaps, which
+// exercise the position tolerances), for every g: the reference builder is
+// then checked against the literal formulas through Build.
+func TestFusedBuilderMatchesRefOnHandMadeTables(t *testing.T) {
+	for _, tt := range testTables() {
+		for _, gs := range testGs {
+			for _, est := range []Estimator{MLE, BiasedDown} {
+				t.Run(fmt.Sprintf("%s/%s/%s", tt.name, gs, est), func(t *testing.T) {
+					spec := Spec{MaxFrequency: tt.n, G: mustG(gs), Estimator: est}
+					want := buildGeneral(t, &sliceSource{rows: tt.rows}, spec, true)
+					sameTable(t, buildGeneral(t, &sliceSource{rows: tt.rows}, spec, false), want)
+				})
+			}
 		}
 	}
 }

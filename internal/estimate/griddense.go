@@ -27,9 +27,9 @@ import (
 // (gridProducer) computes exactly that: the tokens, and each row's masses
 // and remaining masses on its tokens as dense arrays, checking the
 // condition as it goes (errNotGrid, and the caller falls back to the
-// general builder, when it fails). The estimator loop is the unit-cell
-// builder's (unitBD) on token indices. The table is bit for bit the general
-// builder's (tested).
+// general builder, when it fails). The token loop is a dense one (denseMLE
+// or denseBD, dense.go) on token indices. The table is bit for bit the
+// reference builder's (buildRef; griddense_test.go).
 //
 // Stationary rows (the same stored row of a cycle of period 1, shifted by
 // one per frequency) are not rebuilt: their break points that can be new
@@ -136,7 +136,7 @@ type gridRow struct {
 type gridProducer struct {
 	n  int64
 	nf float64
-	u  *unitBD // fixed parameters (g, est) for the prepared rows
+	u  *denseRows // fixed parameters (g, noSums) for the prepared rows
 
 	// bounds[k-boff] is the upper end of token k (1-based; token 0's is
 	// 0), kept from token boff on: trim drops the tokens nothing reads
@@ -155,11 +155,11 @@ type gridProducer struct {
 
 	runs     []*gridRun // free list
 	scratch  []sanitize.Piece
-	tr       *builder // the shift tracker (trackShift), as the general builder's
-	trShift  float64  // tr.prev lags the last row by this shift (copies)
-	last     *gridRow // the row read last
-	lastSent *unitRow // the row handed over last (the previous frequency) and its
-	lastLo0  int64    // first token
+	tr       *shiftTracker // the shift tracker (trackShift), as the general builder's
+	trShift  float64       // tr.prev lags the last row by this shift (copies)
+	last     *gridRow      // the row read last
+	lastSent *denseRow     // the row handed over last (the previous frequency) and its
+	lastLo0  int64         // first token
 	done     bool
 	next     int64
 	shared   int // rows handed over sharing the previous row's masses (tests)
@@ -167,15 +167,15 @@ type gridProducer struct {
 	perP, perStart int
 }
 
-func newGridProducer(u *unitBD, n int64) *gridProducer {
+func newGridProducer(u *denseRows, n int64) *gridProducer {
 	bounds := hugepages.Make[float64](1, int(min(3*n+65, maxReservedTokens)))
-	return &gridProducer{n: n, nf: float64(n), u: u, bounds: bounds, tr: &builder{}, next: 1}
+	return &gridProducer{n: n, nf: float64(n), u: u, bounds: bounds, tr: &shiftTracker{}, next: 1}
 }
 
 // read takes the next row (see pieceSource) and finalises the tokens it
 // makes final; emit gets every row whose tokens are all final, in order.
 func (p *gridProducer) read(i int64, pi float64, x, m []float64, d int64, copied bool,
-	spare *[]*unitRow, emit func(*unitRow)) error {
+	spare *[]*denseRow, emit func(*denseRow)) error {
 	if i != p.next {
 		return errors.New("estimate: row source delivered rows out of order")
 	}
@@ -461,7 +461,7 @@ func (p *gridProducer) trim() {
 }
 
 // retire hands over, in order, the rows whose tokens are all final.
-func (p *gridProducer) retire(spare *[]*unitRow, emit func(*unitRow)) error {
+func (p *gridProducer) retire(spare *[]*denseRow, emit func(*denseRow)) error {
 	for p.head < len(p.rows) {
 		r := p.rows[p.head]
 		if r.top > p.pos {
@@ -487,7 +487,7 @@ func (p *gridProducer) retire(spare *[]*unitRow, emit func(*unitRow)) error {
 
 // finish hands over the rows still held (those with mass on the last
 // tokens and above n), their masses up to the last token.
-func (p *gridProducer) finish(spare *[]*unitRow, emit func(*unitRow)) error {
+func (p *gridProducer) finish(spare *[]*denseRow, emit func(*denseRow)) error {
 	for _, r := range p.rows[p.head:] {
 		if err := p.handOver(r, p.lastTok(), spare, emit); err != nil {
 			return err
@@ -500,10 +500,10 @@ func (p *gridProducer) finish(spare *[]*unitRow, emit func(*unitRow)) error {
 // handOver prepares row r's dense masses and remaining masses on its
 // tokens up to token T and emits it (rows with no mass on those tokens
 // and above n are dropped).
-func (p *gridProducer) handOver(r *gridRow, T int, spare *[]*unitRow, emit func(*unitRow)) error {
+func (p *gridProducer) handOver(r *gridRow, T int, spare *[]*denseRow, emit func(*denseRow)) error {
 	u := takeOrNew(spare)
 	g := p.u.g.at(r.freq)
-	*u = unitRow{freq: r.freq, g: g, pi: r.pi, bufM: u.bufM, bufS: u.bufS, lent: u.lent}
+	*u = denseRow{freq: r.freq, g: g, pi: r.pi, bufM: u.bufM, bufS: u.bufS, lent: u.lent}
 	if r.pi > 0 {
 		u.gOverPi = g / r.pi
 	}
@@ -541,12 +541,12 @@ func (p *gridProducer) handOver(r *gridRow, T int, spare *[]*unitRow, emit func(
 	if l := p.lastSent; l != nil && r.copied && l.freq == r.freq-1 && len(l.m) == w && p.lastLo0+1 <= int64(k0) &&
 		p.shifted(int(p.lastLo0), k0) {
 		u.share(l)
-		u.copied = true // for the MLE shortcut (unitBD.activate)
+		u.copied = true // for the MLE shortcut (denseMLE.activate)
 		p.shared++
 	} else {
 		u.ownBuffers(w)
 		rem := u.s[:w]
-		if p.u.est == MLE {
+		if p.u.noSums {
 			rem = nil // the MLE reads no remaining masses
 		}
 		p.fill(r, k0, u.m, rem)
@@ -619,58 +619,59 @@ func (p *gridProducer) fill(r *gridRow, k0 int, m, s []float64) {
 // tokens' upper ends, then rows; on the way back, rows the loop retired.
 type gridBatch struct {
 	bounds []float64
-	rows   []*unitRow
+	rows   []*denseRow
 	rowReturn
 	pp *pipe[gridBatch]
 }
 
-// buildGrid is BuildContext for MLE and biased-down tables of Algorithm 5
-// rows (see the top of this file). It returns errNotGrid, and the caller
+// buildGrid is the 2^-20 grid builder: BuildContext for MLE and
+// biased-down tables of Algorithm 5 rows (see the top of this file). It returns errNotGrid, and the caller
 // falls back to the general builder, when the rows are not on a
 // well-separated grid.
 func buildGrid(ctx context.Context, src RowSource, ps pieceSource, spec Spec) (*Table, error) {
-	t, _, err := buildGridProducer(ctx, src, ps, spec, trimSlack)
+	t, _, _, err := buildGridProducer(ctx, src, ps, spec, trimSlack)
 	return t, err
 }
 
-// buildGridProducer is buildGrid that also returns its producer (for the
-// tests' counts), with trim's slack given.
-func buildGridProducer(ctx context.Context, src RowSource, ps pieceSource, spec Spec, slack int) (*Table, *gridProducer, error) {
+// buildGridProducer is buildGrid that also returns its producer and token
+// loop (for the tests' counts), with trim's slack given.
+func buildGridProducer(ctx context.Context, src RowSource, ps pieceSource, spec Spec, slack int) (*Table, *gridProducer, denseLoop, error) {
 	b := newBuilder(spec)
 	b.ctx = ctx
 	b.reserveTokens(3*spec.MaxFrequency + 64)
-	u := newUnitBD(spec.G, spec.MaxFrequency, 0)
-	u.ctx, u.est, u.stats = ctx, spec.Estimator, b.t.Frequencies
-	u.bounds, u.a = b.t.Bounds[:1], b.t.A[:0]
+	loop := newTableLoop(ctx, &b, spec)
+	u := loop.window()
 	p := newGridProducer(u, spec.MaxFrequency)
 	p.slack = slack
-	if err := runGrid(ctx, ps, u, p); err != nil {
-		return nil, nil, err
+	bounds := b.t.Bounds[:1]
+	if err := runGrid(ctx, ps, loop, p, &bounds); err != nil {
+		return nil, nil, nil, err
 	}
-	b.t.Bounds, b.t.A = u.bounds, u.a
+	b.t.Bounds, b.t.A = bounds, u.a
 	for _, a := range b.t.A {
 		if math.IsNaN(a) || math.IsInf(a, 0) {
-			return nil, nil, ErrNotFinite
+			return nil, nil, nil, ErrNotFinite
 		}
 	}
 	p.flushTracker()
 	b.adopt(&shiftMark{since: p.tr.shiftSince, pattern: p.tr.pattern, pi: p.tr.patternPi})
 	if err := b.stationarity(src); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	b.t.Tail = b.analyzeTail()
-	return b.t, p, nil
+	return b.t, p, loop, nil
 }
 
 // runGrid runs the dense Algorithm 5 builder: p reads the rows of ps (on
-// a second goroutine when there are two cores) and u's token loop
-// finalises every token up to p's n; u.bounds gets the tokens' upper ends.
-func runGrid(ctx context.Context, ps pieceSource, u *unitBD, p *gridProducer) error {
-	u.gridded, u.tokens = true, math.MaxInt64
+// a second goroutine when there are two cores) and the token loop
+// finalises every token up to p's n; bounds gets the tokens' upper ends.
+func runGrid(ctx context.Context, ps pieceSource, loop denseLoop, p *gridProducer, bounds *[]float64) error {
+	u := loop.window()
+	u.tokens = math.MaxInt64 // the producer's tokens: known once it ends
 	last := min(p.n+maxLookahead, sanitize.MaxFrequency)
 	var perr error // the producer's error (row goroutine until the pipe ends)
 	var err error  // the estimator loop's
-	link := func(r *unitRow) bool {
+	link := func(r *denseRow) bool {
 		if r.last == 0 { // no mass on any token: statistics now
 			if u.stats != nil && r.freq <= u.n {
 				u.stats[r.freq-1] = rowStats(r.freq, r.g, r.pi, nil, nil)
@@ -680,7 +681,7 @@ func runGrid(ctx context.Context, ps pieceSource, u *unitBD, p *gridProducer) er
 			return true
 		}
 		u.next = r.freq // rows without mass above n were dropped
-		if err = u.link(r); err != nil {
+		if err = linkDense(loop, r); err != nil {
 			if errors.Is(err, errNotUnit) {
 				err = errNotGrid
 			}
@@ -688,9 +689,9 @@ func runGrid(ctx context.Context, ps pieceSource, u *unitBD, p *gridProducer) er
 		}
 		return true
 	}
-	produce := func(send func(bounds []float64, rows []*unitRow, flush bool) bool, spare *[]*unitRow) {
-		var out []*unitRow
-		emit := func(r *unitRow) { out = append(out, r) }
+	produce := func(send func(bounds []float64, rows []*denseRow, flush bool) bool, spare *[]*denseRow) {
+		var out []*denseRow
+		emit := func(r *denseRow) { out = append(out, r) }
 		e := ps.PieceRows(1, last, func(i int64, pi float64, x, m []float64, d int64, copied bool) bool {
 			if i%ctxEvery == 0 && ctx.Err() != nil {
 				perr = fmt.Errorf("estimate: %w", ctx.Err())
@@ -721,8 +722,8 @@ func runGrid(ctx context.Context, ps pieceSource, u *unitBD, p *gridProducer) er
 			p.sent = p.lastTok()
 		}
 	}
-	consume := func(bounds []float64, rows []*unitRow) bool {
-		u.bounds = append(u.bounds, bounds...)
+	consume := func(bs []float64, rows []*denseRow) bool {
+		*bounds = append(*bounds, bs...)
 		for _, r := range rows {
 			if !link(r) {
 				return false
@@ -731,9 +732,9 @@ func runGrid(ctx context.Context, ps pieceSource, u *unitBD, p *gridProducer) er
 		return true
 	}
 	if runtime.GOMAXPROCS(0) < 2 {
-		var spare []*unitRow
+		var spare []*denseRow
 		var back rowReturn // in line: nothing deferred, the rows go straight back
-		produce(func(bounds []float64, rows []*unitRow, _ bool) bool {
+		produce(func(bounds []float64, rows []*denseRow, _ bool) bool {
 			ok := consume(bounds, rows)
 			back.giveBack(u, false)
 			back.takeBack(u.stats, &spare)
@@ -746,7 +747,7 @@ func runGrid(ctx context.Context, ps pieceSource, u *unitBD, p *gridProducer) er
 		// (shareStats, rowReturn).
 		end := u.shareStats()
 		e := runPipeDrain(ctx, func(pp *pipe[gridBatch]) error {
-			var spare []*unitRow
+			var spare []*denseRow
 			take := func() *gridBatch {
 				gb := pp.take()
 				gb.pp = pp
@@ -756,7 +757,7 @@ func runGrid(ctx context.Context, ps pieceSource, u *unitBD, p *gridProducer) er
 				return gb
 			}
 			gb := take()
-			produce(func(bounds []float64, rows []*unitRow, flush bool) bool {
+			produce(func(bounds []float64, rows []*denseRow, flush bool) bool {
 				if !pp.next() {
 					return false
 				}
@@ -792,8 +793,8 @@ func runGrid(ctx context.Context, ps pieceSource, u *unitBD, p *gridProducer) er
 	if err != nil {
 		return err
 	}
-	u.tokens = int64(len(u.bounds) - 1)
-	if err := u.advance(u.tokens); err != nil {
+	u.tokens = int64(len(*bounds) - 1)
+	if err := loop.advance(u.tokens); err != nil {
 		return err
 	}
 	if u.pos != u.tokens || u.next <= u.n {

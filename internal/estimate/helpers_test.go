@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -335,8 +336,8 @@ func tableMaker(t *testing.T, p sanitize.Privacy, smp sanitize.Sampling, m sanit
 	}
 }
 
-// builderCase is one point of the parameter grid on which the unit-cell
-// and dense builders are compared with the general one.
+// builderCase is one point of the parameter grid on which the dense
+// builders (buildUnit, buildGrid) are compared with the reference one.
 type builderCase struct {
 	eps, delta float64
 	scheme     sanitize.Scheme
@@ -359,7 +360,7 @@ var builderCases = []builderCase{
 
 // runBuilderCases runs fn as a subtest for each case and each of MLE and
 // biased-down, with a maker of fresh sanitizer tables of method m, the
-// case's spec and the general builder's table for it.
+// case's spec and the reference builder's table for it (buildRef).
 func runBuilderCases(t *testing.T, cases []builderCase, m sanitize.Method,
 	fn func(t *testing.T, pc builderCase, mk func() *sanitize.Table, spec Spec, want *Table)) {
 	for _, pc := range cases {
@@ -372,7 +373,7 @@ func runBuilderCases(t *testing.T, cases []builderCase, m sanitize.Method,
 				}
 				mk := tableMaker(t, mustPrivacy(pc.eps, pc.delta), smp, m)
 				spec := Spec{MaxFrequency: pc.n, G: pc.g, Estimator: est}
-				want, err := Build(generalSource{mk()}, spec)
+				want, err := buildRef(context.Background(), generalSource{mk()}, spec)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -381,3 +382,11 @@ func runBuilderCases(t *testing.T, cases []builderCase, m sanitize.Method,
 		}
 	}
 }
+
+// generalSource hides a table's method, so Build takes the general path.
+type generalSource struct{ t *sanitize.Table }
+
+func (s generalSource) Rows(from, to int64, fn func(sanitize.Row) bool) error {
+	return s.t.Rows(from, to, fn)
+}
+func (s generalSource) StationaryFrom() (int64, bool) { return s.t.StationaryFrom() }

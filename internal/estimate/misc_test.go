@@ -64,11 +64,11 @@ func TestParseG(t *testing.T) {
 	}
 }
 
-// TestReference: eq. 8 — g(w)/q_w, variance g^2 (1-q)/q, zero bias, and the
+// TestNonPrivateBaseline: eq. 8 — g(w)/q_w, variance g^2 (1-q)/q, zero bias, and the
 // sum statistics add up.
-func TestReference(t *testing.T) {
+func TestNonPrivateBaseline(t *testing.T) {
 	s := mustSampling(sanitize.SchemePPSWOR, 0.1, nil)
-	r, err := NewReference(mustG("power:2"), s)
+	r, err := NewNonPrivateBaseline(mustG("power:2"), s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestReference(t *testing.T) {
 	if _, err := r.estimate(0); err == nil {
 		t.Error("Estimate(0) accepted")
 	}
-	if _, err := NewReference(G{}, s); err == nil {
+	if _, err := NewNonPrivateBaseline(G{}, s); err == nil {
 		t.Error("invalid g accepted")
 	}
 }

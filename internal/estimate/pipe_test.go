@@ -11,7 +11,7 @@ import (
 )
 
 // TestPipelinedEqualsSequential: computing the sanitizer rows on a second
-// goroutine (pipeRows, unitBD.pipeDense) changes no result. With GOMAXPROCS
+// goroutine (pipeRows, denseRows.pipeDense) changes no result. With GOMAXPROCS
 // 1 the builders read the rows in their own goroutine; with 2 through the
 // pipeline. Whole tables (bounds, estimates, statistics, tail) and
 // RowEstimates' outcomes must be identical bit for bit, for the unit-cell

@@ -30,8 +30,9 @@ type RowOutcome struct {
 //   - the rows are read once, from row 1, by one call to src.Rows (on a
 //     second goroutine, so that the sanitizer and the estimators overlap);
 //   - the biased-down estimates (eq. 41, a recursion over every token below)
-//     come from a lean streaming pass that keeps no per-frequency statistics
-//     and stores only the tokens from the band below on;
+//     come from an estimates-only streaming pass that keeps no
+//     per-frequency statistics and stores only the tokens from the band
+//     below on;
 //   - the MLE of a token (eq. 11) depends only on the rows whose support
 //     contains it, so it comes from the band of rows from - margin .. (the
 //     first row whose support starts at or above to). margin must cover the
@@ -108,31 +109,26 @@ func tokenAt(bounds []float64, v float64) int {
 	return min(max(k, 1), len(bounds)-1)
 }
 
-// rowBand streams rows 1.. of src once, feeding every row to a lean
-// biased-down builder (the unit-cell one when unit is set; it fails with
-// errNotUnit on other rows) and the rows from bandStart on to a lean MLE builder,
+// rowBand streams rows 1.. of src once, feeding every row to an
+// estimates-only biased-down builder (the dense one on unit cells when unit
+// is set; it fails with errNotUnit on other rows) and the rows from
+// bandStart on to an estimates-only MLE builder,
 // until both have finalised every token up to to; it returns copies of rows
 // from..to and the two builders' (partial) tables.
 func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64, unit bool) ([]sanitize.Row, *Table, *Table, error) {
-	lean := func(e Estimator, first int64) *builder {
-		b := &builder{spec: Spec{MaxFrequency: to, G: g, Estimator: e}, n: to, nf: float64(to), ctx: ctx,
-			lean: true, keepFrom: first, nextFreq: first,
-			t: &Table{G: g, Estimator: e, MaxFrequency: to, Bounds: make([]float64, 1, 1024)}}
-		return b
-	}
-	bd := lean(BiasedDown, 1)
-	bd.keepFrom = bandStart // tokens below the band are never looked up
-	mle := lean(MLE, bandStart)
-	mle.keepFrom = 0
-	var ubd *unitBD
+	// Estimates only: biased-down from row 1, storing the tokens from the
+	// band on (those below are never looked up), and MLE from the band.
+	bd := newEstimatesOnly(ctx, g, BiasedDown, to, 1, bandStart)
+	mle := newEstimatesOnly(ctx, g, MLE, to, bandStart, 0)
+	var ubd *denseBD // the biased-down pass on unit cells, when unit
 	if unit {
-		ubd = newUnitBD(g, to, bandStart-1)
+		ubd = newDenseBD(g, to, bandStart-1)
 		ubd.ctx = ctx
 		bd.done = true
 	}
 	var rows []sanitize.Row
 	var err error
-	feedChecked := func(b *builder, row sanitize.Row, dens []float64, cerr error) error {
+	feedChecked := func(b *fusedBuilder, row sanitize.Row, dens []float64, cerr error) error {
 		if b.done {
 			return nil
 		}
@@ -141,7 +137,7 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 		}
 		return b.advance()
 	}
-	feed := func(b *builder, row sanitize.Row) error {
+	feed := func(b *fusedBuilder, row sanitize.Row) error {
 		if b.done {
 			return nil
 		}
@@ -158,7 +154,7 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 			return false
 		}
 		if ubd != nil && !ubd.done {
-			if err = ubd.add(row); err != nil {
+			if err = addPieces(ubd, row); err != nil {
 				return false
 			}
 		}
@@ -177,7 +173,7 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 		// Dense rows: the unit builder needs no pieces; only the band
 		// rows are converted for the MLE builder and the answer.
 		var buf []sanitize.Piece
-		dense := func(it *unitItem) bool {
+		dense := func(it *denseItem) bool {
 			i, pi, lo, m := it.i, it.pi, it.lo, it.raw
 			if err = ubd.cancelled(i, it.cells); err != nil {
 				return false
@@ -187,7 +183,7 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 					err = it.err
 					return false
 				}
-				if err = ubd.link(it.r); err != nil {
+				if err = linkDense(ubd, it.r); err != nil {
 					return false
 				}
 			} else if it.r != nil {
@@ -220,7 +216,7 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	for _, b := range []*builder{bd, mle} {
+	for _, b := range []*fusedBuilder{bd, mle} {
 		if !b.done && b.nextFreq <= last { // the source has no more rows
 			b.exhausted = true
 			if err := b.advance(); err != nil {
@@ -235,7 +231,7 @@ func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64,
 		if !ubd.done {
 			return nil, nil, nil, errors.New("estimate: row supports do not move past the requested frequency")
 		}
-		return rows, ubd.table(), mle.t, nil
+		return rows, ubd.storedTable(BiasedDown), mle.t, nil
 	}
 	return rows, bd.t, mle.t, nil
 }

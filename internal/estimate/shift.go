@@ -8,31 +8,46 @@ import (
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
 
+// shiftTracker finds where the rows read become shifted copies of one
+// another (q_i = 1 from some row on): the builders keep one to record the
+// stationary tail, and the row goroutines keep their own (the marks they
+// hand over, shiftMark, are adopted by the builder).
+type shiftTracker struct {
+	shiftSince int64            // rows shiftSince.. (read so far) are shifted copies; 0 = none
+	pattern    []sanitize.Piece // row shiftSince relative to shiftSince
+	patternPi  float64
+	prev       []sanitize.Piece // previous row, for trackShift
+	prevPi     float64
+	prevSet    bool
+	prevM      []float64 // trackShiftDense: previous row's dense masses on cells prevLo+1..
+	prevLo     int64
+}
+
 // trackShift maintains shiftSince, the first frequency from which every row
 // read so far is the previous one shifted by 1 (to rounding: 1e-12 relative
 // on probabilities, 1e-9 on positions), with a copy of that row relative to
 // its frequency.
-func (b *builder) trackShift(row sanitize.Row) {
-	isShift := b.prevSet && len(row.Pieces) == len(b.prev) && math.Abs(row.Pi-b.prevPi) <= 1e-12 && len(row.Pieces) > 0
+func (tr *shiftTracker) trackShift(row sanitize.Row) {
+	isShift := tr.prevSet && len(row.Pieces) == len(tr.prev) && math.Abs(row.Pi-tr.prevPi) <= 1e-12 && len(row.Pieces) > 0
 	for k := 0; isShift && k < len(row.Pieces); k++ {
-		p, q := row.Pieces[k], b.prev[k]
+		p, q := row.Pieces[k], tr.prev[k]
 		isShift = math.Abs(p.P-q.P) <= 1e-12*q.P && math.Abs(p.Lo-q.Lo-1) <= 1e-9*max(1, p.Lo) && math.Abs(p.Hi-q.Hi-1) <= 1e-9*max(1, p.Hi)
 	}
 	switch {
 	case !isShift:
-		b.shiftSince = 0
-	case b.shiftSince == 0:
+		tr.shiftSince = 0
+	case tr.shiftSince == 0:
 		f := row.Frequency - 1
-		b.shiftSince = f
-		b.pattern = b.pattern[:0]
-		for _, p := range b.prev {
-			b.pattern = append(b.pattern, sanitize.Piece{Lo: p.Lo - float64(f), Hi: p.Hi - float64(f), P: p.P})
+		tr.shiftSince = f
+		tr.pattern = tr.pattern[:0]
+		for _, p := range tr.prev {
+			tr.pattern = append(tr.pattern, sanitize.Piece{Lo: p.Lo - float64(f), Hi: p.Hi - float64(f), P: p.P})
 		}
-		b.patternPi = b.prevPi
+		tr.patternPi = tr.prevPi
 	}
-	b.prev = append(b.prev[:0], row.Pieces...)
-	b.prevPi = row.Pi
-	b.prevSet = true
+	tr.prev = append(tr.prev[:0], row.Pieces...)
+	tr.prevPi = row.Pi
+	tr.prevSet = true
 }
 
 // trackShiftDense is trackShift for a row on unit cells given in dense
@@ -43,14 +58,14 @@ func (b *builder) trackShift(row sanitize.Row) {
 // is below one unit, so that integer positions must shift exactly by 1.
 //
 // It reports whether the row is the previous one shifted up by one cell bit
-// for bit (reporting probability and masses), which the unit-cell MLE uses
-// (unitRow.copied).
-func (b *builder) trackShiftDense(i int64, pi float64, lo int64, m []float64) (copied bool) {
-	isShift := b.prevSet && math.Abs(pi-b.prevPi) <= 1e-12
-	if isShift && lo == b.prevLo+1 && slices.Equal(m, b.prevM) && slices.ContainsFunc(m, func(v float64) bool { return v > 0 }) {
+// for bit (reporting probability and masses), which the dense MLE uses
+// (denseRow.copied).
+func (tr *shiftTracker) trackShiftDense(i int64, pi float64, lo int64, m []float64) (copied bool) {
+	isShift := tr.prevSet && math.Abs(pi-tr.prevPi) <= 1e-12
+	if isShift && lo == tr.prevLo+1 && slices.Equal(m, tr.prevM) && slices.ContainsFunc(m, func(v float64) bool { return v > 0 }) {
 		// Bit-identical masses one cell up (the stationary rows): the
 		// cell-by-cell walk below would accept them.
-		copied = pi == b.prevPi
+		copied = pi == tr.prevPi
 	} else if isShift {
 		// Walk the positive cells of both rows in step: cell lo+1+k of
 		// this row must match cell prevLo+1+k' = lo+k of the previous one.
@@ -59,38 +74,73 @@ func (b *builder) trackShiftDense(i int64, pi float64, lo int64, m []float64) (c
 			for k < len(m) && !(m[k] > 0) {
 				k++
 			}
-			for kp < len(b.prevM) && !(b.prevM[kp] > 0) {
+			for kp < len(tr.prevM) && !(tr.prevM[kp] > 0) {
 				kp++
 			}
-			if k == len(m) || kp == len(b.prevM) {
-				isShift = k == len(m) && kp == len(b.prevM) && n > 0
+			if k == len(m) || kp == len(tr.prevM) {
+				isShift = k == len(m) && kp == len(tr.prevM) && n > 0
 				break
 			}
-			p, q := m[k], b.prevM[kp]
-			isShift = lo+int64(k) == b.prevLo+int64(kp)+1 && math.Abs(p-q) <= 1e-12*q
+			p, q := m[k], tr.prevM[kp]
+			isShift = lo+int64(k) == tr.prevLo+int64(kp)+1 && math.Abs(p-q) <= 1e-12*q
 			k, kp, n = k+1, kp+1, n+1
 		}
 	}
 	switch {
 	case !isShift:
-		b.shiftSince = 0
-	case b.shiftSince == 0:
+		tr.shiftSince = 0
+	case tr.shiftSince == 0:
 		f := i - 1
-		b.shiftSince = f
-		b.pattern = b.pattern[:0]
-		for k, v := range b.prevM {
+		tr.shiftSince = f
+		tr.pattern = tr.pattern[:0]
+		for k, v := range tr.prevM {
 			if v > 0 {
-				c := float64(b.prevLo + int64(k))
-				b.pattern = append(b.pattern, sanitize.Piece{Lo: c - float64(f), Hi: c + 1 - float64(f), P: v})
+				c := float64(tr.prevLo + int64(k))
+				tr.pattern = append(tr.pattern, sanitize.Piece{Lo: c - float64(f), Hi: c + 1 - float64(f), P: v})
 			}
 		}
-		b.patternPi = b.prevPi
+		tr.patternPi = tr.prevPi
 	}
-	b.prevM = append(b.prevM[:0], m...)
-	b.prevLo = lo
-	b.prevPi = pi
-	b.prevSet = true
+	tr.prevM = append(tr.prevM[:0], m...)
+	tr.prevLo = lo
+	tr.prevPi = pi
+	tr.prevSet = true
 	return copied
+}
+
+// shiftMark is a shift tracker's state after one row (trackShift run on the
+// row goroutine): since is its shiftSince, and pattern and pi are set
+// (pattern non-nil) on the row where a run of shifted copies begins.
+type shiftMark struct {
+	since   int64
+	pattern []sanitize.Piece
+	pi      float64
+}
+
+// track runs tr.trackShift on row and returns the mark the builder adopts.
+func track(tr *shiftTracker, row sanitize.Row) shiftMark {
+	before := tr.shiftSince
+	tr.trackShift(row)
+	return tr.markSince(before)
+}
+
+// markSince is the tracker's state after a row as a shiftMark, given its
+// shiftSince before the row (the pattern is copied when the row began a
+// run of shifted copies).
+func (tr *shiftTracker) markSince(before int64) shiftMark {
+	m := shiftMark{since: tr.shiftSince}
+	if tr.shiftSince != 0 && before == 0 {
+		m.pattern, m.pi = slices.Clone(tr.pattern), tr.patternPi
+	}
+	return m
+}
+
+// adopt takes over the tracker's state after a row (see shiftMark).
+func (tr *shiftTracker) adopt(m *shiftMark) {
+	tr.shiftSince = m.since
+	if m.pattern != nil {
+		tr.pattern, tr.patternPi = m.pattern, m.pi
+	}
 }
 
 // denseShiftLimit bounds the frequencies trackShiftDense handles (see

@@ -10,7 +10,7 @@ func (b *builder) retireHead() {
 	r := b.buf[b.head]
 	b.buf[b.head] = nil
 	b.head++
-	if r.freq <= b.n && !b.lean {
+	if r.freq <= b.n && !b.estimatesOnly {
 		b.t.Frequencies[r.freq-1] = rowStats(r.freq, r.g, r.pi, r.masses, b.t.A[max(r.first, 0):])
 	}
 	b.pool = append(b.pool, r)

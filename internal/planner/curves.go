@@ -184,7 +184,7 @@ func EstimatorsFrom(et *estimate.Table, p sanitize.Privacy, s sanitize.Sampling,
 	if int64(len(et.Frequencies)) != n {
 		return nil, errors.New("planner: estimator table is inconsistent")
 	}
-	ref, err := estimate.NewReference(et.G, s)
+	ref, err := estimate.NewNonPrivateBaseline(et.G, s)
 	if err != nil {
 		return nil, err
 	}

@@ -356,7 +356,7 @@ func (pl *plan) evaluate(ctx context.Context, s sanitize.Sampling) (PlanPoint, e
 	}
 	pt.ReportedFraction = Comparison{PWS: pwsKeys / pl.keys, SbH: sbhKeys / pl.keys, NonPrivate: npKeys / pl.keys}
 
-	ref, err := estimate.NewReference(pl.g, s)
+	ref, err := estimate.NewNonPrivateBaseline(pl.g, s)
 	if err != nil {
 		return pt, ev, err
 	}

@@ -186,7 +186,7 @@ func (s *Service) EstimatorRows(ctx context.Context, p sanitize.Privacy, smp san
 		if err != nil {
 			return nil, err
 		}
-		ref, err := estimate.NewReference(g, smp)
+		ref, err := estimate.NewNonPrivateBaseline(g, smp)
 		if err != nil {
 			return nil, err
 		}

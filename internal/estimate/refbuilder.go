@@ -1,14 +1,38 @@
 package estimate
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 )
 
+// refBuilder is the plain reference builder: the general builder's token
+// loop in its textbook form, token by token over any row source (every
+// active row's mass on the token first, then the token's estimate, then
+// the rows' running sums). It is the oracle every fast builder is tested
+// against bit for bit (docs/estimator-builders.md), and the builder of the
+// unbiased estimator, which has no fast one.
+type refBuilder struct {
+	builder
+	mass, rem []float64 // per-token scratch, one entry per active row
+	cellStart int       // unbiased: first token of the open unit cell
+}
+
+// newRefBuilder returns a reference builder of spec's full table.
+func newRefBuilder(spec Spec) *refBuilder { return &refBuilder{builder: newBuilder(spec)} }
+
+// buildRef is BuildContext on the reference builder, for any estimator:
+// the table every fast builder's is compared with (spec is valid).
+func buildRef(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
+	b := newRefBuilder(spec)
+	b.ctx = ctx
+	return b.build(src, b.processToken)
+}
+
 // processToken finalises the token (pos, t]: it records every active row's
 // mass on it and computes its estimate.
-func (b *builder) processToken(t float64) error {
+func (b *refBuilder) processToken(t float64) error {
 	pos := b.pos
 	j := len(b.t.A)
 	j += b.dropped
@@ -33,7 +57,7 @@ func (b *builder) processToken(t float64) error {
 		if r.first < 0 {
 			r.first = j
 		}
-		if !b.lean {
+		if !b.estimatesOnly {
 			r.masses = append(r.masses, m)
 		}
 		b.mass = append(b.mass, m)
@@ -91,75 +115,6 @@ func (b *builder) processToken(t float64) error {
 	return nil
 }
 
-// processTokenFused is processToken for MLE and biased-down in one pass over
-// the active rows, in the loop shape of the unit-cell builder (unitBD): each
-// row's mass on the token is folded into the argmax (MLE) or the minimum
-// (biased-down) as it is computed, and the biased-down sums take the
-// previous token's a m in the same pass (deferred: the same additions in
-// the same order, before the row's sa is read). No per-row scratch. It
-// computes exactly what processToken computes (tested).
-func (b *builder) processTokenFused(t float64) error {
-	pos := b.pos
-	j := len(b.t.A) + b.dropped
-	active := b.buf[b.head:]
-	tp, tt := tol(pos), tol(t)
-	prev := b.lastA
-	bd := b.spec.Estimator == BiasedDown
-	pend := b.saPending
-	a := math.Inf(1)
-	found, bestM, bestA := false, 0.0, 0.0
-	for _, r := range active {
-		if pend && r.lastM > 0 {
-			r.sa += prev * r.lastM
-		}
-		r.lastM = 0
-		if r.first < 0 && r.lo >= t-tt {
-			continue // not active yet (see processToken)
-		}
-		m, rem := r.advance(pos, t, tp, tt)
-		if r.first < 0 {
-			r.first = j
-		}
-		if !b.lean {
-			r.masses = append(r.masses, m)
-		}
-		if !(m > 0) {
-			continue
-		}
-		if bd {
-			r.lastM = m
-			// The quotient is formed only when it can win: for rem > 0,
-			// FMA(-a, rem, d) < 0 exactly when d/rem < a, and a quotient
-			// d/rem >= a rounds to a value >= a.
-			d := r.g - r.sa
-			if !(rem > 0) || math.FMA(-a, rem, d) < 0 {
-				if v := d / rem; v < a {
-					a = v
-				}
-			}
-		} else if !found || m > bestM*(1+tieTol) {
-			found, bestM, bestA = true, m, r.gOverPi
-		}
-	}
-	if bd {
-		if math.IsInf(a, 1) {
-			a = prev // no frequency produces this token
-		}
-		b.saPending = true
-	} else {
-		a = prev
-		if found {
-			a = bestA
-		}
-	}
-	b.appendToken(a, t)
-	b.finalPos = t
-	for b.head < len(b.buf) && b.buf[b.head].top <= b.finalPos+tol(b.finalPos) {
-		b.retireHead()
-	}
-	return nil
-}
-
 // maxCancellation bounds sum_j pi_{i,j} |a_j| / |g(i)| for the unbiased
 // estimator: beyond it float64 rounding (about 1e-16 per term) can no longer
 // keep E_i = g(i) to 1e-9 relative.
@@ -182,7 +137,7 @@ func (e *UnstableError) Error() string {
 
 // closeCell solves row k's unbiasedness equation for the estimate of unit
 // cell (k-1, k].
-func (b *builder) closeCell(k int64) error {
+func (b *refBuilder) closeCell(k int64) error {
 	if b.head == len(b.buf) {
 		return errors.New("estimate: unbiased estimator undefined: a frequency has no probability in its top unit")
 	}
@@ -210,19 +165,4 @@ func (b *builder) closeCell(k int64) error {
 	}
 	b.cellStart = len(b.t.A)
 	return nil
-}
-
-// appendToken records token t's estimate a: appended to the table, or, for
-// a token below the part the table keeps (keepFrom), counted as dropped
-// with t as the kept part's lower bound.
-func (b *builder) appendToken(a, t float64) {
-	if b.keepFrom == 0 || b.nextFreq > b.keepFrom {
-		b.t.A = append(b.t.A, a)
-		b.t.Bounds = append(b.t.Bounds, t)
-	} else {
-		b.dropped++
-		b.t.Bounds[0] = t
-	}
-	b.lastA = a
-	b.pos = t
 }
