@@ -85,15 +85,15 @@ func v1Routes() []route {
 	type h = handler
 	table := join(privacyQuery, samplingQuery)
 	return []route{
-		{post, "/samples", (*h).createSample, takes(sampleQuery, table, []string{"dataset", "release", "method"}), heavy, honoursKey},
+		{post, "/samples", (*h).createSample, takes([]string{"estimator"}, table, []string{"dataset", "release", "method"}), heavy, honoursKey},
 		{post, "/samples:import", (*h).importSample, noQuery, heavy, honoursKey},
 		{get, "/samples", (*h).listSamples, takes(listQuery), light, ignoresKey},
 		{del, "/samples/{id}", (*h).deleteSample, noQuery, light, ignoresKey},
-		{get, "/samples/{id}", (*h).getSample, takes(sampleQuery, listQuery), light, ignoresKey},
-		{get, "/samples/{id}/estimate", (*h).estimateSample, takes(sampleQuery, []string{"g", "key_prefix", "key_regex"}).repeating("key"), heavy, ignoresKey},
-		{get, "/samples/{id}/top", (*h).top, takes(sampleQuery, []string{"k"}), heavy, ignoresKey},
-		{get, "/samples/{id}/rank", (*h).rank, takes(sampleQuery, []string{"key"}), heavy, ignoresKey},
-		{get, "/samples/{id}/quantiles", (*h).quantiles, takes(sampleQuery).repeating("q"), heavy, ignoresKey},
+		{get, "/samples/{id}", (*h).getSample, takes([]string{"estimator"}, listQuery), light, ignoresKey},
+		{get, "/samples/{id}/estimate", (*h).estimateSample, takes([]string{"estimator", "level", "group_by", "delimiter", "length", "g", "key_prefix", "key_regex"}).repeating("key"), heavy, ignoresKey},
+		{get, "/samples/{id}/top", (*h).top, takes([]string{"k"}), heavy, ignoresKey},
+		{get, "/samples/{id}/rank", (*h).rank, takes([]string{"key"}), heavy, ignoresKey},
+		{get, "/samples/{id}/quantiles", (*h).quantiles, takes([]string{"population"}).repeating("q"), heavy, ignoresKey},
 		{get, "/tables/reporting", (*h).reporting, takes(table, []string{"max_frequency", "baseline"}), heavy, ignoresKey},
 		{get, "/tables/frequencies", (*h).frequencies, takes(table, []string{"method", "frequency"}), heavy, ignoresKey},
 		{get, "/tables/estimators", (*h).estimators, takes(table, []string{"method", "g", "estimator", "max_frequency", "baseline"}), heavy, ignoresKey},
@@ -132,12 +132,7 @@ var (
 	// the threshold sweep.
 	planQuery = join(privacyQuery, samplingQuery, []string{"method", "g", "estimator", "distribution", "alpha", "n", "a", "b",
 		"sweep_from", "sweep_to", "sweep_points"})
-	// sampleQuery is accepted by every /v1/samples route: the issue-14
-	// lifecycle and estimation parameters (estimator, level, group_by,
-	// delimiter, length, population) are listed here so that every sample
-	// route takes the same names.
-	sampleQuery = []string{"estimator", "level", "group_by", "delimiter", "length", "population"}
-	listQuery   = []string{"limit", "cursor"}
+	listQuery = []string{"limit", "cursor"}
 )
 
 func join(groups ...[]string) []string {
