@@ -1,7 +1,6 @@
 package api
 
 import (
-	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -9,10 +8,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-chi/chi/v5"
-	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/pwsd/pwsd/internal/service"
-	"github.com/pwsd/pwsd/internal/store"
 	"github.com/pwsd/pwsd/openapi"
 )
 
@@ -31,11 +27,7 @@ func TestOpenAPIDocumentsEverything(t *testing.T) {
 	if err := doc.Validate(loader.Context); err != nil {
 		t.Fatalf("openapi/openapi.json is not valid OpenAPI 3: %v", err)
 	}
-	svc, err := service.New(service.Config{Store: store.NewMemory()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	router := NewRouter(Deps{Service: svc, Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(), Limits: DefaultLimits()})
+	router := testRouter(t, DefaultLimits())
 	undocumented := []string{"/metrics", "/docs", "/docs/*", "/planner"}
 	served := map[string]bool{}
 	err = chi.Walk(router.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
