@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 )
@@ -23,26 +22,6 @@ type admission struct {
 
 func newAdmission(l Limits) *admission {
 	return &admission{cond: make(chan struct{}), maxRun: l.MaxHeavyRequests, maxBytes: l.MaxInflightBytes, wait: l.AdmissionWait}
-}
-
-// isHeavy reports whether a /v1 request may cost memory or CPU in
-// proportion to its parameters or body: every POST, the tables, plots,
-// plans and the estimates over a sample. Reading a dataset, a stream or a
-// counter is cheap and always admitted.
-func isHeavy(r *http.Request) bool {
-	if r.Method == http.MethodPost {
-		return !strings.HasPrefix(r.URL.Path, "/v1/datasets") && !strings.HasPrefix(r.URL.Path, "/v1/counters")
-	}
-	p := r.URL.Path
-	for _, prefix := range []string{"/v1/tables/", "/v1/plots/", "/v1/plan/"} {
-		if strings.HasPrefix(p, prefix) {
-			return true
-		}
-	}
-	if strings.HasPrefix(p, "/v1/samples/") && strings.Count(p, "/") >= 4 {
-		return true // /v1/samples/{id}/estimate, top, rank, quantiles
-	}
-	return false
 }
 
 // acquire waits up to a.wait for room for a request of n body bytes.
@@ -78,17 +57,14 @@ func (a *admission) release(n int64) {
 	a.mu.Unlock()
 }
 
-// middleware admits heavy requests within the bounds, else answers 503
-// with Retry-After.
+// middleware admits the requests of a heavy route (see cost) within the
+// bounds, else answers 503 with Retry-After. routes puts it in front of the
+// heavy routes only.
 func (a *admission) middleware(next http.Handler) http.Handler {
 	if a.maxRun <= 0 {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !isHeavy(r) {
-			next.ServeHTTP(w, r)
-			return
-		}
 		n := r.ContentLength
 		if n < 0 {
 			n = a.maxBytes / int64(a.maxRun)

@@ -6,7 +6,7 @@
 // Handlers are thin: they decode and validate a request, call
 // internal/service, which holds all logic and all mathematics, and encode the
 // answer. Every request is strict: each route declares its query parameters
-// in one place (routeQuery), JSON bodies refuse unknown fields, and every
+// where it is registered (v1Routes in routes.go), JSON bodies refuse unknown fields, and every
 // error is an RFC 9457 application/problem+json answer that names the field
 // as the client wrote it and carries the request id. No input is answered
 // with a 5xx. Bearer tokens, request limits and timeouts are enforced by the

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/service"
 )
@@ -26,27 +24,6 @@ func (h *handler) adapt(f handlerFunc) http.HandlerFunc {
 		}
 	}
 }
-
-// errRouter mounts handlerFuncs on a chi router through adapt.
-type errRouter struct {
-	chi.Router
-	adapt func(handlerFunc) http.HandlerFunc
-}
-
-// With returns a router that runs middlewares before the handlers mounted
-// on it.
-func (e errRouter) With(middlewares ...func(http.Handler) http.Handler) errRouter {
-	return errRouter{Router: e.Router.With(middlewares...), adapt: e.adapt}
-}
-
-// Get mounts f for GET (and HEAD) on pattern.
-func (e errRouter) Get(pattern string, f handlerFunc) { e.Router.Get(pattern, e.adapt(f)) }
-
-// Post mounts f for POST on pattern.
-func (e errRouter) Post(pattern string, f handlerFunc) { e.Router.Post(pattern, e.adapt(f)) }
-
-// Delete mounts f for DELETE on pattern.
-func (e errRouter) Delete(pattern string, f handlerFunc) { e.Router.Delete(pattern, e.adapt(f)) }
 
 // writeErr writes the problem for err: the one mapping from errors to HTTP
 // answers. A *Problem is written as it is; field errors of package checks

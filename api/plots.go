@@ -53,6 +53,7 @@ func (q *query) baseline() bool {
 //	@Param		scheme			query	string	false	"ppswor | priority | none | custom"
 //	@Param		threshold		query	number	false	"tau"
 //	@Param		power			query	number	false	"p"
+//	@Param		probabilities	query	string	false	"custom: q_1,...,q_n"
 //	@Param		max_frequency	query	int		false	"n"	default(100)
 //	@Param		baseline		query	string	false	"sbh"
 //	@Success	200	{string}	string	"the SVG image"
@@ -79,6 +80,8 @@ func (h *handler) plotReporting(w http.ResponseWriter, r *http.Request) error {
 //	@Param		delta			query	number	true	"0 < delta <= 1"
 //	@Param		scheme			query	string	false	"ppswor | priority | none | custom"
 //	@Param		threshold		query	number	false	"tau"
+//	@Param		power			query	number	false	"p"	default(1)
+//	@Param		probabilities	query	string	false	"custom: q_1,...,q_n"
 //	@Param		method			query	string	false	"discrete | max_separation"
 //	@Param		g				query	string	false	"identity | count | power:P | cap:T"
 //	@Param		estimator		query	string	false	"mle | biased_down | unbiased"
@@ -103,6 +106,8 @@ func (h *handler) plotBias(w http.ResponseWriter, r *http.Request) error {
 //	@Param		delta			query	number	true	"0 < delta <= 1"
 //	@Param		scheme			query	string	false	"ppswor | priority | none | custom"
 //	@Param		threshold		query	number	false	"tau"
+//	@Param		power			query	number	false	"p"	default(1)
+//	@Param		probabilities	query	string	false	"custom: q_1,...,q_n"
 //	@Param		method			query	string	false	"discrete | max_separation"
 //	@Param		g				query	string	false	"identity | count | power:P | cap:T"
 //	@Param		estimator		query	string	false	"mle | biased_down | unbiased"
@@ -168,11 +173,20 @@ func (h *handler) planRequest(r *http.Request, sweep bool) (planner.PlanRequest,
 //	@Param			epsilon			query	number	true	"epsilon > 0"
 //	@Param			delta			query	number	true	"0 < delta <= 1"
 //	@Param			scheme			query	string	false	"ppswor | priority (none sweeps priority)"
+//	@Param			threshold		query	number	false	"tau, checked as for the tables; the plot sweeps tau instead"
+//	@Param			power			query	number	false	"p"	default(1)
+//	@Param			probabilities	query	string	false	"custom: q_1,...,q_n (custom cannot sweep: a 422)"
+//	@Param			method			query	string	false	"discrete | max_separation"
+//	@Param			g				query	string	false	"identity | count | power:P | cap:T"
+//	@Param			estimator		query	string	false	"mle | biased_down | unbiased"
 //	@Param			distribution	query	string	true	"zipf | uniform"
 //	@Param			alpha			query	number	false	"zipf exponent"
 //	@Param			n				query	int		false	"keys"
 //	@Param			a				query	int		false	"uniform: smallest frequency"
 //	@Param			b				query	int		false	"uniform: largest frequency"
+//	@Param			sweep_from		query	number	false	"smallest tau of the sweep"	default(1e-6)
+//	@Param			sweep_to		query	number	false	"largest tau of the sweep"	default(1)
+//	@Param			sweep_points	query	int		false	"thresholds in the sweep, 2 to 50, log-spaced"	default(13)
 //	@Success		200	{string}	string	"the SVG image"
 //	@Failure		422	{object}	Problem
 //	@Security		bearer
@@ -190,18 +204,26 @@ func (h *handler) plotNRMSE(w http.ResponseWriter, r *http.Request) error {
 //
 //	@Summary		Plan a release: L, where pi reaches q, expected reported fraction and NRMSE (PWS, sampled-SbH, non-private)
 //	@ID			getPlanSummary
-//	@Description	Exact expressions on a synthetic frequency distribution (no private data): distribution=zipf&alpha&n or distribution=uniform&a&b. sweep=true adds the same quantities as tau sweeps.
+//	@Description	Exact expressions on a synthetic frequency distribution (no private data): distribution=zipf&alpha&n or distribution=uniform&a&b. The summary is at the given threshold; the same quantities as tau sweeps are plotted by GET /v1/plots/nrmse, whose query this route also accepts (sweep_from, sweep_to and sweep_points must be numbers here but are not used).
 //	@Tags			planner
 //	@Produce		json
 //	@Param			epsilon			query		number	true	"epsilon > 0"
 //	@Param			delta			query		number	true	"0 < delta <= 1"
 //	@Param			scheme			query		string	false	"ppswor | priority | none | custom"
 //	@Param			threshold		query		number	false	"tau"
+//	@Param			power			query		number	false	"p"	default(1)
+//	@Param			probabilities	query		string	false	"custom: q_1,...,q_n"
+//	@Param			method			query		string	false	"discrete | max_separation"
+//	@Param			g				query		string	false	"identity | count | power:P | cap:T"
+//	@Param			estimator		query		string	false	"mle | biased_down | unbiased"
 //	@Param			distribution	query		string	true	"zipf | uniform"
 //	@Param			alpha			query		number	false	"zipf exponent"
 //	@Param			n				query		int		false	"keys"
 //	@Param			a				query		int		false	"uniform: smallest frequency"
 //	@Param			b				query		int		false	"uniform: largest frequency"
+//	@Param			sweep_from		query		number	false	"not used here: accepted so that one query serves this route and GET /v1/plots/nrmse"
+//	@Param			sweep_to		query		number	false	"not used here: as sweep_from"
+//	@Param			sweep_points	query		int		false	"not used here: as sweep_from"
 //	@Success		200				{object}	planner.PlanResult
 //	@Failure		422				{object}	Problem
 //	@Security		bearer

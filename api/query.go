@@ -274,69 +274,15 @@ func (q *query) maxFrequency(l Limits) int64 {
 	return q.int("max_frequency", service.DefaultTableFrequency, 1, l.MaxTableFrequency)
 }
 
-// paramSpec is the set of query parameters one route accepts: single-valued
-// ones (given at most once) and repeatable ones.
-type paramSpec struct {
-	single, repeated []string
-}
-
-// Shared groups of query parameters.
-var (
-	privacyQuery  = []string{"epsilon", "delta"}
-	samplingQuery = []string{"scheme", "threshold", "power", "probabilities"}
-	planQuery     = []string{"epsilon", "delta", "scheme", "threshold", "power", "probabilities", "method",
-		"g", "estimator", "distribution", "alpha", "n", "a", "b", "sweep_from", "sweep_to", "sweep_points"}
-	// sampleQuery is accepted by every /v1/samples route: the issue-14
-	// lifecycle and estimation parameters (estimator, level, group_by,
-	// delimiter, length, population) are listed here so that every sample
-	// route takes the same names.
-	sampleQuery = []string{"estimator", "level", "group_by", "delimiter", "length", "population"}
-	listQuery   = []string{"limit", "cursor"}
-)
-
-func join(groups ...[]string) []string {
-	var out []string
-	for _, g := range groups {
-		out = append(out, g...)
-	}
-	return out
-}
-
-// routeQuery declares, in this one place, the query parameters of every
-// route, keyed by method and chi route pattern. A route that is not listed
-// takes no query parameters. An unknown parameter or a repeated single-valued
-// one is a 400 naming it (checkQuery), before the handler runs; handlers read
-// values with query. HEAD uses the GET entry.
-var routeQuery = map[string]paramSpec{
-	"GET /v1/samples":                {single: join(listQuery)},
-	"POST /v1/samples":               {single: join(sampleQuery, privacyQuery, samplingQuery, []string{"dataset", "release", "method"})},
-	"GET /v1/samples/{id}":           {single: join(sampleQuery, listQuery)},
-	"GET /v1/samples/{id}/estimate":  {single: join(sampleQuery, []string{"g", "key_prefix", "key_regex"}), repeated: []string{"key"}},
-	"GET /v1/samples/{id}/top":       {single: join(sampleQuery, []string{"k"})},
-	"GET /v1/samples/{id}/rank":      {single: join(sampleQuery, []string{"key"})},
-	"GET /v1/samples/{id}/quantiles": {single: sampleQuery, repeated: []string{"q"}},
-	"GET /v1/tables/reporting":       {single: join(privacyQuery, samplingQuery, []string{"max_frequency", "baseline"})},
-	"GET /v1/tables/frequencies":     {single: join(privacyQuery, samplingQuery, []string{"method", "frequency"})},
-	"GET /v1/tables/audit":           {single: join(privacyQuery, samplingQuery, []string{"method", "frequency"})},
-	"GET /v1/tables/estimators":      {single: join(privacyQuery, samplingQuery, []string{"method", "g", "estimator", "max_frequency", "baseline"})},
-	"GET /v1/plots/reporting":        {single: join(privacyQuery, samplingQuery, []string{"max_frequency", "baseline"})},
-	"GET /v1/plots/bias":             {single: join(privacyQuery, samplingQuery, []string{"method", "g", "estimator", "max_frequency", "baseline"})},
-	"GET /v1/plots/variance":         {single: join(privacyQuery, samplingQuery, []string{"method", "g", "estimator", "max_frequency", "baseline", "normalized"})},
-	"GET /v1/plots/nrmse":            {single: planQuery},
-	"GET /v1/plan/summary":           {single: planQuery},
-	"GET /v1/datasets":               {single: listQuery},
-	"GET /v1/streams":                {single: listQuery},
-	"GET /v1/counters":               {single: listQuery},
-	"POST /v1/streams/{id}/releases": {single: []string{"level"}},
-}
-
 // maxNamedParams bounds how many offending parameters one problem names.
 const maxNamedParams = 20
 
 // checkQuery refuses, with a 400 naming them, query parameters the matched
-// route does not declare in routeQuery and single-valued ones given more
-// than once. Routes that do not match (404, 405) pass through untouched.
-func checkQuery(root chi.Routes) func(http.Handler) http.Handler {
+// route does not declare in params ("METHOD pattern", from the route table:
+// queryIndex) and single-valued ones given more than once; a route missing
+// from params takes none. HEAD uses the GET entry. Routes that do not match
+// (404, 405) pass through untouched.
+func checkQuery(root chi.Routes, params map[string]queryParams) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.RawQuery == "" {
@@ -357,7 +303,7 @@ func checkQuery(root chi.Routes) func(http.Handler) http.Handler {
 				writeProblem(w, newProblem(http.StatusBadRequest, detailMalformed, FieldError{Field: "(query)", Message: "is not valid URL query syntax (bad percent-encoding or a ';' separator)"}))
 				return
 			}
-			if p := queryProblem(routeQuery[method+" "+pattern], v); p != nil {
+			if p := queryProblem(params[method+" "+pattern], v); p != nil {
 				if rctx := chi.RouteContext(r.Context()); rctx != nil {
 					rctx.RoutePatterns = append(rctx.RoutePatterns, pattern) // logs and metrics label the route
 				}
@@ -371,7 +317,7 @@ func checkQuery(root chi.Routes) func(http.Handler) http.Handler {
 
 // queryProblem checks v against spec; nil when every parameter is known and
 // no single-valued one repeats.
-func queryProblem(spec paramSpec, v url.Values) *Problem {
+func queryProblem(spec queryParams, v url.Values) *Problem {
 	kind := map[string]bool{} // name -> repeatable
 	for _, n := range spec.single {
 		kind[n] = false
@@ -420,7 +366,7 @@ func paramName(n string) string {
 
 // closest suggests the declared parameter nearest to n (edit distance at
 // most 2, or the same letters without separators), or "".
-func closest(n string, spec paramSpec) string {
+func closest(n string, spec queryParams) string {
 	if len(n) > 64 {
 		return ""
 	}

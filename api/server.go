@@ -116,6 +116,7 @@ func NewRouter(d Deps) http.Handler {
 	h := &handler{svc: d.Service, log: d.Logger, validate: newValidator(), limits: d.Limits, outage: &outage{log: d.Logger}}
 	m := newMetrics(d.Registry)
 
+	v1 := v1Routes()
 	r := chi.NewRouter()
 	r.Use(requestID)
 	r.Use(problemRequestID)
@@ -124,7 +125,7 @@ func NewRouter(d Deps) http.Handler {
 	r.Use(recoverer(d.Logger))
 	r.Use(securityHeaders)
 	r.Use(middleware.GetHead)
-	r.Use(checkQuery(r))
+	r.Use(checkQuery(r, queryIndex("/v1", v1)))
 
 	r.Get("/healthz", h.adapt(h.healthz))
 	r.Get("/readyz", h.adapt(h.readyz))
@@ -148,8 +149,7 @@ func NewRouter(d Deps) http.Handler {
 		r.Use(bodyLimit(d.Limits.MaxBodyBytes))
 		r.Use(d.Tokens.middleware(d.Logger, d.Limits.MaxReaderTableWork))
 		r.Use(h.outage.middleware)
-		r.Use(newAdmission(d.Limits).middleware)
-		h.routes(r)
+		h.routes(r, v1, newAdmission(d.Limits))
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, newProblem(http.StatusNotFound, "no such resource"))

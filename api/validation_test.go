@@ -144,6 +144,14 @@ func TestQueryIsStrict(t *testing.T) {
 		{"unknown on a table", "/v1/tables/reporting?" + tbl + "&frequency=3", 400, "frequency", "is not a parameter"},
 		{"any parameter on a route without any", "/healthz?verbose=1", 400, "verbose", "is not a parameter"},
 		{"limit is not a parameter of estimate", s + "/estimate?limit=3", 400, "limit", "is not a parameter"},
+		// A parameter a route does not read is refused, not silently ignored
+		// (the sample routes used to accept each other's parameters).
+		{"estimator is not a parameter of top", s + "/top?estimator=unbiased", 400, "estimator", "is not a parameter"},
+		{"level is not a parameter of rank", s + "/rank?key=a&level=0.9", 400, "level", "is not a parameter"},
+		{"group_by is not a parameter of quantiles", s + "/quantiles?q=0.5&group_by=prefix", 400, "group_by", "is not a parameter"},
+		{"population is not a parameter of estimate", s + "/estimate?population=reported", 400, "population", "is not a parameter"},
+		{"level is not a parameter of a sample", s + "?level=0.9", 400, "level", "is not a parameter"},
+		{"the planner's sweep range is accepted by the summary", "/v1/plan/summary?" + tbl + "&distribution=zipf&alpha=1&n=50&sweep_from=0.01&sweep_to=0.5", 200, "", ""},
 		{"q=NaN", s + "/quantiles?q=NaN", 422, "q[0]", "must be a number in [0, 1]"},
 		{"q=Inf", s + "/quantiles?q=0.5&q=Inf", 422, "q[1]", "must be a number in [0, 1]"},
 		{"g=power:400 on a sample", s + "/estimate?g=power:400", 422, "g", "out of range"},

@@ -626,7 +626,7 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
-                "description": "Exact expressions on a synthetic frequency distribution (no private data): distribution=zipf\u0026alpha\u0026n or distribution=uniform\u0026a\u0026b. sweep=true adds the same quantities as tau sweeps.",
+                "description": "Exact expressions on a synthetic frequency distribution (no private data): distribution=zipf\u0026alpha\u0026n or distribution=uniform\u0026a\u0026b. The summary is at the given threshold; the same quantities as tau sweeps are plotted by GET /v1/plots/nrmse, whose query this route also accepts (sweep_from, sweep_to and sweep_points must be numbers here but are not used).",
                 "produces": [
                     "application/json"
                 ],
@@ -663,6 +663,37 @@ const docTemplate = `{
                         "in": "query"
                     },
                     {
+                        "type": "number",
+                        "default": 1,
+                        "description": "p",
+                        "name": "power",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "custom: q_1,...,q_n",
+                        "name": "probabilities",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "discrete | max_separation",
+                        "name": "method",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "identity | count | power:P | cap:T",
+                        "name": "g",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "mle | biased_down | unbiased",
+                        "name": "estimator",
+                        "in": "query"
+                    },
+                    {
                         "type": "string",
                         "description": "zipf | uniform",
                         "name": "distribution",
@@ -691,6 +722,24 @@ const docTemplate = `{
                         "type": "integer",
                         "description": "uniform: largest frequency",
                         "name": "b",
+                        "in": "query"
+                    },
+                    {
+                        "type": "number",
+                        "description": "not used here: accepted so that one query serves this route and GET /v1/plots/nrmse",
+                        "name": "sweep_from",
+                        "in": "query"
+                    },
+                    {
+                        "type": "number",
+                        "description": "not used here: as sweep_from",
+                        "name": "sweep_to",
+                        "in": "query"
+                    },
+                    {
+                        "type": "integer",
+                        "description": "not used here: as sweep_from",
+                        "name": "sweep_points",
                         "in": "query"
                     }
                 ],
@@ -751,6 +800,19 @@ const docTemplate = `{
                         "type": "number",
                         "description": "tau",
                         "name": "threshold",
+                        "in": "query"
+                    },
+                    {
+                        "type": "number",
+                        "default": 1,
+                        "description": "p",
+                        "name": "power",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "custom: q_1,...,q_n",
+                        "name": "probabilities",
                         "in": "query"
                     },
                     {
@@ -839,6 +901,43 @@ const docTemplate = `{
                         "in": "query"
                     },
                     {
+                        "type": "number",
+                        "description": "tau, checked as for the tables; the plot sweeps tau instead",
+                        "name": "threshold",
+                        "in": "query"
+                    },
+                    {
+                        "type": "number",
+                        "default": 1,
+                        "description": "p",
+                        "name": "power",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "custom: q_1,...,q_n (custom cannot sweep: a 422)",
+                        "name": "probabilities",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "discrete | max_separation",
+                        "name": "method",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "identity | count | power:P | cap:T",
+                        "name": "g",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "mle | biased_down | unbiased",
+                        "name": "estimator",
+                        "in": "query"
+                    },
+                    {
                         "type": "string",
                         "description": "zipf | uniform",
                         "name": "distribution",
@@ -867,6 +966,27 @@ const docTemplate = `{
                         "type": "integer",
                         "description": "uniform: largest frequency",
                         "name": "b",
+                        "in": "query"
+                    },
+                    {
+                        "type": "number",
+                        "default": 0.000001,
+                        "description": "smallest tau of the sweep",
+                        "name": "sweep_from",
+                        "in": "query"
+                    },
+                    {
+                        "type": "number",
+                        "default": 1,
+                        "description": "largest tau of the sweep",
+                        "name": "sweep_to",
+                        "in": "query"
+                    },
+                    {
+                        "type": "integer",
+                        "default": 13,
+                        "description": "thresholds in the sweep, 2 to 50, log-spaced",
+                        "name": "sweep_points",
                         "in": "query"
                     }
                 ],
@@ -933,6 +1053,12 @@ const docTemplate = `{
                         "type": "number",
                         "description": "p",
                         "name": "power",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "custom: q_1,...,q_n",
+                        "name": "probabilities",
                         "in": "query"
                     },
                     {
@@ -1006,6 +1132,19 @@ const docTemplate = `{
                         "type": "number",
                         "description": "tau",
                         "name": "threshold",
+                        "in": "query"
+                    },
+                    {
+                        "type": "number",
+                        "default": 1,
+                        "description": "p",
+                        "name": "power",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "custom: q_1,...,q_n",
+                        "name": "probabilities",
                         "in": "query"
                     },
                     {

@@ -647,6 +647,45 @@ func (e GetPlanSummaryParamsScheme) Valid() bool {
 	}
 }
 
+// Defines values for GetPlanSummaryParamsMethod.
+const (
+	GetPlanSummaryParamsMethodDiscrete      GetPlanSummaryParamsMethod = "discrete"
+	GetPlanSummaryParamsMethodMaxSeparation GetPlanSummaryParamsMethod = "max_separation"
+)
+
+// Valid indicates whether the value is a known member of the GetPlanSummaryParamsMethod enum.
+func (e GetPlanSummaryParamsMethod) Valid() bool {
+	switch e {
+	case GetPlanSummaryParamsMethodDiscrete:
+		return true
+	case GetPlanSummaryParamsMethodMaxSeparation:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetPlanSummaryParamsEstimator.
+const (
+	GetPlanSummaryParamsEstimatorBiasedDown GetPlanSummaryParamsEstimator = "biased_down"
+	GetPlanSummaryParamsEstimatorMle        GetPlanSummaryParamsEstimator = "mle"
+	GetPlanSummaryParamsEstimatorUnbiased   GetPlanSummaryParamsEstimator = "unbiased"
+)
+
+// Valid indicates whether the value is a known member of the GetPlanSummaryParamsEstimator enum.
+func (e GetPlanSummaryParamsEstimator) Valid() bool {
+	switch e {
+	case GetPlanSummaryParamsEstimatorBiasedDown:
+		return true
+	case GetPlanSummaryParamsEstimatorMle:
+		return true
+	case GetPlanSummaryParamsEstimatorUnbiased:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetPlanSummaryParamsDistribution.
 const (
 	GetPlanSummaryParamsDistributionUniform GetPlanSummaryParamsDistribution = "uniform"
@@ -761,6 +800,45 @@ func (e PlotNRMSEParamsScheme) Valid() bool {
 	case PlotNRMSEParamsSchemePpswor:
 		return true
 	case PlotNRMSEParamsSchemePriority:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PlotNRMSEParamsMethod.
+const (
+	PlotNRMSEParamsMethodDiscrete      PlotNRMSEParamsMethod = "discrete"
+	PlotNRMSEParamsMethodMaxSeparation PlotNRMSEParamsMethod = "max_separation"
+)
+
+// Valid indicates whether the value is a known member of the PlotNRMSEParamsMethod enum.
+func (e PlotNRMSEParamsMethod) Valid() bool {
+	switch e {
+	case PlotNRMSEParamsMethodDiscrete:
+		return true
+	case PlotNRMSEParamsMethodMaxSeparation:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PlotNRMSEParamsEstimator.
+const (
+	PlotNRMSEParamsEstimatorBiasedDown PlotNRMSEParamsEstimator = "biased_down"
+	PlotNRMSEParamsEstimatorMle        PlotNRMSEParamsEstimator = "mle"
+	PlotNRMSEParamsEstimatorUnbiased   PlotNRMSEParamsEstimator = "unbiased"
+)
+
+// Valid indicates whether the value is a known member of the PlotNRMSEParamsEstimator enum.
+func (e PlotNRMSEParamsEstimator) Valid() bool {
+	switch e {
+	case PlotNRMSEParamsEstimatorBiasedDown:
+		return true
+	case PlotNRMSEParamsEstimatorMle:
+		return true
+	case PlotNRMSEParamsEstimatorUnbiased:
 		return true
 	default:
 		return false
@@ -2664,6 +2742,21 @@ type GetPlanSummaryParams struct {
 	// Threshold tau
 	Threshold *float64 `form:"threshold,omitempty" json:"threshold,omitempty"`
 
+	// Power p
+	Power *float64 `form:"power,omitempty" json:"power,omitempty"`
+
+	// Probabilities custom: q_1,...,q_n
+	Probabilities *string `form:"probabilities,omitempty" json:"probabilities,omitempty"`
+
+	// Method discrete | max_separation
+	Method *GetPlanSummaryParamsMethod `form:"method,omitempty" json:"method,omitempty"`
+
+	// G identity | count | power:P | cap:T
+	G *string `form:"g,omitempty" json:"g,omitempty"`
+
+	// Estimator mle | biased_down | unbiased
+	Estimator *GetPlanSummaryParamsEstimator `form:"estimator,omitempty" json:"estimator,omitempty"`
+
 	// Distribution zipf | uniform
 	Distribution GetPlanSummaryParamsDistribution `form:"distribution" json:"distribution"`
 
@@ -2678,10 +2771,25 @@ type GetPlanSummaryParams struct {
 
 	// B uniform: largest frequency
 	B *int `form:"b,omitempty" json:"b,omitempty"`
+
+	// SweepFrom not used here: accepted so that one query serves this route and GET /v1/plots/nrmse
+	SweepFrom *float64 `form:"sweep_from,omitempty" json:"sweep_from,omitempty"`
+
+	// SweepTo not used here: as sweep_from
+	SweepTo *float64 `form:"sweep_to,omitempty" json:"sweep_to,omitempty"`
+
+	// SweepPoints not used here: as sweep_from
+	SweepPoints *int `form:"sweep_points,omitempty" json:"sweep_points,omitempty"`
 }
 
 // GetPlanSummaryParamsScheme defines parameters for GetPlanSummary.
 type GetPlanSummaryParamsScheme string
+
+// GetPlanSummaryParamsMethod defines parameters for GetPlanSummary.
+type GetPlanSummaryParamsMethod string
+
+// GetPlanSummaryParamsEstimator defines parameters for GetPlanSummary.
+type GetPlanSummaryParamsEstimator string
 
 // GetPlanSummaryParamsDistribution defines parameters for GetPlanSummary.
 type GetPlanSummaryParamsDistribution string
@@ -2699,6 +2807,12 @@ type PlotBiasParams struct {
 
 	// Threshold tau
 	Threshold *float64 `form:"threshold,omitempty" json:"threshold,omitempty"`
+
+	// Power p
+	Power *float64 `form:"power,omitempty" json:"power,omitempty"`
+
+	// Probabilities custom: q_1,...,q_n
+	Probabilities *string `form:"probabilities,omitempty" json:"probabilities,omitempty"`
 
 	// Method discrete | max_separation
 	Method *PlotBiasParamsMethod `form:"method,omitempty" json:"method,omitempty"`
@@ -2739,6 +2853,24 @@ type PlotNRMSEParams struct {
 	// Scheme ppswor | priority (none sweeps priority)
 	Scheme *PlotNRMSEParamsScheme `form:"scheme,omitempty" json:"scheme,omitempty"`
 
+	// Threshold tau, checked as for the tables; the plot sweeps tau instead
+	Threshold *float64 `form:"threshold,omitempty" json:"threshold,omitempty"`
+
+	// Power p
+	Power *float64 `form:"power,omitempty" json:"power,omitempty"`
+
+	// Probabilities custom: q_1,...,q_n (custom cannot sweep: a 422)
+	Probabilities *string `form:"probabilities,omitempty" json:"probabilities,omitempty"`
+
+	// Method discrete | max_separation
+	Method *PlotNRMSEParamsMethod `form:"method,omitempty" json:"method,omitempty"`
+
+	// G identity | count | power:P | cap:T
+	G *string `form:"g,omitempty" json:"g,omitempty"`
+
+	// Estimator mle | biased_down | unbiased
+	Estimator *PlotNRMSEParamsEstimator `form:"estimator,omitempty" json:"estimator,omitempty"`
+
 	// Distribution zipf | uniform
 	Distribution PlotNRMSEParamsDistribution `form:"distribution" json:"distribution"`
 
@@ -2753,10 +2885,25 @@ type PlotNRMSEParams struct {
 
 	// B uniform: largest frequency
 	B *int `form:"b,omitempty" json:"b,omitempty"`
+
+	// SweepFrom smallest tau of the sweep
+	SweepFrom *float64 `form:"sweep_from,omitempty" json:"sweep_from,omitempty"`
+
+	// SweepTo largest tau of the sweep
+	SweepTo *float64 `form:"sweep_to,omitempty" json:"sweep_to,omitempty"`
+
+	// SweepPoints thresholds in the sweep, 2 to 50, log-spaced
+	SweepPoints *int `form:"sweep_points,omitempty" json:"sweep_points,omitempty"`
 }
 
 // PlotNRMSEParamsScheme defines parameters for PlotNRMSE.
 type PlotNRMSEParamsScheme string
+
+// PlotNRMSEParamsMethod defines parameters for PlotNRMSE.
+type PlotNRMSEParamsMethod string
+
+// PlotNRMSEParamsEstimator defines parameters for PlotNRMSE.
+type PlotNRMSEParamsEstimator string
 
 // PlotNRMSEParamsDistribution defines parameters for PlotNRMSE.
 type PlotNRMSEParamsDistribution string
@@ -2777,6 +2924,9 @@ type PlotReportingParams struct {
 
 	// Power p
 	Power *float64 `form:"power,omitempty" json:"power,omitempty"`
+
+	// Probabilities custom: q_1,...,q_n
+	Probabilities *string `form:"probabilities,omitempty" json:"probabilities,omitempty"`
 
 	// MaxFrequency n
 	MaxFrequency *int `form:"max_frequency,omitempty" json:"max_frequency,omitempty"`
@@ -2804,6 +2954,12 @@ type PlotVarianceParams struct {
 
 	// Threshold tau
 	Threshold *float64 `form:"threshold,omitempty" json:"threshold,omitempty"`
+
+	// Power p
+	Power *float64 `form:"power,omitempty" json:"power,omitempty"`
+
+	// Probabilities custom: q_1,...,q_n
+	Probabilities *string `form:"probabilities,omitempty" json:"probabilities,omitempty"`
 
 	// Method discrete | max_separation
 	Method *PlotVarianceParamsMethod `form:"method,omitempty" json:"method,omitempty"`
@@ -3504,7 +3660,7 @@ type ClientInterface interface {
 
 	// GetPlanSummary Plan a release: L, where pi reaches q, expected reported fraction and NRMSE (PWS, sampled-SbH, non-private)
 	//
-	// Exact expressions on a synthetic frequency distribution (no private data): distribution=zipf&alpha&n or distribution=uniform&a&b. sweep=true adds the same quantities as tau sweeps.
+	// Exact expressions on a synthetic frequency distribution (no private data): distribution=zipf&alpha&n or distribution=uniform&a&b. The summary is at the given threshold; the same quantities as tau sweeps are plotted by GET /v1/plots/nrmse, whose query this route also accepts (sweep_from, sweep_to and sweep_points must be numbers here but are not used).
 	//
 	// Corresponds with GET /v1/plan/summary (the `GetPlanSummary` operationId).
 	GetPlanSummary(ctx context.Context, params *GetPlanSummaryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4051,7 +4207,7 @@ func (c *Client) CreateDatasetCharge(ctx context.Context, name string, params *C
 
 // GetPlanSummary Plan a release: L, where pi reaches q, expected reported fraction and NRMSE (PWS, sampled-SbH, non-private)
 //
-// Exact expressions on a synthetic frequency distribution (no private data): distribution=zipf&alpha&n or distribution=uniform&a&b. sweep=true adds the same quantities as tau sweeps.
+// Exact expressions on a synthetic frequency distribution (no private data): distribution=zipf&alpha&n or distribution=uniform&a&b. The summary is at the given threshold; the same quantities as tau sweeps are plotted by GET /v1/plots/nrmse, whose query this route also accepts (sweep_from, sweep_to and sweep_points must be numbers here but are not used).
 //
 // Corresponds with GET /v1/plan/summary (the `GetPlanSummary` operationId).
 func (c *Client) GetPlanSummary(ctx context.Context, params *GetPlanSummaryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5234,6 +5390,66 @@ func NewGetPlanSummaryRequest(server string, params *GetPlanSummaryParams) (*htt
 
 		}
 
+		if params.Power != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "power", *params.Power, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Probabilities != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "probabilities", *params.Probabilities, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Method != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "method", *params.Method, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.G != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "g", *params.G, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Estimator != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "estimator", *params.Estimator, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "distribution", params.Distribution, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 			return nil, err
 		} else {
@@ -5281,6 +5497,42 @@ func NewGetPlanSummaryRequest(server string, params *GetPlanSummaryParams) (*htt
 		if params.B != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "b", *params.B, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SweepFrom != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sweep_from", *params.SweepFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SweepTo != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sweep_to", *params.SweepTo, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SweepPoints != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sweep_points", *params.SweepPoints, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5363,6 +5615,30 @@ func NewPlotBiasRequest(server string, params *PlotBiasParams) (*http.Request, e
 		if params.Threshold != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "threshold", *params.Threshold, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Power != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "power", *params.Power, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Probabilities != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "probabilities", *params.Probabilities, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5502,6 +5778,78 @@ func NewPlotNRMSERequest(server string, params *PlotNRMSEParams) (*http.Request,
 
 		}
 
+		if params.Threshold != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "threshold", *params.Threshold, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Power != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "power", *params.Power, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Probabilities != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "probabilities", *params.Probabilities, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Method != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "method", *params.Method, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.G != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "g", *params.G, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Estimator != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "estimator", *params.Estimator, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "distribution", params.Distribution, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 			return nil, err
 		} else {
@@ -5549,6 +5897,42 @@ func NewPlotNRMSERequest(server string, params *PlotNRMSEParams) (*http.Request,
 		if params.B != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "b", *params.B, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SweepFrom != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sweep_from", *params.SweepFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SweepTo != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sweep_to", *params.SweepTo, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SweepPoints != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sweep_points", *params.SweepPoints, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5643,6 +6027,18 @@ func NewPlotReportingRequest(server string, params *PlotReportingParams) (*http.
 		if params.Power != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "power", *params.Power, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Probabilities != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "probabilities", *params.Probabilities, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5749,6 +6145,30 @@ func NewPlotVarianceRequest(server string, params *PlotVarianceParams) (*http.Re
 		if params.Threshold != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "threshold", *params.Threshold, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Power != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "power", *params.Power, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Probabilities != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "probabilities", *params.Probabilities, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -7744,7 +8164,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetPlanSummaryWithResponse Plan a release: L, where pi reaches q, expected reported fraction and NRMSE (PWS, sampled-SbH, non-private)
 	//
-	// Exact expressions on a synthetic frequency distribution (no private data): distribution=zipf&alpha&n or distribution=uniform&a&b. sweep=true adds the same quantities as tau sweeps.
+	// Exact expressions on a synthetic frequency distribution (no private data): distribution=zipf&alpha&n or distribution=uniform&a&b. The summary is at the given threshold; the same quantities as tau sweeps are plotted by GET /v1/plots/nrmse, whose query this route also accepts (sweep_from, sweep_to and sweep_points must be numbers here but are not used).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -14016,7 +14436,7 @@ func (c *ClientWithResponses) CreateDatasetChargeWithResponse(ctx context.Contex
 
 // GetPlanSummaryWithResponse Plan a release: L, where pi reaches q, expected reported fraction and NRMSE (PWS, sampled-SbH, non-private)
 //
-// Exact expressions on a synthetic frequency distribution (no private data): distribution=zipf&alpha&n or distribution=uniform&a&b. sweep=true adds the same quantities as tau sweeps.
+// Exact expressions on a synthetic frequency distribution (no private data): distribution=zipf&alpha&n or distribution=uniform&a&b. The summary is at the given threshold; the same quantities as tau sweeps are plotted by GET /v1/plots/nrmse, whose query this route also accepts (sweep_from, sweep_to and sweep_points must be numbers here but are not used).
 //
 // Returns a wrapper object for the known response body format(s).
 //
