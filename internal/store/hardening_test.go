@@ -25,8 +25,10 @@ type cacheMeter interface {
 // recently survives one that was not); a table larger than the bound is
 // not stored (defect 7: readers filled table_cache without limit).
 func TestTableCacheBounded(t *testing.T) {
+	t.Parallel()
 	for name, open := range implementations(t) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			s := open(t)
 			m := s.(cacheMeter)
@@ -82,8 +84,10 @@ func TestTableCacheBounded(t *testing.T) {
 // would make the sum infinite and is refused with ErrBudget; nothing
 // non-finite is written.
 func TestBudgetOverflow(t *testing.T) {
+	t.Parallel()
 	for name, open := range implementations(t) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			s := open(t)
 			if err := s.CreateDataset(ctx, store.Dataset{Name: "d", EpsilonBudget: math.MaxFloat64, DeltaBudget: 1}); err != nil {
@@ -112,6 +116,7 @@ func TestBudgetOverflow(t *testing.T) {
 // look like, forged here) is never served for that key, and a put of the
 // key neither fails nor replaces it.
 func TestTableCacheDigestCollision(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
 	p, err := store.OpenPostgres(ctx, url)
