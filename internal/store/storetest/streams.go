@@ -113,7 +113,8 @@ func testUpdateStateEffects(t *testing.T, s store.Store) {
 	}
 	after := time.Now().UTC()
 	got, err := s.GetState(ctx, "counter", "c")
-	if err != nil || !sameJSON(got.Config, []byte(`{"v":2}`)) || string(got.State) != "\x02\x02" || got.Events != 41 || got.Releases != 3 || got.Dataset != "d" {
+	if err != nil || !sameJSON(got.Config, []byte(`{"v":2}`)) || string(got.State) != "\x02\x02" || got.Events != 41 || got.Releases != 3 || got.Dataset != "d" ||
+		got.Kind != "counter" || got.ID != "c" {
 		t.Fatalf("after the update: %+v (%v)", got, err)
 	}
 	if !got.CreatedAt.Equal(created) || got.UpdatedAt.Before(before) || got.UpdatedAt.After(after) {
