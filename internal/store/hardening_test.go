@@ -8,10 +8,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pwsd/pwsd/internal/store"
-	"github.com/pwsd/pwsd/internal/store/pgtest"
 )
 
 // cacheMeter is implemented by both stores.
@@ -118,17 +115,7 @@ func TestBudgetOverflow(t *testing.T) {
 func TestTableCacheDigestCollision(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
-	p, err := store.OpenPostgres(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	p, conn := openPostgres(t)
 	d := sha256.Sum256([]byte("wanted"))
 	if _, err := conn.Exec(ctx, `INSERT INTO table_cache (digest, params, data, size) VALUES ($1, 'other', 'x', 6)`, d[:]); err != nil {
 		t.Fatal(err)

@@ -82,3 +82,19 @@ func (m *Memory) ListDatasets(_ context.Context, c Cursor, limit int) ([]Dataset
 	}
 	return ds, rel, nil
 }
+
+// admitLocked admits a new sample or state of dataset (empty: none) with
+// charge (nil: none) made at at: the dataset must exist, as PostgreSQL's
+// foreign key requires, and the charge must fit; what names the write in
+// errors. m.mu must be held.
+func (m *Memory) admitLocked(dataset string, charge *Charge, at time.Time, what string) error {
+	if dataset != "" {
+		if _, ok := m.datasets[dataset]; !ok {
+			return fmt.Errorf("%s for dataset: %w", what, ErrNotFound)
+		}
+	}
+	if charge != nil {
+		return m.chargeLocked(charge, at)
+	}
+	return nil
+}

@@ -17,15 +17,8 @@ func (m *Memory) CreateSample(_ context.Context, s *Sample, charge *Charge) erro
 	if _, ok := m.samples[s.ID]; ok {
 		return ErrExists
 	}
-	if s.Dataset != "" {
-		if _, ok := m.datasets[s.Dataset]; !ok {
-			return fmt.Errorf("storing sample for dataset: %w", ErrNotFound)
-		}
-	}
-	if charge != nil {
-		if err := m.chargeLocked(charge, s.CreatedAt); err != nil {
-			return err
-		}
+	if err := m.admitLocked(s.Dataset, charge, s.CreatedAt, "storing sample"); err != nil {
+		return err
 	}
 	c := *s
 	c.Header = slices.Clone(s.Header)

@@ -30,15 +30,8 @@ func (m *Memory) CreateState(_ context.Context, rec *StateRecord, charge *Charge
 	if _, ok := m.states[k]; ok {
 		return ErrExists
 	}
-	if rec.Dataset != "" {
-		if _, ok := m.datasets[rec.Dataset]; !ok {
-			return fmt.Errorf("creating state for dataset: %w", ErrNotFound)
-		}
-	}
-	if charge != nil {
-		if err := m.chargeLocked(charge, rec.CreatedAt); err != nil {
-			return err
-		}
+	if err := m.admitLocked(rec.Dataset, charge, rec.CreatedAt, "creating state"); err != nil {
+		return err
 	}
 	m.states[k] = cloneState(rec)
 	m.stateLocks[k] = &sync.Mutex{}
