@@ -10,6 +10,7 @@ import (
 // NaN bits (keys-only releases) included, and that it starts with its
 // format version.
 func TestChunkRoundTrip(t *testing.T) {
+	t.Parallel()
 	es := []Element{{Key: "a", Value: 1.5, Estimate: 2}, {Key: "", Value: math.NaN(), Estimate: math.NaN()}, {Key: string(make([]byte, 200)), Value: -3, Estimate: 0}}
 	data := encodeElements(nil, es)
 	if data[0] != ChunkFormat {

@@ -8,10 +8,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pwsd/pwsd/internal/store"
-	"github.com/pwsd/pwsd/internal/store/pgtest"
 )
 
 // cacheMeter is implemented by both stores.
@@ -25,8 +22,10 @@ type cacheMeter interface {
 // recently survives one that was not); a table larger than the bound is
 // not stored (defect 7: readers filled table_cache without limit).
 func TestTableCacheBounded(t *testing.T) {
+	t.Parallel()
 	for name, open := range implementations(t) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			s := open(t)
 			m := s.(cacheMeter)
@@ -82,8 +81,10 @@ func TestTableCacheBounded(t *testing.T) {
 // would make the sum infinite and is refused with ErrBudget; nothing
 // non-finite is written.
 func TestBudgetOverflow(t *testing.T) {
+	t.Parallel()
 	for name, open := range implementations(t) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			s := open(t)
 			if err := s.CreateDataset(ctx, store.Dataset{Name: "d", EpsilonBudget: math.MaxFloat64, DeltaBudget: 1}); err != nil {
@@ -112,18 +113,9 @@ func TestBudgetOverflow(t *testing.T) {
 // look like, forged here) is never served for that key, and a put of the
 // key neither fails nor replaces it.
 func TestTableCacheDigestCollision(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
-	p, err := store.OpenPostgres(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	p, conn := openPostgres(t)
 	d := sha256.Sum256([]byte("wanted"))
 	if _, err := conn.Exec(ctx, `INSERT INTO table_cache (digest, params, data, size) VALUES ($1, 'other', 'x', 6)`, d[:]); err != nil {
 		t.Fatal(err)

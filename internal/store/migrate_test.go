@@ -15,6 +15,7 @@ import (
 // it), zeroes stream event counts and leaves counters' steps; its down
 // migration restores the chunks byte for byte.
 func TestMigration5Chunks(t *testing.T) {
+	t.Parallel()
 	url, conn := storetest.DatabaseAt(t, 4)
 	ctx := context.Background()
 	// One element as the previous release encoded it: key length 1, "k",
@@ -72,6 +73,7 @@ func TestMigration5Chunks(t *testing.T) {
 // it (GetTable finds each table again), and its down migration restores
 // the text keys.
 func TestMigration6TableCacheDigest(t *testing.T) {
+	t.Parallel()
 	url, conn := storetest.DatabaseAt(t, 5)
 	ctx := context.Background()
 	if _, err := conn.Exec(ctx, `INSERT INTO table_cache (key, data, size) VALUES ('k2|v|reporting', 'abc', 3)`); err != nil {

@@ -2,21 +2,29 @@ package store
 
 import (
 	"context"
-	"errors"
+	"crypto/sha256"
+	"encoding/json"
 	"math"
 	"time"
 )
 
-// Errors reported by every implementation. Wrapped errors match with errors.Is.
-var (
-	ErrNotFound = errors.New("store: not found")
-	ErrExists   = errors.New("store: already exists")
-	// ErrBudget means a charge would overspend its dataset's budget; nothing
-	// was written.
-	ErrBudget = errors.New("store: privacy budget exceeded")
-)
+// This file declares what a store is, domain by domain: each domain's
+// interface, the records it keeps and the rules both implementations share.
+// Each domain's code lives in one file per store (docs/store.md):
+//
+//	domain                  interface     PostgreSQL                memory
+//	tables (and chunks)     Tables        postgres_tablecache.go    memory_tablecache.go
+//	samples                 Samples       postgres_samples.go       memory_samples.go
+//	datasets and ledger     Datasets      postgres_datasets.go      memory_datasets.go
+//	streams and counters    States        postgres_streams.go       memory_streams.go
+//	idempotency keys        Idempotency   postgres_idempotency.go   memory_idempotency.go
+//
+// postgres.go and memory.go hold what is not a domain: connection,
+// migration, health, shared SQL helpers, and PurgeExpired, which asks each
+// expiring domain to purge.
 
-// Store is pwsd's persistence. All methods are safe for concurrent use.
+// Store is pwsd's persistence: the union of the domain interfaces below.
+// All methods are safe for concurrent use.
 type Store interface {
 	// Ping reports whether the store is reachable.
 	Ping(ctx context.Context) error
@@ -25,39 +33,140 @@ type Store interface {
 	// Close releases resources.
 	Close()
 
+	Tables
+	Samples
+	Datasets
+	States
+	Idempotency
+	Purger
+}
+
+// Both stores implement every interface of the package.
+var (
+	_ Store             = (*Memory)(nil)
+	_ FormatRewriter    = (*Memory)(nil)
+	_ TableCacheLimiter = (*Memory)(nil)
+	_ Store             = (*Postgres)(nil)
+	_ FormatRewriter    = (*Postgres)(nil)
+	_ TableCacheLimiter = (*Postgres)(nil)
+)
+
+// Cursor is a position in a listing ordered by (CreatedAt, ID): a page holds
+// the items strictly after it. The zero Cursor starts at the beginning. For
+// datasets ID is the name. Listings (ListSamples, ListDatasets, ListStates)
+// are in (created_at, id) order, which is stable under inserts (new
+// resources sort last, up to clock resolution) and deletions.
+type Cursor struct {
+	CreatedAt time.Time
+	ID        string
+}
+
+// IsZero reports whether c is the start of a listing.
+func (c Cursor) IsZero() bool { return c.CreatedAt.IsZero() && c.ID == "" }
+
+// after reports whether (t, id) comes strictly after c in listing order.
+func (c Cursor) after(t time.Time, id string) bool {
+	if c.IsZero() {
+		return true
+	}
+	if d := t.Compare(c.CreatedAt); d != 0 {
+		return d > 0
+	}
+	return id > c.ID
+}
+
+// Purger deletes what has expired, in every domain that expires.
+type Purger interface {
+	// PurgeExpired deletes the samples and idempotency keys expired at now.
+	PurgeExpired(ctx context.Context, now time.Time) (PurgeCount, error)
+}
+
+// PurgeCount says what PurgeExpired deleted.
+type PurgeCount struct {
+	Samples         int64
+	IdempotencyKeys int64
+}
+
+// FormatRewriter rewrites rows stored in an older shape. A row is in an
+// older shape when its JSON (a sample's header, a state's config) has no
+// "format" key or one below the format asked for; its rewrite function
+// returns the new shape, and each row is rewritten in its own transaction
+// with the row locked, so the rewrite can run beside live traffic and be
+// resumed after a crash. Both stores implement it, each method in its
+// domain's file.
+type FormatRewriter interface {
+	// RewriteSampleHeaders replaces the header h of every sample whose
+	// header format is below format by fn(h) and returns how many it
+	// rewrote.
+	RewriteSampleHeaders(ctx context.Context, format int, fn func(header []byte) ([]byte, error)) (int, error)
+	// RewriteStates runs fn on every record of kind whose config format is
+	// below format and writes back its config, state and events; it returns
+	// how many it rewrote.
+	RewriteStates(ctx context.Context, kind string, format int, fn func(rec *StateRecord) error) (int, error)
+}
+
+// jsonFormat returns the "format" member of a JSON object, 0 when absent.
+func jsonFormat(data []byte) int {
+	var v struct {
+		Format int `json:"format"`
+	}
+	_ = json.Unmarshal(data, &v)
+	return v.Format
+}
+
+// --- Tables: the cache of data-independent tables (and the service's grid
+// chunks, stored as tables). ---
+
+// Tables caches data-independent tables by key.
+type Tables interface {
 	// GetTable returns the cached table stored under key.
 	GetTable(ctx context.Context, key string) ([]byte, bool, error)
 	// PutTable stores a table under key. Tables are pure functions of their
 	// key, so a second put of the same key is a no-op.
 	PutTable(ctx context.Context, key string, data []byte) error
+}
 
+// DefaultTableCacheBytes bounds the cached tables (PWSD_TABLE_CACHE_BYTES)
+// when nothing else is configured: the least recently used tables are
+// evicted until the sum of their sizes is within it. Tables are pure
+// functions of their keys, so eviction costs only recomputation.
+const DefaultTableCacheBytes = 256 << 20
+
+// TableCacheLimiter is implemented by stores whose table cache can be
+// bounded; pwsd sets PWSD_TABLE_CACHE_BYTES through it.
+type TableCacheLimiter interface {
+	// LimitTableCache bounds the table cache to bytes (> 0).
+	LimitTableCache(bytes int64)
+}
+
+// tableDigest is the key of a cached table in both stores: the SHA-256
+// digest of its canonical parameters (the key the service builds), 32 bytes
+// however long the parameters are (a custom scheme lists up to
+// PWSD_MAX_CUSTOM_Q probabilities). The parameters are stored beside the
+// digest and compared on every read, so that a collision could only cost a
+// recomputation, never serve one table for another.
+func tableDigest(key string) [sha256.Size]byte { return sha256.Sum256([]byte(key)) }
+
+// tableSize is what a cached table counts against the cache's bound: its
+// data and its stored parameters.
+func tableSize(key string, data []byte) int64 { return int64(len(key) + len(data)) }
+
+// --- Samples: sanitized samples and their elements. ---
+
+// Samples keeps sanitized samples.
+type Samples interface {
 	// CreateSample stores a sanitized sample; when charge is non-nil the
 	// charge is recorded in the same transaction, or neither happens
 	// (ErrBudget, ErrNotFound for an unknown dataset).
 	CreateSample(ctx context.Context, s *Sample, charge *Charge) error
 	// GetSample returns a stored sample or ErrNotFound.
 	GetSample(ctx context.Context, id string) (*Sample, error)
-
-	// CreateDataset stores a new dataset with nothing spent, or ErrExists.
-	CreateDataset(ctx context.Context, d Dataset) error
-	// GetDataset returns a dataset and its ledger, oldest release first.
-	GetDataset(ctx context.Context, name string) (Dataset, []Release, error)
-
-	// CreateState stores new stream or counter state, or ErrExists; a
-	// non-nil charge is recorded in the same transaction, or neither happens.
-	CreateState(ctx context.Context, rec *StateRecord, charge *Charge) error
-	// GetState returns stored state or ErrNotFound.
-	GetState(ctx context.Context, kind, id string) (*StateRecord, error)
-	// UpdateState runs fn on the record with the record locked against
-	// concurrent updates, then durably writes the record fn left behind
-	// (and the charge fn returned, if any) in one transaction. If fn fails,
-	// or the charge would overspend, nothing is written.
-	UpdateState(ctx context.Context, kind, id string, fn func(rec *StateRecord) (*Charge, error)) error
-
-	// Lifecycle lists, deletes and expires resources (lifecycle.go).
-	Lifecycle
-	// Idempotency keeps the answers of keyed requests (idempotency.go).
-	Idempotency
+	// ListSamples returns up to limit unexpired samples after c, without
+	// their elements (Elements nil, Reported set).
+	ListSamples(ctx context.Context, c Cursor, limit int) ([]*Sample, error)
+	// DeleteSample deletes a sample and its elements, or returns
+	// ErrNotFound. The ledger entry charged for it stays.
+	DeleteSample(ctx context.Context, id string) error
 }
 
 // Element is one reported key of a sanitized sample.
@@ -83,6 +192,24 @@ type Sample struct {
 	// Reported is the number of elements; set by ListSamples, which
 	// returns no elements.
 	Reported int
+}
+
+// expired reports whether a sample expiring at exp is gone at now.
+func expired(exp, now time.Time) bool { return !exp.IsZero() && !now.Before(exp) }
+
+// --- Datasets: privacy budgets and their ledgers. ---
+
+// Datasets keeps privacy budgets and the ledger of what was charged to
+// them. Charges are made by the other domains' writes (a *Charge argument),
+// in the same transaction as the release they pay for.
+type Datasets interface {
+	// CreateDataset stores a new dataset with nothing spent, or ErrExists.
+	CreateDataset(ctx context.Context, d Dataset) error
+	// GetDataset returns a dataset and its ledger, oldest release first.
+	GetDataset(ctx context.Context, name string) (Dataset, []Release, error)
+	// ListDatasets returns up to limit datasets after c (Cursor.ID is the
+	// name), each with its ledger, oldest release first.
+	ListDatasets(ctx context.Context, c Cursor, limit int) ([]Dataset, [][]Release, error)
 }
 
 // Dataset is a privacy budget and what has been spent of it.
@@ -113,21 +240,6 @@ type Release struct {
 	CreatedAt time.Time
 }
 
-// StateRecord is the stored state of a pan-private stream or a counter.
-// State is the estimator's marshalled internal state: exactly what
-// pan-privacy protects, never raw events.
-type StateRecord struct {
-	Kind      string // "stream" or "counter"
-	ID        string
-	Dataset   string
-	Config    []byte // JSON configuration, versioned by its "format" member (FormatRewriter)
-	State     []byte
-	Events    int64 // events or steps applied
-	Releases  int
-	CreatedAt time.Time
-	UpdatedAt time.Time
-}
-
 // budgetSlack absorbs floating-point rounding in sums of charges, so that ten
 // charges of 0.1 fit a budget of 1.
 const budgetSlack = 1e-9
@@ -145,3 +257,101 @@ func fits(d Dataset, eps, delta float64) bool {
 }
 
 func finite(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }
+
+// Fits reports whether charging (eps, delta) to d stays within its budget,
+// with the same rounding slack the stores apply when they charge.
+func Fits(d Dataset, eps, delta float64) bool { return fits(d, eps, delta) }
+
+// --- States: pan-private streams and counters. ---
+
+// States keeps the state of pan-private streams and counters.
+type States interface {
+	// CreateState stores new stream or counter state, or ErrExists; a
+	// non-nil charge is recorded in the same transaction, or neither happens.
+	CreateState(ctx context.Context, rec *StateRecord, charge *Charge) error
+	// GetState returns stored state or ErrNotFound.
+	GetState(ctx context.Context, kind, id string) (*StateRecord, error)
+	// UpdateState runs fn on the record with the record locked against
+	// concurrent updates, then durably writes the record fn left behind
+	// (and the charge fn returned, if any) in one transaction. If fn fails,
+	// or the charge would overspend, nothing is written.
+	UpdateState(ctx context.Context, kind, id string, fn func(rec *StateRecord) (*Charge, error)) error
+	// ListStates returns up to limit records of kind after c.
+	ListStates(ctx context.Context, kind string, c Cursor, limit int) ([]*StateRecord, error)
+	// DeleteState deletes a stream or counter, or returns ErrNotFound. The
+	// ledger entries charged for it stay.
+	DeleteState(ctx context.Context, kind, id string) error
+}
+
+// StateRecord is the stored state of a pan-private stream or a counter.
+// State is the estimator's marshalled internal state: exactly what
+// pan-privacy protects, never raw events.
+type StateRecord struct {
+	Kind      string // "stream" or "counter"
+	ID        string
+	Dataset   string
+	Config    []byte // JSON configuration, versioned by its "format" member (FormatRewriter)
+	State     []byte
+	Events    int64 // events or steps applied
+	Releases  int
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// --- Idempotency: the answers of keyed requests. ---
+
+// Idempotency keeps the answers of keyed requests.
+type Idempotency interface {
+	// ReserveIdempotency claims key for a first request: when no unexpired
+	// record holds key it stores rec (Done false) and returns (nil, true);
+	// otherwise it returns the existing record and false. Exactly one of
+	// concurrent callers reserves.
+	ReserveIdempotency(ctx context.Context, rec *IdempotencyRecord) (*IdempotencyRecord, bool, error)
+	// GetIdempotency returns the unexpired record of key or ErrNotFound.
+	GetIdempotency(ctx context.Context, key string) (*IdempotencyRecord, error)
+	// CompleteIdempotency stores the request digest and answer of a
+	// reserved key and marks it Done; a non-zero rec.ExpiresAt replaces the
+	// reservation's.
+	CompleteIdempotency(ctx context.Context, rec *IdempotencyRecord) error
+	// RenewIdempotency extends the lease of a reservation that is not Done
+	// to lockedUntil (the request holding it still runs); a Done or absent
+	// record is left alone.
+	RenewIdempotency(ctx context.Context, key string, lockedUntil time.Time) error
+	// ReleaseIdempotency deletes a reservation that is not Done, so that the
+	// key may be used again (the first request changed nothing).
+	ReleaseIdempotency(ctx context.Context, key string) error
+	// RedactIdempotency replaces the answers recorded with ref (the
+	// resource was deleted) by status, header and body, so that the deleted
+	// resource's content does not outlive it while repeats still run nothing.
+	RedactIdempotency(ctx context.Context, ref string, status int, header map[string]string, body []byte) error
+}
+
+// IdempotencyRecord is what is kept for one Idempotency-Key: while the first
+// request runs only the reservation (Done false), then a digest of the
+// request and the answer it got. Request bodies are never kept.
+type IdempotencyRecord struct {
+	Key         string // digest of the caller and its key; never the raw key
+	Done        bool
+	RequestHash []byte
+	Status      int
+	Header      map[string]string // the answer's headers that matter (Location, Content-Type)
+	Body        []byte
+	// Ref names the resource the first request created (its Location), so
+	// that its answer can be redacted when the resource is deleted.
+	Ref       string
+	CreatedAt time.Time
+	// LockedUntil is the lease of a record not Done: the request holding
+	// it renews it while it runs (RenewIdempotency), so a record still not
+	// Done after it was abandoned by a server that stopped mid-request.
+	LockedUntil time.Time
+	// ExpiresAt is when the record is forgotten; a reservation whose lease
+	// is still renewed is never forgotten, whatever ExpiresAt says.
+	ExpiresAt time.Time
+}
+
+// live reports whether r still holds its key at now: unexpired, or a
+// reservation whose lease is still renewed (its request still runs).
+// postgres_idempotency.go spells the same rule in SQL (idemLive).
+func (r *IdempotencyRecord) live(now time.Time) bool {
+	return now.Before(r.ExpiresAt) || (!r.Done && now.Before(r.LockedUntil))
+}

@@ -32,7 +32,11 @@ func implementations(t *testing.T) map[string]func(t *testing.T) store.Store {
 // TestStoreBehaviour runs the one behavioural suite (package storetest)
 // against both implementations.
 func TestStoreBehaviour(t *testing.T) {
+	t.Parallel()
 	for name, open := range implementations(t) {
-		t.Run(name, func(t *testing.T) { storetest.Run(t, open) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			storetest.Run(t, open)
+		})
 	}
 }

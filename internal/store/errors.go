@@ -11,6 +11,15 @@ import (
 	"github.com/pwsd/pwsd/internal/checks"
 )
 
+// Errors reported by every implementation. Wrapped errors match with errors.Is.
+var (
+	ErrNotFound = errors.New("store: not found")
+	ErrExists   = errors.New("store: already exists")
+	// ErrBudget means a charge would overspend its dataset's budget; nothing
+	// was written.
+	ErrBudget = errors.New("store: privacy budget exceeded")
+)
+
 // ErrUnavailable means the store could not be reached; the operation may
 // succeed later. IsUnavailable recognises it and the drivers' equivalents.
 var ErrUnavailable = errors.New("store: unavailable")

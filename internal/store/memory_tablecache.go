@@ -8,30 +8,25 @@ import (
 	"sync"
 )
 
-// tableDigest is the key of a cached table in both stores: the SHA-256
-// digest of its canonical parameters (the key the service builds), 32 bytes
-// however long the parameters are (a custom scheme lists up to
-// PWSD_MAX_CUSTOM_Q probabilities). The parameters are stored beside the
-// digest and compared on every read, so that a collision could only cost a
-// recomputation, never serve one table for another.
-func tableDigest(key string) [sha256.Size]byte { return sha256.Sum256([]byte(key)) }
+// Tables in memory: a byte-bounded LRU.
 
-// tableSize is what a cached table counts against the cache's bound: its
-// data and its stored parameters.
-func tableSize(key string, data []byte) int64 { return int64(len(key) + len(data)) }
-
-// DefaultTableCacheBytes bounds the cached tables (PWSD_TABLE_CACHE_BYTES)
-// when nothing else is configured: the least recently used tables are
-// evicted until the sum of their sizes is within it. Tables are pure
-// functions of their keys, so eviction costs only recomputation.
-const DefaultTableCacheBytes = 256 << 20
-
-// TableCacheLimiter is implemented by stores whose table cache can be
-// bounded; pwsd sets PWSD_TABLE_CACHE_BYTES through it.
-type TableCacheLimiter interface {
-	// LimitTableCache bounds the table cache to bytes (> 0).
-	LimitTableCache(bytes int64)
+// GetTable implements Tables.
+func (m *Memory) GetTable(_ context.Context, key string) ([]byte, bool, error) {
+	d, ok := m.tables.get(key)
+	return d, ok, nil
 }
+
+// PutTable implements Tables.
+func (m *Memory) PutTable(_ context.Context, key string, data []byte) error {
+	m.tables.put(key, data)
+	return nil
+}
+
+// LimitTableCache implements TableCacheLimiter.
+func (m *Memory) LimitTableCache(bytes int64) { m.tables.setMax(bytes) }
+
+// TableCacheBytes returns the total size of the cached tables.
+func (m *Memory) TableCacheBytes(_ context.Context) (int64, error) { return m.tables.bytes(), nil }
 
 // tableLRU is the in-memory store's table cache: a byte-bounded LRU.
 type tableLRU struct {
@@ -100,9 +95,3 @@ func (c *tableLRU) bytes() int64 {
 	defer c.mu.Unlock()
 	return c.size
 }
-
-// LimitTableCache implements TableCacheLimiter.
-func (m *Memory) LimitTableCache(bytes int64) { m.tables.setMax(bytes) }
-
-// TableCacheBytes returns the total size of the cached tables.
-func (m *Memory) TableCacheBytes(_ context.Context) (int64, error) { return m.tables.bytes(), nil }

@@ -1,0 +1,100 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Datasets and the privacy ledger in memory: Memory.datasets and
+// Memory.ledger. chargeLocked is called by the other domains' writes under
+// the same lock.
+
+// chargeLocked applies c; m.mu must be held.
+func (m *Memory) chargeLocked(c *Charge, now time.Time) error {
+	d, ok := m.datasets[c.Dataset]
+	if !ok {
+		return fmt.Errorf("charging dataset: %w", ErrNotFound)
+	}
+	if !fits(*d, c.Epsilon, c.Delta) {
+		return ErrBudget
+	}
+	d.SpentEpsilon += c.Epsilon
+	d.SpentDelta += c.Delta
+	m.ledger[c.Dataset] = append(m.ledger[c.Dataset], Release{Kind: c.Kind, Ref: c.Ref, Epsilon: c.Epsilon, Delta: c.Delta, CreatedAt: now})
+	return nil
+}
+
+// CreateDataset implements Datasets.
+func (m *Memory) CreateDataset(_ context.Context, d Dataset) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.datasets[d.Name]; ok {
+		return ErrExists
+	}
+	d.SpentEpsilon, d.SpentDelta = 0, 0
+	if d.CreatedAt.IsZero() {
+		d.CreatedAt = time.Now().UTC()
+	}
+	m.datasets[d.Name] = &d
+	return nil
+}
+
+// GetDataset implements Datasets.
+func (m *Memory) GetDataset(_ context.Context, name string) (Dataset, []Release, error) {
+	if err := checkID(name); err != nil {
+		return Dataset{}, nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, ok := m.datasets[name]
+	if !ok {
+		return Dataset{}, nil, ErrNotFound
+	}
+	return *d, slices.Clone(m.ledger[name]), nil
+}
+
+// ListDatasets implements Datasets.
+func (m *Memory) ListDatasets(_ context.Context, c Cursor, limit int) ([]Dataset, [][]Release, error) {
+	if err := checkCursor(c); err != nil {
+		return nil, nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var ds []Dataset
+	for _, d := range m.datasets {
+		if c.after(d.CreatedAt, d.Name) {
+			ds = append(ds, *d)
+		}
+	}
+	slices.SortFunc(ds, func(a, b Dataset) int {
+		if d := a.CreatedAt.Compare(b.CreatedAt); d != 0 {
+			return d
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	ds = ds[:min(limit, len(ds))]
+	rel := make([][]Release, len(ds))
+	for i, d := range ds {
+		rel[i] = slices.Clone(m.ledger[d.Name])
+	}
+	return ds, rel, nil
+}
+
+// admitLocked admits a new sample or state of dataset (empty: none) with
+// charge (nil: none) made at at: the dataset must exist, as PostgreSQL's
+// foreign key requires, and the charge must fit; what names the write in
+// errors. m.mu must be held.
+func (m *Memory) admitLocked(dataset string, charge *Charge, at time.Time, what string) error {
+	if dataset != "" {
+		if _, ok := m.datasets[dataset]; !ok {
+			return fmt.Errorf("%s for dataset: %w", what, ErrNotFound)
+		}
+	}
+	if charge != nil {
+		return m.chargeLocked(charge, at)
+	}
+	return nil
+}

@@ -1,0 +1,133 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Datasets and the privacy ledger in PostgreSQL: tables datasets and
+// releases. charge is called by the other domains' writes, in their
+// transaction.
+
+// charge applies c inside tx with the dataset row locked.
+func charge(ctx context.Context, tx pgx.Tx, c *Charge) error {
+	if err := checkID(c.Dataset); err != nil {
+		return fmt.Errorf("charging dataset: %w", err)
+	}
+	var d Dataset
+	err := tx.QueryRow(ctx, `SELECT epsilon_budget, delta_budget, spent_epsilon, spent_delta FROM datasets WHERE name = $1 FOR UPDATE`, c.Dataset).
+		Scan(&d.EpsilonBudget, &d.DeltaBudget, &d.SpentEpsilon, &d.SpentDelta)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("charging dataset: %w", ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("locking dataset: %w", err)
+	}
+	if !fits(d, c.Epsilon, c.Delta) {
+		return ErrBudget
+	}
+	if _, err := tx.Exec(ctx, `UPDATE datasets SET spent_epsilon = spent_epsilon + $2, spent_delta = spent_delta + $3 WHERE name = $1`, c.Dataset, c.Epsilon, c.Delta); err != nil {
+		return fmt.Errorf("charging dataset: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO releases (dataset, kind, ref, epsilon, delta) VALUES ($1, $2, $3, $4, $5)`, c.Dataset, c.Kind, c.Ref, c.Epsilon, c.Delta); err != nil {
+		return fmt.Errorf("recording release: %w", err)
+	}
+	return nil
+}
+
+// CreateDataset implements Datasets.
+func (p *Postgres) CreateDataset(ctx context.Context, d Dataset) error {
+	if d.CreatedAt.IsZero() {
+		d.CreatedAt = time.Now().UTC()
+	}
+	_, err := p.pool.Exec(ctx, `INSERT INTO datasets (name, epsilon_budget, delta_budget, created_at) VALUES ($1, $2, $3, $4)`,
+		d.Name, d.EpsilonBudget, d.DeltaBudget, d.CreatedAt)
+	if isUniqueViolation(err) {
+		return ErrExists
+	}
+	if err != nil {
+		return fmt.Errorf("creating dataset: %w", err)
+	}
+	return nil
+}
+
+// GetDataset implements Datasets.
+func (p *Postgres) GetDataset(ctx context.Context, name string) (Dataset, []Release, error) {
+	if err := checkID(name); err != nil {
+		return Dataset{}, nil, err
+	}
+	d := Dataset{Name: name}
+	err := p.pool.QueryRow(ctx, `SELECT epsilon_budget, delta_budget, spent_epsilon, spent_delta, created_at FROM datasets WHERE name = $1`, name).
+		Scan(&d.EpsilonBudget, &d.DeltaBudget, &d.SpentEpsilon, &d.SpentDelta, &d.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Dataset{}, nil, ErrNotFound
+	}
+	if err != nil {
+		return Dataset{}, nil, fmt.Errorf("reading dataset: %w", err)
+	}
+	d.CreatedAt = d.CreatedAt.UTC()
+	rows, err := p.pool.Query(ctx, `SELECT kind, ref, epsilon, delta, created_at FROM releases WHERE dataset = $1 ORDER BY id`, name)
+	if err != nil {
+		return Dataset{}, nil, fmt.Errorf("reading ledger: %w", err)
+	}
+	rs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Release, error) {
+		var x Release
+		err := r.Scan(&x.Kind, &x.Ref, &x.Epsilon, &x.Delta, &x.CreatedAt)
+		x.CreatedAt = x.CreatedAt.UTC()
+		return x, err
+	})
+	if err != nil {
+		return Dataset{}, nil, fmt.Errorf("reading ledger: %w", err)
+	}
+	return d, rs, nil
+}
+
+// ListDatasets implements Datasets.
+func (p *Postgres) ListDatasets(ctx context.Context, c Cursor, limit int) ([]Dataset, [][]Release, error) {
+	if err := checkCursor(c); err != nil {
+		return nil, nil, err
+	}
+	t, name := cursorArgs(c)
+	rows, err := p.pool.Query(ctx, `SELECT name, epsilon_budget, delta_budget, spent_epsilon, spent_delta, created_at FROM datasets
+		WHERE (created_at, name) > ($1, $2) ORDER BY created_at, name LIMIT $3`, t, name, limit)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing datasets: %w", err)
+	}
+	ds, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Dataset, error) {
+		var d Dataset
+		err := r.Scan(&d.Name, &d.EpsilonBudget, &d.DeltaBudget, &d.SpentEpsilon, &d.SpentDelta, &d.CreatedAt)
+		d.CreatedAt = d.CreatedAt.UTC()
+		return d, err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing datasets: %w", err)
+	}
+	names := make([]string, len(ds))
+	idx := make(map[string]int, len(ds))
+	for i, d := range ds {
+		names[i], idx[d.Name] = d.Name, i
+	}
+	rel := make([][]Release, len(ds))
+	rows, err = p.pool.Query(ctx, `SELECT dataset, kind, ref, epsilon, delta, created_at FROM releases WHERE dataset = ANY($1) ORDER BY id`, names)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading ledgers: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var d string
+		var x Release
+		if err := rows.Scan(&d, &x.Kind, &x.Ref, &x.Epsilon, &x.Delta, &x.CreatedAt); err != nil {
+			return nil, nil, fmt.Errorf("reading ledgers: %w", err)
+		}
+		x.CreatedAt = x.CreatedAt.UTC()
+		rel[idx[d]] = append(rel[idx[d]], x)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("reading ledgers: %w", err)
+	}
+	return ds, rel, nil
+}

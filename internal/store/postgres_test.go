@@ -1,0 +1,143 @@
+package store_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pwsd/pwsd/internal/store"
+	"github.com/pwsd/pwsd/internal/store/pgtest"
+	"github.com/pwsd/pwsd/migrations"
+)
+
+// openPostgres opens the PostgreSQL store on a fresh database and a plain
+// connection to the same database, both closed when the test ends.
+func openPostgres(t *testing.T) (*store.Postgres, *pgx.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	p, err := store.OpenPostgres(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(ctx) })
+	return p, conn
+}
+
+// TestPostgresReady: Ready holds at migrations.Head and clean, and refuses
+// a schema that is dirty (a migration failed half way), behind the code
+// (an older release's schema) or ahead of it (a newer release migrated the
+// database); /readyz answers 503 on each.
+func TestPostgresReady(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p, conn := openPostgres(t)
+	if err := p.Ready(ctx); err != nil {
+		t.Fatalf("fresh store: %v", err)
+	}
+	head := int64(migrations.Head())
+	for _, c := range []struct {
+		name    string
+		version int64
+		dirty   bool
+		ready   bool
+	}{
+		{"dirty", head, true, false},
+		{"behind", head - 1, false, false},
+		{"ahead", head + 1, false, false},
+		{"at head again", head, false, true},
+	} {
+		if _, err := conn.Exec(ctx, `UPDATE schema_migrations SET version = $1, dirty = $2`, c.version, c.dirty); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Ready(ctx); (err == nil) != c.ready {
+			t.Errorf("%s (version %d, dirty %v): Ready() = %v, want ready %v", c.name, c.version, c.dirty, err, c.ready)
+		}
+	}
+}
+
+// TestPostgresClosedIsUnavailable: every call on a closed store fails with
+// an error IsUnavailable recognises (the API answers 503, not 500).
+func TestPostgresClosedIsUnavailable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p, _ := openPostgres(t)
+	p.Close()
+	for name, call := range map[string]func() error{
+		"Ping":  func() error { return p.Ping(ctx) },
+		"Ready": func() error { return p.Ready(ctx) },
+		"GetSample": func() error {
+			_, err := p.GetSample(ctx, "s")
+			return err
+		},
+		"CreateDataset": func() error { return p.CreateDataset(ctx, store.Dataset{Name: "d", EpsilonBudget: 1}) },
+		"PutTable":      func() error { return p.PutTable(ctx, "k", []byte("v")) },
+		"PurgeExpired": func() error {
+			_, err := p.PurgeExpired(ctx, time.Now())
+			return err
+		},
+	} {
+		if err := call(); !store.IsUnavailable(err) {
+			t.Errorf("%s on a closed store: %v, want an unavailable error", name, err)
+		}
+	}
+}
+
+// TestPostgresSampleChunksGo: deleting or purging a sample deletes its
+// element chunks too (ON DELETE CASCADE): no element of a deleted sample
+// stays on disk.
+func TestPostgresSampleChunksGo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p, conn := openPostgres(t)
+	els := make([]store.Element, 70_000) // two chunks
+	for i := range els {
+		els[i] = store.Element{Key: strings.Repeat("k", i%7), Value: float64(i)}
+	}
+	now := time.Now().UTC()
+	for _, s := range []*store.Sample{
+		{ID: "deleted", CreatedAt: now, Header: []byte(`{}`), Elements: els},
+		{ID: "purged", CreatedAt: now, Header: []byte(`{}`), Elements: els, ExpiresAt: now.Add(time.Minute)},
+		{ID: "kept", CreatedAt: now, Header: []byte(`{}`), Elements: els[:1]},
+	} {
+		if err := p.CreateSample(ctx, s, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chunks := func() map[string]int {
+		rows, _ := conn.Query(ctx, `SELECT sample_id, count(*) FROM sample_chunks GROUP BY sample_id`)
+		n := map[string]int{}
+		for rows.Next() {
+			var id string
+			var c int
+			if err := rows.Scan(&id, &c); err != nil {
+				t.Fatal(err)
+			}
+			n[id] = c
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if got := chunks(); got["deleted"] != 2 || got["purged"] != 2 || got["kept"] != 1 {
+		t.Fatalf("chunks stored: %v, want 2, 2 and 1", got)
+	}
+	if err := p.DeleteSample(ctx, "deleted"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := p.PurgeExpired(ctx, now.Add(time.Hour)); err != nil || n.Samples != 1 {
+		t.Fatalf("purge: %+v %v", n, err)
+	}
+	if got := chunks(); len(got) != 1 || got["kept"] != 1 {
+		t.Fatalf("chunks left: %v, want only the kept sample's", got)
+	}
+}
