@@ -261,36 +261,14 @@ func (t *Table) DrawAll(freqs []int64, rng *rand.Rand, out []Outcome) ([]Outcome
 		order[k] = int32(key & (1<<31 - 1))
 	}
 	discrete := t.m == MethodDiscrete
-	var cu *cursor
+	w := rowWalker{t: t}
 	for k := 0; k < len(order); {
 		f := freqs[order[k]]
 		end := k
 		for end < len(order) && freqs[order[end]] == f {
 			end++
 		}
-		var s *sampler
-		var d int64
-		var err error
-		if st := t.stationary(); st != nil && f >= st.from() {
-			s, d, err = t.samplerFor(f)
-		} else if s = t.cache.get(f); s == nil {
-			if cu == nil || cu.hitStationary || cu.cur.i > f || f-cu.cur.i > t.currentSpacing() || t.startCost(f) < f-cu.cur.i {
-				if fresh := t.cursorFor(f); cu == nil || cu.cur.i > f || cu.hitStationary || fresh.cur.i > cu.cur.i {
-					cu = fresh
-				}
-			}
-			for cu.cur.i < f && !cu.hitStationary && cu.err == nil {
-				cu.step()
-			}
-			switch {
-			case cu.hitStationary:
-				s, d, err = t.samplerFor(f)
-			default:
-				if err = cu.finish(); err == nil {
-					s = newSampler(cu.cur)
-				}
-			}
-		}
+		s, d, err := w.sampler(f, false)
 		if err != nil {
 			return out[:0], fmt.Errorf("sanitize: draw all: %w", err)
 		}
@@ -300,6 +278,48 @@ func (t *Table) DrawAll(freqs []int64, rng *rand.Rand, out []Outcome) ([]Outcome
 		}
 	}
 	return out, nil
+}
+
+// rowWalker finds the samplers of ascending frequencies along one cursor:
+// rows between frequencies that are close are stepped once, and a wide gap
+// is crossed by the cheapest start (Table.cursorFor).
+type rowWalker struct {
+	t  *Table
+	cu *cursor
+}
+
+// sampler returns the sampler of frequency f (at or above the frequencies
+// asked before) and the shift to apply; keep puts a sampler the walk made
+// into the Table's cache.
+func (w *rowWalker) sampler(f int64, keep bool) (*sampler, int64, error) {
+	t := w.t
+	if st := t.stationary(); st != nil && f >= st.from() {
+		return t.samplerFor(f)
+	}
+	if s := t.cache.get(f); s != nil {
+		return s, 0, nil
+	}
+	cu := w.cu
+	if cu == nil || cu.hitStationary || cu.cur.i > f || f-cu.cur.i > t.currentSpacing() || t.startCost(f) < f-cu.cur.i {
+		if fresh := t.cursorFor(f); cu == nil || cu.cur.i > f || cu.hitStationary || fresh.cur.i > cu.cur.i {
+			cu = fresh
+		}
+	}
+	w.cu = cu
+	for cu.cur.i < f && !cu.hitStationary && cu.err == nil {
+		cu.step()
+	}
+	if cu.hitStationary {
+		return t.samplerFor(f)
+	}
+	if err := cu.finish(); err != nil {
+		return nil, 0, err
+	}
+	s := newSampler(cu.cur)
+	if keep {
+		t.cache.put(s)
+	}
+	return s, 0, nil
 }
 
 func (t *Table) currentSpacing() int64 {
@@ -406,11 +426,17 @@ func (dr *Drawer) prepare(freq int64) (drawRow, error) {
 	if err != nil {
 		return drawRow{}, err
 	}
+	return dr.rowOf(freq, s, d), nil
+}
+
+// rowOf returns the drawRow of frequency freq from its sampler s, shifted
+// by d.
+func (dr *Drawer) rowOf(freq int64, s *sampler, d int64) drawRow {
 	r := drawRow{s: s, d: d, ready: true}
 	if q := dr.t.s.Q(freq); s.pi < q {
 		r.coin, r.keep = true, keepThreshold(s.pi, q)
 	}
-	return r, nil
+	return r
 }
 
 // remember keeps the drawRow of a frequency outside the stationary cycle.
@@ -451,7 +477,9 @@ func keepThreshold(pi, q float64) uint64 {
 // Prepare computes, on up to workers goroutines, the rows of the distinct
 // frequencies in freqs that the Drawer has not prepared yet, so that the
 // Draw calls that follow find them ready. Frequencies close together are
-// prepared in ascending order on one goroutine (they share the walk);
+// prepared in ascending order along one walk on one goroutine, which steps
+// each row between them once (Draw alone walks from a checkpoint for each
+// frequency whose row is not cached);
 // distant ones, each a restart of its own, spread over the goroutines.
 // Preparing takes no randomness, so the outcomes of the Draw calls, and the
 // words they take from the generator, are those without Prepare. A
@@ -484,10 +512,14 @@ func (dr *Drawer) Prepare(freqs []int64, workers int) {
 	results := make([][]drawRow, len(clusters))
 	run := func(c int) {
 		rows := make([]drawRow, len(clusters[c]))
+		w := rowWalker{t: dr.t}
 		for k, f := range clusters[c] {
-			if r, err := dr.prepare(f); err == nil {
-				rows[k] = r
+			s, d, err := w.sampler(f, true)
+			if err != nil {
+				w.cu = nil // the next frequency starts afresh (Draw reports this one's error)
+				continue
 			}
+			rows[k] = dr.rowOf(f, s, d)
 		}
 		results[c] = rows
 	}

@@ -238,33 +238,88 @@ func (t *Table) keepBlockStart(r *rowState) {
 	t.starts[r.i] = r.clone()
 }
 
-// innerStart returns row a+1 of the block of junction a as its own chain
-// computes it (junction a unchecked: usable for rows inside the block
-// only), or nil.
-func (t *Table) innerStart(a int64) *rowState {
+// innerSpacing is the spacing of the rows inside blocks that a Table keeps
+// (keepInner): a row inside a block is then reached from a kept row at most
+// that far below it, once any request walked past.
+const innerSpacing = 32
+
+// maxInner bounds the rows inside blocks a Table keeps.
+const maxInner = 1024
+
+// innerRow returns the kept row inside the block of junction a nearest at
+// or below i (a usable start for rows inside that block only: junction a
+// may be unchecked), or nil.
+func (t *Table) innerRow(a, i int64) *rowState {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.inner[a]
+	if t.inner == nil {
+		return nil
+	}
+	for r := a + 1 + (i-a-1)/innerSpacing*innerSpacing; r > a; r -= innerSpacing {
+		if s := t.inner[r]; s != nil {
+			return s
+		}
+	}
+	return nil
 }
 
-// keepInnerStart remembers r, row a+1 of the block of junction a reached
-// by its own chain, so that later rows inside the block skip the warm-up.
-func (t *Table) keepInnerStart(a int64, r *rowState) {
+// keepInner remembers r, a row inside its block (restartPlan.inside) at a
+// multiple of innerSpacing above the block's second row, so that later
+// rows inside the block start from it rather than from the warm-up.
+func (t *Table) keepInner(r *rowState) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.inner == nil {
 		t.inner = make(map[int64]*rowState)
 	}
-	if _, ok := t.inner[a]; ok {
+	if _, ok := t.inner[r.i]; ok {
 		return
 	}
 	for k := range t.inner {
-		if len(t.inner) < maxBlockStarts {
+		if len(t.inner) < maxInner {
 			break
 		}
 		delete(t.inner, k)
 	}
-	t.inner[a] = r.clone()
+	t.inner[r.i] = r.clone()
+}
+
+// keptWarm returns row a-1 of the chain of junction a (the last row of its
+// warm-up, not a row of the table), kept by a cursor that warmed up that
+// chain, or nil.
+func (t *Table) keptWarm(a int64) *rowState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.warms[a]
+}
+
+// keepWarm remembers r, row a-1 of the chain of junction a, so that
+// checking junction a later does not warm that chain up again.
+func (t *Table) keepWarm(a int64, r *rowState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.warms == nil {
+		t.warms = make(map[int64]*rowState)
+	}
+	if _, ok := t.warms[a]; ok {
+		return
+	}
+	for k := range t.warms {
+		if len(t.warms) < maxBlockStarts {
+			break
+		}
+		delete(t.warms, k)
+	}
+	t.warms[a] = r.clone()
+}
+
+// keepsInner reports whether row i is one keepInner keeps.
+func (pl restartPlan) keepsInner(i int64) bool {
+	if !pl.enabled() || i <= pl.from {
+		return false
+	}
+	a := pl.junctionBelow(i)
+	return (i-a)%innerSpacing == 1 && pl.inside(i, a)
 }
 
 // junction is called by cursor.step when the row just computed into cu.nxt
@@ -280,7 +335,10 @@ func (cu *cursor) junction(a int64) {
 		cu.trusted = true
 		return
 	}
-	w := t.warmRow(a, &cu.warm)
+	w := t.keptWarm(a)
+	if w == nil || w.i != a-1 {
+		w = t.warmRow(a, &cu.warm)
+	}
 	if rowsEqual(w, cu.cur) {
 		t.coalesced.Add(1)
 	} else {
@@ -330,8 +388,8 @@ func (t *Table) startCost(i int64) int64 {
 		return i - a
 	}
 	if pl.inside(i, a) {
-		if t.innerStart(a) != nil {
-			return i - a - 1
+		if s := t.innerRow(a, i); s != nil {
+			return i - s.i
 		}
 		return pl.warm + (i - a)
 	}
@@ -366,7 +424,7 @@ func (t *Table) cursorFor(i int64) *cursor {
 		if pl.inside(i, a) {
 			g := a - pl.warm
 			cur := t.guessRow(&rowState{}, g)
-			if s := t.innerStart(a); s != nil {
+			if s := t.innerRow(a, i); s != nil {
 				cur = s.clone()
 			}
 			return &cursor{t: t, cur: cur, nxt: &rowState{}, detect: true, warmFrom: g, insideFrom: a + 1}

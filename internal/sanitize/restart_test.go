@@ -194,7 +194,7 @@ func TestRestartRandomAccess(t *testing.T) {
 		if a := pl.junctionBelow(i); pl.inside(i, a) {
 			// The block's second row was kept: a row below i in the
 			// block starts from it, and still equals the chain.
-			if rt.innerStart(a) == nil {
+			if rt.innerRow(a, a+1) == nil {
 				t.Errorf("row %d: the second row of its block was not kept", i)
 			}
 			got, err := rt.Row(a + 2)
@@ -203,6 +203,27 @@ func TestRestartRandomAccess(t *testing.T) {
 			}
 			if want, _ := ct.Row(a + 2); !equalRows(got, want) {
 				t.Errorf("row %d from the kept second row differs from the chain", a+2)
+			}
+		}
+		// A kept warm-up row is the one the junction check would compute.
+		for a, w := range rt.warms {
+			var wb warmBuffers
+			if !rowsEqual(w, rt.warmRow(a, &wb)) {
+				t.Errorf("the kept warm-up row of junction %d differs from a fresh warm-up", a)
+			}
+		}
+		if pl.inside(i, pl.junctionBelow(i)) && rt.keptWarm(pl.junctionBelow(i)) == nil {
+			t.Errorf("row %d: the warm-up row of its block was not kept", i)
+		}
+		// Every kept row inside a block is the table's row (never a
+		// warm-up row of a chain below its block).
+		for r, s := range rt.inner {
+			want, err := ct.Row(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !pl.keepsInner(r) || !equalRows(s.row(0, nil), want) {
+				t.Errorf("kept row %d differs from the table's row", r)
 			}
 		}
 	}

@@ -56,7 +56,8 @@ type Table struct {
 	spacing int64                 // checkpoints are the rows i with i % spacing == 0
 	cps     []*rowState           // ascending; cps[0] is row 0
 	starts  map[int64]*rowState   // verified rows at junctions (restart.go)
-	inner   map[int64]*rowState   // by junction a: row a+1 of a block reached by its own chain (restart.go)
+	inner   map[int64]*rowState   // rows inside blocks, every innerSpacing (restart.go)
+	warms   map[int64]*rowState   // by junction a: row a-1 of chain a, its warm-up's last row (restart.go)
 	stat    atomic.Pointer[cycle] // stationary rows, nil until detected
 	cache   samplerCache
 
@@ -398,10 +399,13 @@ func (cu *cursor) step() {
 	}
 	cu.cur, cu.nxt = cu.nxt, cu.cur
 	j := cu.cur.i
+	if cu.err == nil && t.plan.keepsInner(j) && cu.usable() {
+		t.keepInner(cu.cur)
+	}
+	if cu.insideFrom > 0 && j == cu.insideFrom-2 && !cu.trusted && cu.warmFrom == j+1-t.plan.warm {
+		t.keepWarm(j+1, cu.cur) // the warm-up's last row: junction j+1's check reads it
+	}
 	if !cu.trusted || cu.err != nil {
-		if j == cu.insideFrom && cu.err == nil {
-			t.keepInnerStart(j-1, cu.cur)
-		}
 		return
 	}
 	if cu.detect && !cu.hitStationary && j >= t.qConst {
