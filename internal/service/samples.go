@@ -234,10 +234,19 @@ func (s *Service) estimateElements(ctx context.Context, spec SampleSpec, table *
 	if spec.Release != ReleaseFrequencies || len(out) == 0 {
 		return nil
 	}
-	_, contrib, err := s.mleKeys(ctx, table, elementValues(out))
+	freq, contrib, err := s.mleKeys(ctx, table, elementValues(out))
 	if err != nil {
 		return err
 	}
+	// The estimate GETs also read identity's chunks at the keys' MLE
+	// frequencies: they are built in the background once the release is
+	// answered.
+	size := estimate.ChunkSize(table.Privacy())
+	ks := make([]int64, len(freq))
+	for i, f := range freq {
+		ks[i] = estimate.ChunkOf(max(f, 1), size)
+	}
+	s.prefetchChunks(ctx, table, []estimate.G{identityG}, ks)
 	for i := range out {
 		out[i].Estimate = contrib[i]
 	}

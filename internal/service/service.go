@@ -79,7 +79,10 @@ type Service struct {
 	// writers bounds the background writes of chunks to the store
 	// (writeBehind); background counts them (Wait).
 	writers    chan struct{}
-	background sync.WaitGroup
+	// prefetchers bounds the background builds of the chunks a release's
+	// estimates will read (prefetchChunks) to one at a time.
+	prefetchers chan struct{}
+	background  sync.WaitGroup
 	// flight makes concurrent first requests for one cached table compute it once.
 	flight flightGroup
 	// keySets keeps the duplicate-key detectors' buffers across samples.
@@ -143,7 +146,7 @@ func New(cfg Config) (*Service, error) {
 	return &Service{store: cfg.Store, log: cfg.Logger, noise: cfg.Noise, newRand: cfg.NewRand, tables: newTableRegistry(cfg.TableCacheSize),
 		estimators: lru.New[string, *estimate.Table](cfg.CacheBytes, (*estimate.Table).SizeBytes),
 		chunkCache: lru.New[string, *estimate.Chunk](cfg.CacheBytes, (*estimate.Chunk).SizeBytes),
-		supported:  lru.New[string, int64](1024, nil), writers: make(chan struct{}, 2), version: algorithmVersion,
+		supported:  lru.New[string, int64](1024, nil), writers: make(chan struct{}, 2), prefetchers: make(chan struct{}, 1), version: algorithmVersion,
 		sampleTTL: cfg.SampleTTL, idemTTL: cfg.IdempotencyTTL, idemWait: cfg.IdempotencyWait,
 		idemHold: cfg.IdempotencyHold, idemLease: cfg.IdempotencyLease, maxWork: cfg.MaxTableWork, maxReleaseWork: cfg.MaxReleaseWork}, nil
 }
