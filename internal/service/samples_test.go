@@ -149,24 +149,26 @@ func TestSampleQueries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, id := range []string{keysOnly.ID} {
-			if _, err := svc.EstimateSample(ctx, id, identity, estimate.MLE, Selection{}, 0.95, GroupBy{}); !slices.Equal(fieldsOf(err), []string{"sample"}) {
-				t.Errorf("estimate of a keys release: %v", err)
-			}
-			if _, err := svc.Top(ctx, id, 1); !slices.Equal(fieldsOf(err), []string{"sample"}) {
-				t.Errorf("top of a keys release: %v", err)
-			}
-			if _, err := svc.Quantiles(ctx, id, []float64{0.5}, ""); !slices.Equal(fieldsOf(err), []string{"sample"}) {
-				t.Errorf("quantiles of a keys release: %v", err)
-			}
+		id := keysOnly.ID
+		if _, err := svc.EstimateSample(ctx, id, identity, estimate.MLE, Selection{}, 0.95, GroupBy{}); !slices.Equal(fieldsOf(err), []string{"sample"}) {
+			t.Errorf("estimate of a keys release: %v", err)
+		}
+		if _, err := svc.Top(ctx, id, 1); !slices.Equal(fieldsOf(err), []string{"sample"}) {
+			t.Errorf("top of a keys release: %v", err)
+		}
+		if _, err := svc.Quantiles(ctx, id, []float64{0.5}, ""); !slices.Equal(fieldsOf(err), []string{"sample"}) {
+			t.Errorf("quantiles of a keys release: %v", err)
 		}
 
 		if err := svc.DeleteSample(ctx, smp.ID); err != nil {
 			t.Fatal(err)
 		}
 		for name, op := range map[string]func() error{
-			"view":     func() error { _, err := svc.GetSampleView(ctx, smp.ID, estimate.MLE); return err },
-			"estimate": func() error { _, err := svc.EstimateSample(ctx, smp.ID, identity, estimate.MLE, Selection{}, 0.95, GroupBy{}); return err },
+			"view": func() error { _, err := svc.GetSampleView(ctx, smp.ID, estimate.MLE); return err },
+			"estimate": func() error {
+				_, err := svc.EstimateSample(ctx, smp.ID, identity, estimate.MLE, Selection{}, 0.95, GroupBy{})
+				return err
+			},
 			"top":      func() error { _, err := svc.Top(ctx, smp.ID, 1); return err },
 			"rank":     func() error { _, _, err := svc.Rank(ctx, smp.ID, "a/1"); return err },
 			"quantile": func() error { _, err := svc.Quantiles(ctx, smp.ID, []float64{0.5}, ""); return err },
