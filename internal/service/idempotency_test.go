@@ -47,6 +47,7 @@ func reserve(t *testing.T, cfg Config, key string) (*Service, *IdempotencyClaim)
 // the full timeout for a 409 "in progress" and learned of the crash only
 // after 90 s.
 func TestIdempotencyOwnerDied(t *testing.T) {
+	// Serial: it times an answer against a 1.5 s lease; CPU-bound parallel tests could delay it.
 	bothStores(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		const lease = 1500 * time.Millisecond
@@ -83,6 +84,7 @@ func TestIdempotencyOwnerDied(t *testing.T) {
 // by SampleTTL, is shorter; the recorded answer is kept for the TTL from
 // its completion.
 func TestIdempotencyHold(t *testing.T) {
+	t.Parallel()
 	bothStores(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		svc, c := reserve(t, Config{Store: st, SampleTTL: time.Second, IdempotencyHold: time.Hour}, "k")
@@ -111,6 +113,7 @@ func TestIdempotencyHold(t *testing.T) {
 // IdempotencyHold (no request can: it is stuck) stops renewing its lease,
 // so its key is answered "interrupted" instead of "in progress" forever.
 func TestIdempotencyHeartbeatBounded(t *testing.T) {
+	// Serial: it relies on the heartbeat goroutine renewing within a 300 ms lease.
 	ctx := context.Background()
 	svc, c := reserve(t, Config{Store: store.NewMemory(), IdempotencyLease: 300 * time.Millisecond, IdempotencyHold: 600 * time.Millisecond}, "k")
 	defer c.release()
