@@ -42,6 +42,7 @@ var idRoutes = []struct{ method, path, body string }{
 // cursor holding NUL on every listing; the memory store listed a page for
 // such a cursor.
 func TestUnsafeIdentifiers(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, st store.Store) {
 		ts := newRawServer(t, st)
 		for _, rt := range idRoutes {
