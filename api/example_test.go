@@ -16,6 +16,7 @@ import (
 	"github.com/pwsd/pwsd/api"
 	"github.com/pwsd/pwsd/internal/service"
 	"github.com/pwsd/pwsd/internal/store"
+	"github.com/pwsd/pwsd/internal/testserver"
 )
 
 // These examples drive the real router over the in-memory store, as pwsd
@@ -24,18 +25,13 @@ import (
 // codes, the fields an answer carries, charged budgets and counts.
 
 // exampleServer starts pwsd's router over a fresh in-memory store, wired
-// as cmd/pwsd wires it (default limits, no tokens); the caller closes it.
+// as ExampleNewRouter shows; the caller closes it.
 func exampleServer() *httptest.Server {
-	svc, err := service.New(service.Config{Store: store.NewMemory()})
+	srv, err := testserver.Start()
 	if err != nil {
 		log.Fatal(err)
 	}
-	return httptest.NewServer(api.NewRouter(api.Deps{
-		Service:  svc,
-		Logger:   slog.New(slog.DiscardHandler),
-		Registry: prometheus.NewRegistry(),
-		Limits:   api.DefaultLimits(),
-	}))
+	return srv
 }
 
 // call sends body (JSON when not empty) with the headers given as name,
@@ -85,7 +81,17 @@ func fieldNames(v map[string]any) []string {
 // far above the frequencies the mechanism withholds, so all three are
 // reported; the key of frequency 1 is almost never reported.
 func ExampleNewRouter() {
-	srv := exampleServer()
+	// The wiring of cmd/pwsd, over the in-memory store and without tokens.
+	svc, err := service.New(service.Config{Store: store.NewMemory()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := httptest.NewServer(api.NewRouter(api.Deps{
+		Service:  svc,
+		Logger:   slog.New(slog.DiscardHandler),
+		Registry: prometheus.NewRegistry(),
+		Limits:   api.DefaultLimits(),
+	}))
 	defer srv.Close()
 
 	status, smp := call(srv, "POST", "/v1/samples", `{
