@@ -47,7 +47,7 @@ func reserve(t *testing.T, cfg Config, key string) (*Service, *IdempotencyClaim)
 // the full timeout for a 409 "in progress" and learned of the crash only
 // after 90 s.
 func TestIdempotencyOwnerDied(t *testing.T) {
-	// Serial: it times an answer against a 1.5 s lease; CPU-bound parallel tests could delay it.
+	t.Parallel() // it waits on leases, not on the CPU: a delayed wake-up is milliseconds
 	bothStores(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		const lease = 1500 * time.Millisecond
@@ -113,7 +113,7 @@ func TestIdempotencyHold(t *testing.T) {
 // IdempotencyHold (no request can: it is stuck) stops renewing its lease,
 // so its key is answered "interrupted" instead of "in progress" forever.
 func TestIdempotencyHeartbeatBounded(t *testing.T) {
-	// Serial: it relies on the heartbeat goroutine renewing within a 300 ms lease.
+	t.Parallel() // it waits on leases, not on the CPU: a delayed wake-up is milliseconds
 	ctx := context.Background()
 	svc, c := reserve(t, Config{Store: store.NewMemory(), IdempotencyLease: 300 * time.Millisecond, IdempotencyHold: 600 * time.Millisecond}, "k")
 	defer c.release()

@@ -120,7 +120,7 @@ func TestBudgetPrecheck(t *testing.T) {
 // done) is never run again; a duplicate that cannot wait long enough is
 // told the first is in progress.
 func TestIdempotencyClaims(t *testing.T) {
-	// Serial: a 20 ms sleep orders the waiter before the abandon.
+	t.Parallel() // the 20 ms sleep only lets the waiter start first; a waiter that comes later claims the freed key too
 	ctx := context.Background()
 	st := store.NewMemory()
 	svc, _ := New(Config{Store: st, IdempotencyWait: 50 * time.Millisecond})
