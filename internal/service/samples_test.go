@@ -257,3 +257,27 @@ func TestNewSampleSpec(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimateRefusals: a power of g that overflows floating point for the
+// sample's frequencies is named "g" (a property of the parameters, never a
+// 500), and quantiles of a release with no reported key are named "sample".
+func TestEstimateRefusals(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc := newTestService(t, Config{})
+	smp := exactSample(t, svc, "") // frequencies up to 100: 100^200 overflows
+	huge, err := estimate.ParseG("power:200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.EstimateSample(ctx, smp.ID, huge, estimate.MLE, Selection{}, 0.95, GroupBy{}); !slices.Equal(fieldsOf(err), []string{"g"}) {
+		t.Fatalf("power 200: %v, want a field error naming g", err)
+	}
+	empty, err := svc.CreateSample(ctx, testSpec(t, "", 1), 10, pairs(nil, nil))
+	if err != nil || empty.Reported != 0 {
+		t.Fatalf("empty release: %+v %v", empty, err)
+	}
+	if _, err := svc.Quantiles(ctx, empty.ID, []float64{0.5}, ""); !slices.Equal(fieldsOf(err), []string{"sample"}) {
+		t.Fatalf("quantiles of no keys: %v", err)
+	}
+}
