@@ -17,12 +17,8 @@ import (
 // the counter across batches; an unknown counter is ErrNotFound.
 func TestCounterSteps(t *testing.T) {
 	t.Parallel()
-	bothStores(t, func(t *testing.T, st store.Store) {
+	bothServices(t, func(t *testing.T, svc *Service, st store.Store) {
 		ctx := context.Background()
-		svc, err := New(Config{Store: st})
-		if err != nil {
-			t.Fatal(err)
-		}
 		c, err := svc.CreateCounter(ctx, panprivate.CounterConfig{Algorithm: panprivate.CounterTree, Epsilon: 1, Horizon: 6, Postprocess: panprivate.PostprocessMonotone})
 		if err != nil {
 			t.Fatal(err)

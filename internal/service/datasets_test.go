@@ -27,12 +27,8 @@ func fieldsOf(err error) []string {
 // was; a refused dataset is not stored (GetDataset: ErrNotFound).
 func TestCreateDataset(t *testing.T) {
 	t.Parallel()
-	bothStores(t, func(t *testing.T, st store.Store) {
+	bothServices(t, func(t *testing.T, svc *Service, st store.Store) {
 		ctx := context.Background()
-		svc, err := New(Config{Store: st})
-		if err != nil {
-			t.Fatal(err)
-		}
 		for _, tc := range []struct {
 			name       string
 			eps, delta float64
@@ -85,12 +81,8 @@ func TestCreateDataset(t *testing.T) {
 // it, and bad values are named; a refused charge changes nothing.
 func TestChargeDataset(t *testing.T) {
 	t.Parallel()
-	bothStores(t, func(t *testing.T, st store.Store) {
+	bothServices(t, func(t *testing.T, svc *Service, st store.Store) {
 		ctx := context.Background()
-		svc, err := New(Config{Store: st})
-		if err != nil {
-			t.Fatal(err)
-		}
 		for _, tc := range []struct {
 			name        string
 			dataset     string // "" is the case's own fresh dataset

@@ -23,6 +23,17 @@ func bothStores(t *testing.T, f func(t *testing.T, st store.Store)) {
 	})
 }
 
+// bothServices runs f with a default service over each store (bothStores).
+func bothServices(t *testing.T, f func(t *testing.T, svc *Service, st store.Store)) {
+	bothStores(t, func(t *testing.T, st store.Store) {
+		svc, err := New(Config{Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f(t, svc, st)
+	})
+}
+
 // reserve makes a service of cfg and reserves key with it; the caller
 // releases the claim (or lets its owner "die" by releasing it unfinished).
 func reserve(t *testing.T, cfg Config, key string) (*Service, *IdempotencyClaim) {

@@ -23,12 +23,8 @@ import (
 // claim lives in the store, hence both stores.
 func TestImportSample(t *testing.T) {
 	t.Parallel()
-	bothStores(t, func(t *testing.T, st store.Store) {
+	bothServices(t, func(t *testing.T, svc *Service, st store.Store) {
 		ctx := context.Background()
-		svc, err := New(Config{Store: st})
-		if err != nil {
-			t.Fatal(err)
-		}
 		if _, err := svc.CreateDataset(ctx, "d", 10, 1e-3); err != nil {
 			t.Fatal(err)
 		}

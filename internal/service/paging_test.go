@@ -18,12 +18,8 @@ import (
 // "cursor" (CursorReason).
 func TestListPaging(t *testing.T) {
 	t.Parallel()
-	bothStores(t, func(t *testing.T, st store.Store) {
+	bothServices(t, func(t *testing.T, svc *Service, st store.Store) {
 		ctx := context.Background()
-		svc, err := New(Config{Store: st})
-		if err != nil {
-			t.Fatal(err)
-		}
 		const n = 5
 		var samples, datasets, streams, counters []string
 		for i := range n {

@@ -14,12 +14,8 @@ import (
 // nothing; answers of other resources are untouched.
 func TestRedactIdempotent(t *testing.T) {
 	t.Parallel()
-	bothStores(t, func(t *testing.T, st store.Store) {
+	bothServices(t, func(t *testing.T, svc *Service, st store.Store) {
 		ctx := context.Background()
-		svc, err := New(Config{Store: st})
-		if err != nil {
-			t.Fatal(err)
-		}
 		for key, ref := range map[string]string{"first": "sample-1", "retry": "sample-1", "other": "sample-2"} {
 			c, err := svc.BeginIdempotent(ctx, key)
 			if err != nil || !c.Reserved {

@@ -57,12 +57,8 @@ func exactSample(t *testing.T, svc *Service, dataset string) *Sample {
 // ErrNotFound everywhere while its dataset's ledger keeps the charge.
 func TestSampleQueries(t *testing.T) {
 	t.Parallel()
-	bothStores(t, func(t *testing.T, st store.Store) {
+	bothServices(t, func(t *testing.T, svc *Service, st store.Store) {
 		ctx := context.Background()
-		svc, err := New(Config{Store: st})
-		if err != nil {
-			t.Fatal(err)
-		}
 		if _, err := svc.CreateDataset(ctx, "d", 10, 1); err != nil {
 			t.Fatal(err)
 		}

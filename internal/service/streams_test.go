@@ -69,12 +69,8 @@ func TestCreateStreamRefuses(t *testing.T) {
 // epsilon once, at creation, and one its dataset cannot pay is not created.
 func TestStreamReleases(t *testing.T) {
 	t.Parallel()
-	bothStores(t, func(t *testing.T, st store.Store) {
+	bothServices(t, func(t *testing.T, svc *Service, st store.Store) {
 		ctx := context.Background()
-		svc, err := New(Config{Store: st})
-		if err != nil {
-			t.Fatal(err)
-		}
 		if _, err := svc.CreateDataset(ctx, "d", 1.25, 0); err != nil {
 			t.Fatal(err)
 		}
@@ -149,12 +145,8 @@ func TestStreamReleases(t *testing.T) {
 // unknown or deleted stream is ErrNotFound.
 func TestStreamEventsAllOrNothing(t *testing.T) {
 	t.Parallel()
-	bothStores(t, func(t *testing.T, st store.Store) {
+	bothServices(t, func(t *testing.T, svc *Service, st store.Store) {
 		ctx := context.Background()
-		svc, err := New(Config{Store: st})
-		if err != nil {
-			t.Fatal(err)
-		}
 		s, err := svc.CreateStream(ctx, densitySpec("", 1))
 		if err != nil {
 			t.Fatal(err)
