@@ -184,7 +184,8 @@ func ExampleNewRouter_datasetBudget() {
 
 // A POST retried with the same Idempotency-Key (a client that lost the
 // answer) gets the first answer again and is charged once; the same key
-// with a different request is refused (422, naming the header).
+// with a different request is refused (422, naming the header), and so is a
+// charge the budget cannot pay (409, with the numbers).
 func ExampleNewRouter_idempotentRetry() {
 	srv := exampleServer()
 	defer srv.Close()
@@ -201,11 +202,16 @@ func ExampleNewRouter_idempotentRetry() {
 
 	s3, p := call(srv, "POST", "/v1/datasets/beam/charges", `{"epsilon": 0.5, "delta": 0}`, "Idempotency-Key", "run-7")
 	fmt.Println("same key, other request:", s3, p["errors"].([]any)[0].(map[string]any)["field"])
+
+	// A charge the budget cannot pay says what is left.
+	s4, p := call(srv, "POST", "/v1/datasets/beam/charges", `{"epsilon": 1, "delta": 0}`, "Idempotency-Key", "run-8")
+	fmt.Println(s4, p["detail"])
 	// Output:
 	// first: 201 retry: 201 same charge: true
 	// ledger entries: 1
 	// spent epsilon: 0.25
 	// same key, other request: 422 Idempotency-Key
+	// 409 the release asks epsilon 1 and delta 0 but dataset "beam" has spent epsilon 0.25 and delta 0 of its budget (1, 0): remaining epsilon 0.75 and delta 0; nothing was released or charged
 }
 
 // A pan-private stream keeps only a private state: events are applied in
