@@ -194,6 +194,7 @@ func (p problem) fields() []string {
 }
 
 func TestHealthAndDocs(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil)
 	for _, tc := range []struct {
 		path, want string
@@ -221,6 +222,7 @@ func TestHealthAndDocs(t *testing.T) {
 }
 
 func TestOpenAPIIsCommittedOutput(t *testing.T) {
+	t.Parallel()
 	// /openapi.json serves exactly the committed swag output.
 	// /openapi.json serves exactly the generated OpenAPI 3 document and
 	// /swagger.json swag's Swagger 2.0 output.

@@ -13,6 +13,7 @@ import (
 // a correct sanitizer the audit holds: both excesses are <= tolerance*delta,
 // and each direction's row lies in the range.
 func TestAuditCertificate(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil)
 	for _, tc := range []struct{ eps, delta, tau float64 }{{0.5, 1e-3, 0}, {1, 1e-6, 0.05}, {0.1, 1e-2, 0}} {
 		for _, m := range []string{"max_separation", "discrete"} {

@@ -13,6 +13,7 @@ import (
 // recorded (201, ledger kind "external"), one that would overspend is refused
 // with 409 and changes nothing, and bad input is a 4xx naming the field.
 func TestDatasetCharges(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, st store.Store) {
 		ts := newServer(t, st)
 		if r := ts.postJSON(t, "/v1/datasets", `{"name":"logs","epsilon_budget":1,"delta_budget":1e-5}`); r.status != 201 {

@@ -127,6 +127,7 @@ func (e *errT) Errorf(format string, args ...any) {
 // a problem and an accepted request the document forbids are each reported;
 // a conforming exchange is not.
 func TestContractCatchesMismatches(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, target string
 		status       int

@@ -17,6 +17,7 @@ import (
 // keys are unchanged, and numeric cells (negative values included) are
 // numbers, never prefixed.
 func TestCSVFormulaNeutralised(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil)
 	keys := []string{"=HYPERLINK(\"http://x\")", "+1+2", "-3.2", "@SUM(A1)", "\tcmd", "\rcr", "'=quoted", "''+two", "'plain", "plain", "a=b", "with \"quotes\", comma"}
 	const q = "?epsilon=0.25&delta=1&scheme=none&method=discrete"

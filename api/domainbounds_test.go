@@ -12,6 +12,7 @@ import (
 // value still gets a 422 naming the field as the client wrote it, and
 // creates nothing.
 func TestStreamAndCounterBoundsAreTheDomains(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil)
 	const density = `"estimator":"density","epsilon":0.5,"universe_size":100`
 	for _, tc := range []struct {

@@ -17,6 +17,7 @@ import (
 // CSV with its line in the message, in JSON by index — and an element error
 // found after reading (a repeated key) names its line too.
 func TestReleaseWorkNamesEveryElement(t *testing.T) {
+	t.Parallel()
 	st := store.NewMemory()
 	ts := newServer(t, st, withServiceConfig(t, st, func(c *service.Config) { c.MaxReleaseWork = 200_000 }))
 	// eps 1 (L = 13.8): an isolated stretch of a keys release costs about

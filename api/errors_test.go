@@ -23,6 +23,7 @@ import (
 // path for bodies, the query parameter for queries) with the status the
 // API documents, and maps the service's not-found, limit and budget errors.
 func TestWriteErrNamesClientFields(t *testing.T) {
+	t.Parallel()
 	h := &handler{log: slog.New(slog.NewTextHandler(io.Discard, nil)), outage: &outage{log: slog.New(slog.NewTextHandler(io.Discard, nil))}}
 	must := func(_ any, err error) error {
 		if err == nil {

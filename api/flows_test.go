@@ -48,6 +48,7 @@ type sampleResp struct {
 // TestSampleLifecycle: sanitize (JSON and NDJSON both ways), read back,
 // estimate, rank, top, quantiles — over both stores.
 func TestSampleLifecycle(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, st store.Store) {
 		ts := newServer(t, st)
 		// delta = 1 and no sampling: every key is reported (no privacy).
@@ -185,6 +186,7 @@ func TestSampleLifecycle(t *testing.T) {
 // TestTablesEndpoints: reporting, frequencies and estimators tables answer
 // with rows that obey the oracles, and identical parameters are cached.
 func TestTablesEndpoints(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, st store.Store) {
 		ts := newServer(t, st)
 		r := ts.get(t, "/v1/tables/reporting?epsilon=0.5&delta=1e-6&scheme=ppswor&threshold=0.1&max_frequency=80")
@@ -279,6 +281,7 @@ func TestTablesEndpoints(t *testing.T) {
 // TestConcurrentFirstRequestsComputeOnce: identical table requests arriving
 // together are computed once and stored once.
 func TestConcurrentFirstRequestsComputeOnce(t *testing.T) {
+	t.Parallel()
 	st := &countingStore{Store: store.NewMemory()}
 	ts := newServer(t, st)
 	var wg sync.WaitGroup
@@ -323,6 +326,7 @@ func (c *countingStore) puts() int {
 // stationary row shifted to 10^9 — its value and estimate sit just below it —
 // and the frequencies table answers for that row too.
 func TestHugeFrequency(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil)
 	for _, m := range []string{"discrete", "max_separation"} {
 		r := ts.postJSON(t, "/v1/samples", `{"privacy":{"epsilon":0.5,"delta":1e-3},"sampling":{"scheme":"none"},"method":"`+m+`","elements":[{"key":"big","frequency":1000000000}]}`)
@@ -346,6 +350,7 @@ func TestHugeFrequency(t *testing.T) {
 // not recomputed, by another pwsd (a replica, or the same after a restart)
 // sharing the PostgreSQL database.
 func TestTablesSurviveRestartsAndReplicas(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	open := func() *countingStore {
 		p, err := store.OpenPostgres(context.Background(), url)
@@ -387,6 +392,7 @@ func TestTablesSurviveRestartsAndReplicas(t *testing.T) {
 // TestUnstableUnbiasedIsA422: the unbiased estimator's numerical limit is a
 // property of the parameters, answered as a 422 naming the estimator.
 func TestUnstableUnbiasedIsA422(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil)
 	r := ts.get(t, "/v1/tables/estimators?epsilon=0.5&delta=1e-6&scheme=none&method=discrete&estimator=unbiased&max_frequency=500")
 	if r.status != 422 || !strings.Contains(strings.Join(r.problem(t).fields(), ","), "estimator") {

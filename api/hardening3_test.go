@@ -23,6 +23,7 @@ import (
 // repeats make one ledger entry and get the first answer byte for byte
 // with Idempotent-Replayed; the key with another body is a 422.
 func TestChargeIdempotent(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, st store.Store) {
 		ts := newServer(t, st)
 		if r := ts.postJSON(t, "/v1/datasets", `{"name":"beam","epsilon_budget":1,"delta_budget":1e-5}`); r.status != 201 {
@@ -70,6 +71,7 @@ func TestChargeIdempotent(t *testing.T) {
 // the whole list and passed the 8191-byte index-row limit, SQLSTATE 54000,
 // a 500).
 func TestCustomSchemeManyProbabilities(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, st store.Store) {
 		ts := newServer(t, st)
 		const n = 4000
@@ -107,6 +109,7 @@ func TestCustomSchemeManyProbabilities(t *testing.T) {
 // two ledger entries. Now the reservation lives as long as its request can
 // and the repeat waits for the first answer and replays it.
 func TestKeyOutlivesItsRequest(t *testing.T) {
+	// Serial: sleeps order a repeat against a 1 s TTL while the first request runs.
 	stores(t, func(t *testing.T, st store.Store) {
 		ts := newRawServer(t, st, withServiceConfig(t, st, func(c *service.Config) { c.SampleTTL = time.Second }))
 		if r := ts.postJSON(t, "/v1/datasets", `{"name":"d","epsilon_budget":10,"delta_budget":1e-3}`); r.status != 201 {
@@ -155,6 +158,7 @@ func TestKeyOutlivesItsRequest(t *testing.T) {
 // shown as -0 (issue 25, defect 7: a budget or charge of epsilon 5e-324
 // was accepted, and a ledger entry read "delta": -0).
 func TestBudgetNumbers(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, st store.Store) {
 		ts := newServer(t, st)
 		for _, tc := range []struct{ body, field string }{
@@ -199,6 +203,7 @@ func TestBudgetNumbers(t *testing.T) {
 // refusal is a 422 naming the parameter and the reader's limit, answered
 // before any work; a writer's request within its own bound is served.
 func TestReaderWorkBound(t *testing.T) {
+	// Serial: it asserts a refusal within 2 s; parallel tests would share the CPU.
 	tokens := writerReaderTokens(t)
 	reader := []string{"Authorization", "Bearer reader-token-0123456789"}
 	writer := []string{"Authorization", "Bearer writer-token-0123456789"}

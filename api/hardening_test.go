@@ -41,6 +41,7 @@ func wantField(t *testing.T, r response, status int, field string) {
 // would not return within the test's lifetime, so the test cannot pass by
 // accident.
 func TestSmallEpsilonRefusedUpFront(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil)
 	for _, tc := range []struct{ name, method, path, body, field string }{
 		{"frequencies eps 1e-4", "GET", "/v1/tables/frequencies?epsilon=1e-4&delta=1e-6&scheme=none&method=discrete&frequency=1", "", "epsilon"},
@@ -70,6 +71,7 @@ func TestSmallEpsilonRefusedUpFront(t *testing.T) {
 // TestMetricLabelsClosed: 300 random methods add no label value (defect 2:
 // each became a label), and routes are labelled by pattern.
 func TestMetricLabelsClosed(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 300; i++ {
@@ -92,6 +94,7 @@ func TestMetricLabelsClosed(t *testing.T) {
 // PWSD_METRICS_TOKEN (or on PWSD_METRICS_ADDR), so per-route refusal
 // counts are not visible to anyone.
 func TestMetricsAccess(t *testing.T) {
+	t.Parallel()
 	f := filepath.Join(t.TempDir(), "tokens.json")
 	if err := os.WriteFile(f, []byte(`{"tokens":[{"token":"writer-token-0123456789","role":"writer"}]}`), 0o600); err != nil {
 		t.Fatal(err)
@@ -123,6 +126,7 @@ func TestMetricsAccess(t *testing.T) {
 // id is echoed on every response, errors included; client text never
 // reaches the log (defect 9).
 func TestRequestIDs(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil)
 	for _, tc := range []struct {
 		name, id string
@@ -157,6 +161,7 @@ func TestRequestIDs(t *testing.T) {
 // TestTokensFile: a token listed with two roles is a start-up error, and
 // the 16-character minimum counts characters, not bytes.
 func TestTokensFile(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, file, wantErr string }{
 		{"two roles", `{"tokens":[{"token":"same-token-0123456789","role":"writer"},{"token":"same-token-0123456789","role":"reader"}]}`, "different role"},
 		{"same role twice", `{"tokens":[{"token":"same-token-0123456789","role":"reader"},{"token":"same-token-0123456789","role":"reader"}]}`, ""},
@@ -178,6 +183,7 @@ func TestTokensFile(t *testing.T) {
 
 // TestDefect5Inputs: each input that gave a 500 answers 422 naming its field.
 func TestDefect5Inputs(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil)
 	if r := ts.postJSON(t, "/v1/datasets", `{"name":"big","epsilon_budget":1e6,"delta_budget":1}`); r.status != 201 {
 		t.Fatalf("dataset: %d %s", r.status, r.body)
@@ -211,6 +217,7 @@ func TestDefect5Inputs(t *testing.T) {
 // with Retry-After (defect 3 answered 500), the outage is logged once, not
 // per request, and the recovery once.
 func TestStoreUnavailable(t *testing.T) {
+	t.Parallel()
 	dbURL := pgtest.NewDatabase(t)
 	pg, err := store.OpenPostgres(context.Background(), dbURL)
 	if err != nil {
@@ -267,6 +274,7 @@ func TestStoreUnavailable(t *testing.T) {
 // TestClientGoneMidBody: a client that disconnects while sending its body
 // is logged at info and counted as 499, not as a 500 (defect 9).
 func TestClientGoneMidBody(t *testing.T) {
+	// Serial: a 100 ms sleep lets the server read the partial body before the client leaves.
 	ts := newRawServer(t, nil)
 	addr := strings.TrimPrefix(ts.URL, "http://")
 	c, err := net.Dial("tcp", addr)
@@ -293,6 +301,7 @@ func TestClientGoneMidBody(t *testing.T) {
 // too many events is refused while streaming (413), not after decoding
 // everything (defect 6: a 200 MB user string used 850 MB first).
 func TestEventBodyGuard(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil, withLimits(func(l *api.Limits) { l.MaxLineBytes = 1 << 10; l.MaxEvents = 10 }))
 	r := ts.postJSON(t, "/v1/streams", `{"estimator":"density","epsilon":0.25,"universe_size":1000,"sample_size":100}`)
 	var sv struct{ ID string }
@@ -315,6 +324,7 @@ func TestEventBodyGuard(t *testing.T) {
 // most PWSD_ADMISSION_WAIT and is answered 503 with Retry-After; cheap reads
 // pass.
 func TestAdmissionLimit(t *testing.T) {
+	// Serial: a 200 ms sleep lets the stalled upload take the only slot (50 ms admission wait).
 	ts := newRawServer(t, nil, withLimits(func(l *api.Limits) { l.MaxHeavyRequests = 1; l.AdmissionWait = 50 * time.Millisecond }))
 	// Hold the only slot with a sample whose body never finishes.
 	addr := strings.TrimPrefix(ts.URL, "http://")

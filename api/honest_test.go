@@ -54,6 +54,7 @@ func honestSample(t *testing.T, ts *testServer, query string) (sampleResp, respo
 // frequency does not, and the answer names the estimator; unbiased and
 // unknown names are 422s naming estimator.
 func TestSampleEstimatorChoice(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil)
 	bd, r := honestSample(t, ts, "?estimator=biased_down")
 	if r.status != http.StatusCreated || bd.Estimator != "biased_down" || len(bd.Elements) < 250 {
@@ -97,6 +98,7 @@ func TestSampleEstimatorChoice(t *testing.T) {
 // appear only for reported keys, delimiter and length group alike here, and
 // every estimate carries an interval at the asked level.
 func TestGroupBySumsAddUp(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil)
 	s, r := honestSample(t, ts, "")
 	if r.status != http.StatusCreated {
@@ -144,6 +146,7 @@ func TestGroupBySumsAddUp(t *testing.T) {
 // TestEstimateQueryErrors: bad level and group-by parameters are 422s
 // naming the parameter; a non-finite estimate is a 422 naming g, not a 500.
 func TestEstimateQueryErrors(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil)
 	s, r := honestSample(t, ts, "")
 	if r.status != http.StatusCreated {
@@ -173,6 +176,7 @@ func TestEstimateQueryErrors(t *testing.T) {
 // here since every key is well above L), say from which frequency they are
 // supported, and answer over reported keys on request.
 func TestQuantilesPopulation(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil)
 	s, r := honestSample(t, ts, "")
 	if r.status != http.StatusCreated {
@@ -211,6 +215,7 @@ func TestQuantilesPopulation(t *testing.T) {
 // a count within [0, t], non-decreasing across batches, and GET shows the
 // latest one beside the raw count; an unknown postprocess is a 422.
 func TestCounterMonotone(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil)
 	c := ts.postJSON(t, "/v1/counters", `{"epsilon":0.5,"horizon":1000,"algorithm":"simple","postprocess":"monotone"}`)
 	var cv struct {
@@ -266,6 +271,7 @@ func TestCounterMonotone(t *testing.T) {
 // reported, and its interval lies far below the truth (before, it was
 // passed as reliable).
 func TestZipfFlaggedUnreliable(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil)
 	var b strings.Builder
 	b.WriteString(`{"privacy":{"epsilon":1,"delta":1e-6},"sampling":{"scheme":"none"}}` + "\n")
@@ -309,6 +315,7 @@ func TestZipfFlaggedUnreliable(t *testing.T) {
 // integer and is written as one in JSON, NDJSON and CSV (10000000, never
 // 1e+07, which the shortest 'g' format wrote before).
 func TestIntegerFrequenciesAsIntegers(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil)
 	r := ts.postJSON(t, "/v1/samples", `{"privacy":{"epsilon":1,"delta":1e-6},"sampling":{"scheme":"none"},"elements":[{"key":"a","frequency":10000000},{"key":"b","frequency":3000000}]}`)
 	if r.status != http.StatusCreated {

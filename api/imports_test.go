@@ -107,6 +107,7 @@ func charge(t *testing.T, ts *testServer, eps, delta float64) string {
 // and leaves the charge usable: the valid import that follows succeeds;
 // a second import of the same charge is a 409.
 func TestImportSample(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, st store.Store) {
 		ts := newServer(t, st)
 		if r := ts.postJSON(t, "/v1/datasets", `{"name":"logs","epsilon_budget":10,"delta_budget":1e-2}`); r.status != 201 {
@@ -257,6 +258,7 @@ func writerReaderTokens(t *testing.T) *api.Tokens {
 // TestImportNeedsWriter: with tokens, a reader token cannot import (403)
 // and nothing is stored.
 func TestImportNeedsWriter(t *testing.T) {
+	t.Parallel()
 	tokens := writerReaderTokens(t)
 	ts := newServer(t, nil, func(d *api.Deps) { d.Tokens = tokens })
 	body := `{"dataset":"logs","privacy":{"epsilon":1,"delta":0.001},"sampling":{"scheme":"none"},"release":"keys","method":"max_separation","reported":0,"privacy_unit":{"max_weight":1,"table_epsilon":1,"table_delta":0.001},"charge_ref":"x"}` + "\n"

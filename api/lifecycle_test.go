@@ -65,6 +65,7 @@ func (ts *testServer) dataset(t *testing.T, name string) datasetResp {
 // body); the same key with another body is a 422 that changes nothing; keys
 // are per caller. Over both stores.
 func TestIdempotentRetries(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, st store.Store) {
 		ts := newServer(t, st)
 		if r := ts.postJSON(t, "/v1/datasets", `{"name":"d","epsilon_budget":10,"delta_budget":1}`); r.status != http.StatusCreated {
@@ -186,6 +187,7 @@ func TestIdempotentRetries(t *testing.T) {
 // before its body is read — an invalid element after the header does not
 // turn the 409 into a 422 — and the 409 says requested, spent, remaining.
 func TestBudgetConflictBeforeSanitizing(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, st store.Store) {
 		ts := newServer(t, st)
 		ts.postJSON(t, "/v1/datasets", `{"name":"b","epsilon_budget":1,"delta_budget":0.001}`)
@@ -254,6 +256,7 @@ func (ts *testServer) listAll(t *testing.T, path string, limit int) []string {
 // for any page size; DELETE is 204 then 404; deleting a sample or stream
 // keeps its ledger entries; a foreign or forged cursor is a 422.
 func TestListAndDelete(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, st store.Store) {
 		ts := newServer(t, st)
 		ts.postJSON(t, "/v1/datasets", `{"name":"d","epsilon_budget":100,"delta_budget":1}`)
@@ -324,6 +327,7 @@ func TestListAndDelete(t *testing.T) {
 // reported with its exact value), and the CSV answer holds the same rows as
 // the JSON one; CSV errors name the query parameter or line.
 func TestSampleElementsPagedAndCSV(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil)
 	var full sampleResp
 	r := ts.postJSON(t, "/v1/samples", noPrivacySample("", 250))
@@ -428,6 +432,7 @@ func TestSampleElementsPagedAndCSV(t *testing.T) {
 // request past PWSD_REQUEST_TIMEOUT, which stores nothing) is not kept, so a
 // retry with the same key runs again instead of replaying the failure.
 func TestIdempotencyKeepsNoServerErrors(t *testing.T) {
+	t.Parallel()
 	st := store.NewMemory()
 	ts := newServer(t, st, withLimits(func(l *api.Limits) { l.RequestTimeout = time.Nanosecond }))
 	for i := 0; i < 2; i++ {

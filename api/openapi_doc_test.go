@@ -19,6 +19,7 @@ import (
 // description, every closed set of query values is an enum, and every error
 // answer is application/problem+json.
 func TestOpenAPIDocumentsEverything(t *testing.T) {
+	t.Parallel()
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(openapi.JSON3)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 // TestPlotsAndPlan: the plot endpoints answer well-formed SVG, the plan
 // summary and the baselines answer the documented fields.
 func TestPlotsAndPlan(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil)
 	base := "epsilon=0.5&delta=1e-4&scheme=priority&threshold=0.05&max_frequency=60"
 	for _, path := range []string{
@@ -102,6 +103,7 @@ func TestPlotsAndPlan(t *testing.T) {
 // value is a 422 naming its parameter, and one answer names every invalid
 // parameter, typed or the planner's own.
 func TestPlanQueryNamesInvalidParameters(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil)
 	ok := "distribution=zipf&alpha=1&n=100"
 	for _, c := range []struct {
@@ -146,6 +148,7 @@ func TestPlanQueryNamesInvalidParameters(t *testing.T) {
 // and sampled-SbH in another, the same in all four. Then a changed epsilon
 // and a click on Update redraw the numbers.
 func TestPlannerPageInBrowser(t *testing.T) {
+	t.Parallel()
 	chrome, err := exec.LookPath("chromium")
 	if err != nil {
 		if os.Getenv("PWSD_REQUIRE_BROWSER") != "" {

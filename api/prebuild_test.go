@@ -12,6 +12,7 @@ import (
 // once (a second call builds none), and refuses bad input with a 422
 // naming the field, on the contract-checked server.
 func TestPrebuild(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, store.NewMemory())
 	body := `{"privacy":{"epsilon":1,"delta":1e-6},"sampling":{"scheme":"ppswor","threshold":1e-5},"method":"discrete","max_frequency":5000}`
 	var first, second struct {

@@ -15,6 +15,7 @@ import (
 // user ids never reach a log line, whatever the request does — succeed, fail
 // validation, select keys in a query, or hit an unknown route.
 func TestLogsNeverContainRequestData(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil)
 	const marker = "MARKERKEY7731"
 	var els []string
@@ -55,6 +56,7 @@ func TestLogsNeverContainRequestData(t *testing.T) {
 // TestBearerTokens: with a tokens file every /v1 call needs a token, a
 // reader may only read, operations endpoints stay open.
 func TestBearerTokens(t *testing.T) {
+	t.Parallel()
 	tokens := writerReaderTokens(t)
 	ts := newServer(t, nil, func(d *api.Deps) { d.Tokens = tokens })
 	ds := `{"name":"d1","epsilon_budget":1,"delta_budget":0.001}`
@@ -97,6 +99,7 @@ func TestBearerTokens(t *testing.T) {
 }
 
 func TestLoadTokensRejectsBadFiles(t *testing.T) {
+	t.Parallel()
 	for name, body := range map[string]string{
 		"empty":    `{"tokens":[]}`,
 		"short":    `{"tokens":[{"token":"short","role":"writer"}]}`,

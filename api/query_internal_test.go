@@ -18,6 +18,7 @@ import (
 // and that invalid values are reported by their parameter names, all at
 // once.
 func TestPlanRequestFromQuery(t *testing.T) {
+	t.Parallel()
 	h := &handler{limits: DefaultLimits()}
 	must := func(v any, err error) any {
 		t.Helper()

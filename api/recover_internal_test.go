@@ -17,6 +17,7 @@ import (
 // the request id in X-Request-Id, the server keeps serving, and the log
 // carries the panic value and stack but no request data.
 func TestPanicIsA500WithRequestID(t *testing.T) {
+	t.Parallel()
 	var logs bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	r := chi.NewRouter()

@@ -17,6 +17,7 @@ import (
 // TestAbandonedComputationStops). The 10 s bound is a liveness limit, not a
 // speed claim: the answer comes right after the 200 ms timeout.
 func TestTableRequestPastTimeoutAnswers503(t *testing.T) {
+	t.Parallel()
 	// The up-front work bound (PWSD_MAX_TABLE_WORK) would refuse this request
 	// at once; it is switched off here to test the timeout behind it.
 	svc, err := service.New(service.Config{Store: store.NewMemory(), MaxTableWork: -1})

@@ -15,6 +15,7 @@ import (
 // TestBadInputIsAPreciseProblem: every malformed or invalid request gets a
 // 4xx problem+json naming the field, and never echoes the input.
 func TestBadInputIsAPreciseProblem(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil)
 	const ok = `"privacy":{"epsilon":0.5,"delta":1e-6},"sampling":{"scheme":"none"}`
 	for _, tc := range []struct {
@@ -75,6 +76,7 @@ func TestBadInputIsAPreciseProblem(t *testing.T) {
 
 // TestLimitsAreEnforced: configured limits answer 413/422 before work.
 func TestLimitsAreEnforced(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil, withLimits(func(l *api.Limits) {
 		l.MaxBodyBytes = 2048
 		l.MaxElements = 3
@@ -128,6 +130,7 @@ func createSampleID(t *testing.T, ts *testServer) string {
 // single-valued parameters with a 400 naming them, never a 5xx; values that
 // are not finite, or results that overflow, are 422s naming the parameter.
 func TestQueryIsStrict(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil)
 	id := createSampleID(t, ts)
 	s := "/v1/samples/" + id
@@ -201,6 +204,7 @@ func TestQueryIsStrict(t *testing.T) {
 // a body, 401 carries WWW-Authenticate: Bearer, the scheme is matched
 // case-insensitively, and the request id in a problem is the one in the log.
 func TestHTTPSemantics(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "tokens.json")
 	if err := os.WriteFile(path, []byte(`{"tokens":[{"token":"0123456789abcdef","role":"writer"}]}`), 0o600); err != nil {
@@ -266,6 +270,7 @@ func TestHTTPSemantics(t *testing.T) {
 // not, invalid UTF-8 is a 422 naming the element, and out-of-range numbers
 // say so.
 func TestBodyErrorsNameThePath(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil)
 	stream := ts.postJSON(t, "/v1/streams", `{"estimator":"density","epsilon":0.5,"universe_size":100,"sample_size":10}`)
 	if stream.status != 201 {
@@ -338,6 +343,7 @@ func TestBodyErrorsNameThePath(t *testing.T) {
 // TestStrictQueryIsLoggedByRoute: a 400 for an unknown parameter is logged
 // and counted under its route pattern, never the raw query.
 func TestStrictQueryIsLoggedByRoute(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil)
 	if r := ts.get(t, "/v1/tables/reporting?SECRETPARAM=1"); r.status != 400 {
 		t.Fatalf("status %d", r.status)
@@ -360,6 +366,7 @@ func TestStrictQueryIsLoggedByRoute(t *testing.T) {
 // TestOutOfRangeIntegers: integers beyond their Go type say "out of range"
 // with the range, never "must be of type".
 func TestOutOfRangeIntegers(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, nil)
 	for _, tc := range []struct{ path, body, field, want string }{
 		{"/v1/streams", `{"estimator":"density","epsilon":0.5,"universe_size":100000000000000000000}`, "universe_size", "must be from 0 to 18446744073709551615"},

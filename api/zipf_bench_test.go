@@ -264,6 +264,7 @@ func BenchmarkZipfWorkload(b *testing.B) {
 // default-configured server BenchmarkZipfWorkload measures. The log is
 // small enough to be served today.
 func TestZipfWorkloadBodies(t *testing.T) {
+	t.Parallel()
 	z := workload.Zipf{Keys: 2000, Top: 20_000, Exponent: 1}
 	elems, err := z.SamplePPSWOR(1e-3, 1)
 	if err != nil {

@@ -53,6 +53,7 @@ func blocks(md string) []block {
 // are noisy or random (volatile: only their JSON type must match). Blocks of
 // other languages (```console) are not run.
 func TestReadmeExamples(t *testing.T) {
+	t.Parallel()
 	md, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -157,6 +158,7 @@ func match(path string, want, have any) error {
 
 // TestMatchCatchesDifferences: the README check can fail.
 func TestMatchCatchesDifferences(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		want, have string
 		ok         bool
@@ -185,6 +187,7 @@ func TestMatchCatchesDifferences(t *testing.T) {
 // a/ prefix sum lies where the README says (below the truth 89219, which the
 // missing low-frequency keys bias it from), inside its own interval.
 func TestWorkedExample(t *testing.T) {
+	t.Parallel()
 	gen := exec.Command("go", "run", "./gen")
 	var stderr bytes.Buffer
 	gen.Stderr = &stderr

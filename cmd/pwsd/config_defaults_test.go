@@ -12,6 +12,7 @@ import (
 // the configuration is exactly the API's and the service's own defaults, so
 // the environment table (README, --help) cannot drift from them.
 func TestEnvironmentDefaultsAreTheSharedDefaults(t *testing.T) {
+	t.Parallel()
 	c, err := loadConfig(func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)

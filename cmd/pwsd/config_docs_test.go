@@ -11,6 +11,7 @@ import (
 // variable pwsd reads (envVars) with its default, and neither it nor the
 // README's short table names a variable pwsd does not read.
 func TestConfigurationDocumented(t *testing.T) {
+	t.Parallel()
 	known := map[string]envVar{}
 	for _, v := range envVars {
 		known[v.name] = v

@@ -9,6 +9,7 @@ import (
 // positive durations; PWSD_IDEMPOTENCY_TTL and PWSD_PURGE_INTERVAL must be
 // positive; defaults are 0, 24h and 1m.
 func TestRetentionConfig(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name             string
 		env              map[string]string

@@ -44,6 +44,7 @@ func vmHWM(t *testing.T, pid int) int64 {
 // with Retry-After; the clients retry, every sample is released, and the
 // peak RSS of the process stays under 1 GiB.
 func TestE2EConcurrentSamplesBoundedRSS(t *testing.T) {
+	// Serial: 24 clients load the machine; parallel tests would share it and its timings.
 	if testing.Short() {
 		t.Skip("load test")
 	}
@@ -110,6 +111,7 @@ func TestE2EConcurrentSamplesBoundedRSS(t *testing.T) {
 // second and without growing the process (before: 30 s and 6.6 GB, and
 // never for delta 1e-300).
 func TestE2ESmallEpsilonFast(t *testing.T) {
+	// Serial: it asserts answers within a second; parallel tests would share the CPU.
 	bin := buildBinary(t)
 	p := start(t, bin)
 	for _, tc := range []struct{ method, path, body string }{
@@ -178,6 +180,7 @@ func TestE2ESlowHeadersDoNotStarve(t *testing.T) {
 // ranges at the top of the frequency range (defect 7: about 61 MB each,
 // never evicted) leave table_cache within PWSD_TABLE_CACHE_BYTES.
 func TestE2ETableCacheRangeAttack(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("load test")
 	}

@@ -38,6 +38,7 @@ func keyedPost(t *testing.T, url, ct, body, key string) (*http.Response, []byte)
 // (status, Location, body) without charging: the dataset's ledger holds
 // one release. Neither the raw key nor the request body is stored.
 func TestIdempotencySurvivesKill(t *testing.T) {
+	t.Parallel()
 	dbURL := pgtest.NewDatabase(t)
 	bin := buildBinary(t)
 	p := start(t, bin, "PWSD_DATABASE_URL="+dbURL)
@@ -109,6 +110,7 @@ func TestIdempotencySurvivesKill(t *testing.T) {
 // timeout and a 90 s lease as before (issue 25, defect 5), and charges
 // nothing.
 func TestRetryAfterKillAnsweredPromptly(t *testing.T) {
+	// Serial: it times a retry against an 8 s lease.
 	dbURL := pgtest.NewDatabase(t)
 	bin := buildBinary(t)
 	p := start(t, bin, "PWSD_DATABASE_URL="+dbURL)

@@ -44,6 +44,7 @@ func pgDump(t *testing.T, url string) []byte {
 // marker are posted; the marker appears neither in a pg_dump of the database
 // nor in pwsd's logs.
 func TestNothingRawAtRest(t *testing.T) {
+	t.Parallel()
 	dbURL := pgtest.NewDatabase(t)
 	p := start(t, buildBinary(t), "PWSD_DATABASE_URL="+dbURL, "PWSD_LOG_LEVEL=debug")
 	const marker = "RAWMARKER5521"
@@ -100,6 +101,7 @@ func TestNothingRawAtRest(t *testing.T) {
 // applied and fewer if not, except with probability below 1e-14 per batch
 // (Hoeffding: exp(-2*1000*0.1225^2)). Unsent batches serve as the control.
 func TestNothingAcknowledgedIsLost(t *testing.T) {
+	// Serial: clients with a 5 s timeout race a kill 1.5 s in; parallel load could leave nothing acknowledged.
 	dbURL := pgtest.NewDatabase(t)
 	bin := buildBinary(t)
 	p := start(t, bin, "PWSD_DATABASE_URL="+dbURL)

@@ -22,18 +22,45 @@ import (
 	"github.com/pwsd/pwsd/internal/store/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m)
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
 
-// buildBinary compiles pwsd once per test binary run.
+// built is the pwsd binary the end-to-end tests share, compiled on first use
+// into dir (removed by TestMain).
+var built struct {
+	once          sync.Once
+	dir, bin, err string
+}
+
+// buildBinary compiles pwsd once per test binary run and returns its path;
+// the tests, parallel ones included, share it (each runs its own process).
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "pwsd")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("building pwsd: %v", err)
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "pwsd-e2e-")
+		if err != nil {
+			built.err = err.Error()
+			return
+		}
+		built.dir = dir
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "pwsd"), ".")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			built.err = fmt.Sprintf("%v\n%s", err, stderr.Bytes())
+			return
+		}
+		built.bin = filepath.Join(dir, "pwsd")
+	})
+	if built.err != "" {
+		t.Fatalf("building pwsd: %s", built.err)
 	}
-	return bin
+	return built.bin
 }
 
 func freePort(t *testing.T) string {
@@ -126,6 +153,7 @@ func httpDo(t *testing.T, method, url, ct, body string) (int, []byte) {
 // embedded store: operations endpoints, a sample round trip, a validation
 // problem, then graceful shutdown on SIGTERM.
 func TestEndToEndEmbedded(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	p := start(t, bin)
 	for _, path := range []string{"/healthz", "/readyz", "/docs/index.html", "/openapi.json", "/metrics"} {
@@ -174,6 +202,7 @@ func TestEndToEndEmbedded(t *testing.T) {
 // TestEndToEndPostgres: start-up applies the migrations to an empty database
 // (schema_migrations exists), /readyz is 200, and 503 once the database is gone.
 func TestEndToEndPostgres(t *testing.T) {
+	t.Parallel()
 	dbURL := pgtest.NewDatabase(t)
 	bin := buildBinary(t)
 	p := start(t, bin, "PWSD_DATABASE_URL="+dbURL)

@@ -9,6 +9,7 @@ import (
 // TestVersion: --version reports the module version, the commit and the Go
 // version from the binary's build information.
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	v := version()
 	for _, want := range []string{"pwsd ", " commit ", runtime.Version()} {
 		if !strings.Contains(v, want) {

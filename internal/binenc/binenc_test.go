@@ -10,6 +10,7 @@ import (
 // TestRoundTrip: every value written is read back bit for bit, and the
 // reader ends exactly at the end of the encoding.
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	w := NewWriter(nil)
 	w.Header("XY", 3)
 	w.Byte(7)
@@ -40,6 +41,7 @@ func TestRoundTrip(t *testing.T) {
 // TestStrict: every non-canonical or out-of-range input is an error wrapping
 // the reader's base error, never a panic.
 func TestStrict(t *testing.T) {
+	t.Parallel()
 	base := errors.New("base")
 	for _, tc := range []struct {
 		name string
@@ -74,6 +76,7 @@ func TestStrict(t *testing.T) {
 // TestWidthFor: the width holds every value below limit and no fewer bits
 // would.
 func TestWidthFor(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		limit uint64
 		want  uint

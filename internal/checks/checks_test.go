@@ -10,6 +10,7 @@ import (
 // Each validator accepts exactly the values its doc comment names and, on
 // failure, returns a *FieldError naming the field it was given.
 func TestValidators(t *testing.T) {
+	t.Parallel()
 	inf, nan := math.Inf(1), math.NaN()
 	sub := minNormal / 2
 	cases := []struct {
@@ -73,6 +74,7 @@ func TestValidators(t *testing.T) {
 // Fields finds field errors through wrapping, Errors collects several and
 // Prefix renames every field under the given JSON object.
 func TestFieldsAndPrefix(t *testing.T) {
+	t.Parallel()
 	var es Errors
 	es.Add("epsilon", "must be a finite number greater than 0")
 	es.AddErr("ignored", Errorf("n", "must be an integer from %d to %d", 1, 10))

@@ -9,6 +9,7 @@ import (
 // TestSecureLaplaceMoments checks that SecureLaplace draws Lap(b): mean 0 and
 // mean absolute value b, within 6 standard errors.
 func TestSecureLaplaceMoments(t *testing.T) {
+	t.Parallel()
 	const n = 40000
 	for _, b := range []float64{0.01, 1, 250} {
 		t.Run(fmt.Sprintf("scale=%g", b), func(t *testing.T) {
@@ -33,6 +34,7 @@ func TestSecureLaplaceMoments(t *testing.T) {
 }
 
 func TestSecureLaplaceRejectsBadScale(t *testing.T) {
+	t.Parallel()
 	for _, b := range []float64{0, -1, math.NaN(), math.Inf(1)} {
 		t.Run(fmt.Sprintf("scale=%g", b), func(t *testing.T) {
 			if _, err := (SecureLaplace{}).Laplace(b); err == nil {
@@ -43,6 +45,7 @@ func TestSecureLaplaceRejectsBadScale(t *testing.T) {
 }
 
 func TestSeededIsDeterministic(t *testing.T) {
+	t.Parallel()
 	a, b := Seeded(7), Seeded(7)
 	for i := 0; i < 10; i++ {
 		if a.Uint64() != b.Uint64() {

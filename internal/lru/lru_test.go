@@ -5,6 +5,7 @@ import "testing"
 // TestCache checks the cost bound and least-recently-used eviction order
 // against a hand-worked sequence.
 func TestCache(t *testing.T) {
+	t.Parallel()
 	c := New[string, []byte](10, func(b []byte) int64 { return int64(len(b)) })
 	c.Add("a", make([]byte, 4))
 	c.Add("b", make([]byte, 4))
@@ -35,6 +36,7 @@ func TestCache(t *testing.T) {
 
 // TestCountBound: a nil cost bounds the number of entries.
 func TestCountBound(t *testing.T) {
+	t.Parallel()
 	c := New[int, int](3, nil)
 	for i := range 10 {
 		c.Add(i, i)

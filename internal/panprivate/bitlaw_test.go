@@ -20,6 +20,7 @@ func ratioOK(a, b, eps float64) bool {
 // e^-eps <= P1(b)/P0(b) <= e^eps for b = 0 and b = 1, computed on the exact
 // probabilities the sampler uses.
 func TestStateLawsSatisfyEpsilonRatios(t *testing.T) {
+	t.Parallel()
 	for _, alg := range []Algorithm{AlgorithmDwork, AlgorithmOptBern, AlgorithmPPDS} {
 		for _, eps := range []float64{1e-9, 0.001, 0.1, 0.25, 0.4999, 0.5} {
 			law, err := newBitLaw(alg, eps)
@@ -46,6 +47,7 @@ func TestStateLawsSatisfyEpsilonRatios(t *testing.T) {
 // OptBern's B((1 -+ tanh(eps/2))/2), whose ratio P1(1)/P0(1) attains e^eps
 // (the whole budget) up to rounding.
 func TestStateLawsMatchPapers(t *testing.T) {
+	t.Parallel()
 	const tol = 1e-15
 	for _, eps := range []float64{0.01, 0.2, 0.5} {
 		dw, _ := newBitLaw(AlgorithmDwork, eps)
@@ -70,6 +72,7 @@ func TestStateLawsMatchPapers(t *testing.T) {
 // TestBitSamplerFrequencies checks that draw and rerandomize produce ones
 // with the stated probabilities (within 5 standard errors).
 func TestBitSamplerFrequencies(t *testing.T) {
+	t.Parallel()
 	const n = 200000
 	rng := dprand.Seeded(5)
 	law, _ := newBitLaw(AlgorithmOptBern, 0.5)
@@ -104,6 +107,7 @@ func TestBitSamplerFrequencies(t *testing.T) {
 // empirically over 12000 sampled users per count within 5 SE), which lies
 // between P0 and P1 and so satisfies the e^eps ratio bound against n = 0.
 func TestCroppedMeanStateLaw(t *testing.T) {
+	t.Parallel()
 	const (
 		tt     = 4
 		groups = 7 // counts 0..6
@@ -147,6 +151,7 @@ func TestCroppedMeanStateLaw(t *testing.T) {
 // within e^+-eps of the law for n = 0, also after announced intrusions
 // (convolved laws).
 func TestIncidenceNoiseLawRatios(t *testing.T) {
+	t.Parallel()
 	for _, eps := range []float64{0.01, 1.0 / 3, 1} {
 		for _, p := range primesUpTo(maxModulus) {
 			l, err := newModNoise(p, eps)
@@ -182,6 +187,7 @@ func TestIncidenceNoiseLawRatios(t *testing.T) {
 // release_noise = paper a release costs its exact cost at the papers' noise;
 // by default (calibrated) exactly the asked eps.
 func TestPrivacyAccounting(t *testing.T) {
+	t.Parallel()
 	for _, cfg := range []Config{
 		{Estimator: KindDensity, Algorithm: AlgorithmDwork, Epsilon: 0.3, UniverseSize: 100, SampleSize: 10},
 		{Estimator: KindDensity, Algorithm: AlgorithmPPDS, Epsilon: 0.3, UniverseSize: 100, SampleSize: 10},

@@ -39,6 +39,7 @@ func legacyStateEncoding(t testing.TB, data []byte, events uint64) []byte {
 // to the current version without the slot: byte-identical to the state the
 // current encoder writes for the same estimator.
 func TestLegacyStateLoads(t *testing.T) {
+	t.Parallel()
 	for _, cfg := range allKindsConfigs() {
 		t.Run(string(cfg.Estimator)+"/"+string(cfg.Algorithm), func(t *testing.T) {
 			cfg.UniverseSize, cfg.SampleSize = 300, 40

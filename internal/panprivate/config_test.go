@@ -12,6 +12,7 @@ import (
 // TestConfigValidation checks that every invalid parameter is rejected at
 // construction with a checks.FieldError naming the field as clients spell it.
 func TestConfigValidation(t *testing.T) {
+	t.Parallel()
 	density := Config{Estimator: KindDensity, Epsilon: 0.5, UniverseSize: 1000, SampleSize: 100}
 	crop := Config{Estimator: KindCroppedMean, Epsilon: 0.5, UniverseSize: 1000, SampleSize: 100, T: 4}
 	hh := Config{Estimator: KindHeavyHitters, Epsilon: 0.5, UniverseSize: 1000, SampleSize: 100, K: 4, MaxOccurrences: 64}
@@ -74,6 +75,7 @@ func TestConfigValidation(t *testing.T) {
 // TestConfigDefaults checks the resolved configuration: default algorithms,
 // rho and moduli, and m* chosen from an accuracy target.
 func TestConfigDefaults(t *testing.T) {
+	t.Parallel()
 	c, err := Config{Estimator: KindDensity, Epsilon: 0.5, UniverseSize: 1e6, Accuracy: &Accuracy{0.05, 0.05}}.Validate()
 	if err != nil {
 		t.Fatal(err)

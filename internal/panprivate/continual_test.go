@@ -13,6 +13,7 @@ import (
 )
 
 func TestContinualDensityConfigValidate(t *testing.T) {
+	t.Parallel()
 	ok := ContinualDensityConfig{Epsilon: 0.25, UniverseSize: 1000, SampleSize: 100, Horizon: 5000}
 	tests := []struct {
 		name  string
@@ -68,6 +69,7 @@ func TestContinualDensityConfigValidate(t *testing.T) {
 // D+ and D- would bias repeat appearances by eps^2 = 0.16; dropping the
 // eps^2/2 terms would bias them by -eps^2/4.)
 func TestContinualClaim71(t *testing.T) {
+	t.Parallel()
 	const eps = 0.4
 	const universe, m = 200, 100
 	runs := 400
@@ -163,6 +165,7 @@ func TestContinualClaim71(t *testing.T) {
 // normalisation (e.g. the paper's eps^2 instead of eps^2/2) is off by
 // density/2 >= 0.2 at the midpoint, far outside the tolerance.
 func TestContinualDensityTracksTruth(t *testing.T) {
+	t.Parallel()
 	const eps = 0.4
 	n := 200000
 	if testing.Short() || counterRaceEnabled {
@@ -224,6 +227,7 @@ func TestContinualDensityTracksTruth(t *testing.T) {
 // same users after a restore, that the horizon is enforced, and that corrupt
 // encodings are rejected.
 func TestContinualMarshalRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, alg := range []CounterAlgorithm{CounterTree, CounterCascading, CounterRandomizedResponse, CounterSimple} {
 		lap, rng := counterSeeded(808)
 		e, err := NewContinualDensity(ContinualDensityConfig{Epsilon: 0.3, UniverseSize: 5000, SampleSize: 1001,

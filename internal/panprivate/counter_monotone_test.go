@@ -35,6 +35,7 @@ func isotonicBrute(y []float64) []float64 {
 // counter outputs it is never further from the true counts (Euclidean) than
 // the raw outputs.
 func TestMonotoneOutputs(t *testing.T) {
+	t.Parallel()
 	rng := dprand.Seeded(4)
 	for trial := 0; trial < 200; trial++ {
 		n := 1 + rng.IntN(12)

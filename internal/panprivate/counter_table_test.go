@@ -13,6 +13,7 @@ import (
 // prints the table with t.Logf (run with -v) and checks the
 // stream-independent counters against CounterPredictedMSE (5 SE).
 func TestCounterErrorTable(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("PWSD_COUNTER_TABLE") != "1" && (testing.Short() || counterRaceEnabled) {
 		t.Skip("measurement; runs without -short and -race")
 	}

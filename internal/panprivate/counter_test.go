@@ -57,6 +57,7 @@ func counterStream(n int, p float64, seed uint64) []int {
 }
 
 func TestCounterConfigValidate(t *testing.T) {
+	t.Parallel()
 	ok := CounterConfig{Algorithm: CounterTree, Epsilon: 1, Horizon: 1000}
 	tests := []struct {
 		name  string
@@ -122,6 +123,7 @@ func TestCounterConfigValidate(t *testing.T) {
 // released nodes per output (which drives the tree's level choice and
 // defaultCounterAlgorithm) against direct counting.
 func TestCounterTreeMeanNodes(t *testing.T) {
+	t.Parallel()
 	for _, T := range []int64{1, 2, 3, 7, 8, 100, 1000, 1024, 4097} {
 		for L := 1; L <= bits.Len64(uint64(T)); L++ {
 			B := int64(1) << (L - 1)
@@ -141,6 +143,7 @@ func TestCounterTreeMeanNodes(t *testing.T) {
 // the lowest predicted error: randomized response for short horizons, the
 // tree for long ones, and never simple or cascading.
 func TestDefaultCounterAlgorithm(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		eps     float64
 		horizon int64
@@ -178,6 +181,7 @@ func TestDefaultCounterAlgorithm(t *testing.T) {
 // every step, and the cascading counter outputs the exact count as of its
 // last flush of level d.
 func TestCountersExactWithoutNoise(t *testing.T) {
+	t.Parallel()
 	stream := counterStream(3000, 0.3, 7)
 	for _, alg := range []CounterAlgorithm{CounterSimple, CounterTree} {
 		for _, T := range []int64{1, 2, 5, 64, 1000, 3000} {
@@ -239,6 +243,7 @@ func TestCountersExactWithoutNoise(t *testing.T) {
 // Laplace draw, 2 sigma^4 for long sums). Also checks the randomized-response
 // variant: unbiased with variance t e^eps/(e^eps-1)^2.
 func TestSimpleCounterRMSE(t *testing.T) {
+	t.Parallel()
 	const T = 1024
 	runs := 1500.0
 	if testing.Short() || counterRaceEnabled {
@@ -304,6 +309,7 @@ func counterTreeNodes(s int64, L int) int64 {
 // the Chernoff bound 2b(k ln(4/3) + ln(2/beta)) for a sum of k = 2 nodes(t)
 // Lap(b) draws, beta = 1e-9 per output.
 func TestTreeCounterErrorBound(t *testing.T) {
+	t.Parallel()
 	runs := 300
 	if testing.Short() || counterRaceEnabled {
 		runs = 60
@@ -386,6 +392,7 @@ func counterPooledRMSE(t testing.TB, cfg CounterConfig, stream []int, runs int, 
 // random walk's mean square), so 300 runs keep the check 3+ SE from the
 // threshold.
 func TestTreeBeatsSimple(t *testing.T) {
+	t.Parallel()
 	if testing.Short() || counterRaceEnabled {
 		t.Skip("slow statistical check; runs without -short and -race")
 	}
@@ -409,6 +416,7 @@ func TestTreeBeatsSimple(t *testing.T) {
 // that lost its counts would fail here too (the exact bookkeeping is checked
 // by TestCountersExactWithoutNoise).
 func TestCascadingTheoremBound(t *testing.T) {
+	t.Parallel()
 	const T = 1 << 15
 	runs := 10
 	if testing.Short() || counterRaceEnabled {
@@ -456,6 +464,7 @@ func TestCascadingTheoremBound(t *testing.T) {
 // continues exactly like the original (same noise draws, same outputs) and
 // has the same public and internal state.
 func TestCounterMarshalRoundTrip(t *testing.T) {
+	t.Parallel()
 	stream := counterStream(700, 0.3, 13)
 	for _, cfg := range []CounterConfig{
 		{Algorithm: CounterSimple, Epsilon: 0.5, Horizon: 1000},
@@ -538,6 +547,7 @@ func counterSetNoise(c Counter, lap dprand.Laplacer, rng *rand.Rand) {
 // batch that would not fit, and that a failed noise draw makes the counter
 // refuse further steps.
 func TestCounterHorizon(t *testing.T) {
+	t.Parallel()
 	for _, alg := range []CounterAlgorithm{CounterSimple, CounterRandomizedResponse, CounterTree, CounterCascading} {
 		lap, rng := counterSeeded(505)
 		c := mustCounter(t, CounterConfig{Algorithm: alg, Epsilon: 1, Horizon: 5}, lap, rng)

@@ -72,6 +72,7 @@ func streamOf(kind string, seed uint64, n uint64, T int) []Event {
 // to 0.5) scaled to test time; the others are the pan-private paper's
 // constructions at sizes where their normal approximation holds.
 func TestReleaseErrorBarsCover(t *testing.T) {
+	t.Parallel()
 	const runs = 200
 	type tc struct {
 		name   string
@@ -177,6 +178,7 @@ func TestIncidenceErrorBarsCover(t *testing.T) {
 // stated standard error at the end of a stream (and half-way), for the
 // randomized-response and tree counters.
 func TestContinualErrorBarsCover(t *testing.T) {
+	t.Parallel()
 	for _, ctr := range []CounterAlgorithm{CounterRandomizedResponse, CounterTree} {
 		t.Run(string(ctr), func(t *testing.T) {
 			t.Parallel()
@@ -212,6 +214,7 @@ func TestContinualErrorBarsCover(t *testing.T) {
 // TestCounterErrorBarsCover checks every counter's stated standard error
 // against the true count of a random bit stream at several steps.
 func TestCounterErrorBarsCover(t *testing.T) {
+	t.Parallel()
 	for _, alg := range []CounterAlgorithm{CounterSimple, CounterRandomizedResponse, CounterTree, CounterCascading} {
 		t.Run(string(alg), func(t *testing.T) {
 			t.Parallel()
@@ -256,6 +259,7 @@ func TestCounterErrorBarsCover(t *testing.T) {
 // reveal it: it is computed at the level predicted from the clamped
 // estimate, the same whatever the actual level.
 func TestPPDSErrorHidesTheLevel(t *testing.T) {
+	t.Parallel()
 	cfg := Config{Estimator: KindDensity, Algorithm: AlgorithmPPDS, Epsilon: 0.5, UniverseSize: 1 << 14, SampleSize: 200}
 	e := mustNew(t, cfg, dprand.Seeded(91)).(*ppds)
 	before := e.errorModel()

@@ -16,6 +16,7 @@ import (
 // carries no count of events (defect 4: it held the exact count, which with
 // one event per user is the number the estimators protect).
 func TestStateHoldsNoEventCount(t *testing.T) {
+	t.Parallel()
 	for _, c := range []Config{
 		{Estimator: KindDensity, Epsilon: 0.5, UniverseSize: 1000, SampleSize: 50},
 		{Estimator: KindDensity, Algorithm: AlgorithmPPDS, Epsilon: 0.5, UniverseSize: 1000, SampleSize: 50},
@@ -58,6 +59,7 @@ func TestStateHoldsNoEventCount(t *testing.T) {
 // state stays within 8 MB and an intrusion answer within 24 MB (the sizes
 // README states); one more cell is refused naming sample_size.
 func TestStreamCaps(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the largest states")
 	}
@@ -89,6 +91,7 @@ func TestStreamCaps(t *testing.T) {
 // TestIncidenceModuliWithinPrimes: more moduli than the default prime range
 // holds is a checks.FieldError naming moduli, not a panic (defect 5).
 func TestIncidenceModuliWithinPrimes(t *testing.T) {
+	t.Parallel()
 	for m := 12; m <= maxModuli; m++ {
 		c := Config{Estimator: KindIncidence, Epsilon: 0.5, UniverseSize: 1000, SampleSize: 10, T: 2, MaxOccurrences: 8, Moduli: m}
 		var pe *checks.FieldError

@@ -14,6 +14,7 @@ import (
 // for), the cropped means determine the interval fractions and the
 // recursion recovers them exactly.
 func TestHeavyHitterRecursionIsExactForSpreadCounts(t *testing.T) {
+	t.Parallel()
 	for _, rho := range []float64{1, 0.5, 0.3} {
 		t.Run(fmt.Sprintf("rho=%g", rho), func(t *testing.T) {
 			const l = 7
@@ -90,6 +91,7 @@ func hhExpected(cfg Config, counts []int) (float64, []float64) {
 // spread evenly within each interval; for a point mass, e.g. every heavy
 // user appearing 12 times, it is biased by up to a half of the truth.)
 func TestHeavyHittersSanity(t *testing.T) {
+	t.Parallel()
 	const (
 		n    = 12000
 		runs = 40
@@ -139,6 +141,7 @@ func TestHeavyHittersSanity(t *testing.T) {
 // TestHeavyHitterLayout checks the thresholds: t_0 = 1, ratio 1+rho, the
 // last at least N (1+rho), and j = ceil(log_{1+rho} k).
 func TestHeavyHitterLayout(t *testing.T) {
+	t.Parallel()
 	cfg, err := Config{Estimator: KindHeavyHitters, Epsilon: 0.5, UniverseSize: 100, SampleSize: 10, K: 5, MaxOccurrences: 40, Rho: 0.5}.Validate()
 	if err != nil {
 		t.Fatal(err)

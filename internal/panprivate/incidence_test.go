@@ -13,6 +13,7 @@ import (
 // anti-degeneracy perturbation is amplified by the flat laws), for the initial
 // and the convolved (post-intrusion) noise laws.
 func TestIncidenceLPRecoversExactFractions(t *testing.T) {
+	t.Parallel()
 	rng := dprand.Seeded(61)
 	for _, p := range []int{2, 3, 13, 31, 61} {
 		for _, intrusions := range []int{0, 2} {
@@ -84,6 +85,7 @@ func incidenceCounts(n int, w map[int]float64) []int {
 // 0.1 of the truth on average, also with a sample of half the universe and
 // the default prime range (the minimum of noisy estimates is biased down).
 func TestIncidenceSanity(t *testing.T) {
+	t.Parallel()
 	const n = 30000
 	clean := streamFromCounts(dprand.Seeded(62), incidenceCounts(n, map[int]float64{0: 0.4, 1: 0.35, 2: 0.25}))
 	colliding := streamFromCounts(dprand.Seeded(62), incidenceCounts(n, map[int]float64{0: 0.3, 1: 0.25, 2: 0.2, 4: 0.15, 7: 0.1}))
@@ -121,6 +123,7 @@ func TestIncidenceSanity(t *testing.T) {
 // holding 4 ln N / alpha primes, capped at defaultMaxModulus, and the k
 // override.
 func TestIncidencePrimeRange(t *testing.T) {
+	t.Parallel()
 	c := Config{Estimator: KindIncidence, MaxOccurrences: 8, Moduli: 3, Accuracy: &Accuracy{Alpha: 1, Beta: 0.1}}
 	if got := incidencePrimeRange(c); len(got) != 9 || got[8] != 23 { // ceil(4 ln 8) = 9 primes
 		t.Errorf("range for N=8, alpha=1: %v", got)
@@ -141,6 +144,7 @@ func TestIncidencePrimeRange(t *testing.T) {
 // the state view reports that law, and releases invert it: from the exact
 // expected histogram the residue fractions are recovered (to 1e-4).
 func TestIncidenceIntrusionLaw(t *testing.T) {
+	t.Parallel()
 	const n = 60000
 	cfg := Config{Estimator: KindIncidence, Epsilon: 1, UniverseSize: n, SampleSize: n, T: 1, MaxOccurrences: 8, Moduli: 1, K: 7}
 	e := mustNew(t, cfg, dprand.Seeded(65)).(*incidence)

@@ -70,6 +70,7 @@ var densityAlgorithms = []Algorithm{AlgorithmDwork, AlgorithmOptBern, AlgorithmP
 // an appearance and a deletion a user's bit has the initial law D0, equal to
 // that of users who never appeared, while users who stay have D1 (5 SE).
 func TestDeletionRestoresNeverAppearedLaw(t *testing.T) {
+	t.Parallel()
 	const n = 40000
 	for _, alg := range densityAlgorithms {
 		rng := dprand.Seeded(41)
@@ -95,6 +96,7 @@ func TestDeletionRestoresNeverAppearedLaw(t *testing.T) {
 // TestIncidenceDeletionUndoesAppearance checks that for incidence an
 // appearance followed by a deletion leaves the counters exactly as before.
 func TestIncidenceDeletionUndoesAppearance(t *testing.T) {
+	t.Parallel()
 	cfg := Config{Estimator: KindIncidence, Epsilon: 1, UniverseSize: 1000, SampleSize: 1000, T: 1, MaxOccurrences: 8}
 	e := mustNew(t, cfg, dprand.Seeded(42)).(*incidence)
 	before := e.state()
@@ -109,6 +111,7 @@ func TestIncidenceDeletionUndoesAppearance(t *testing.T) {
 // TestDeletesRejectedWhereUnsupported checks that cropped_mean and
 // heavy_hitters refuse deletions with a checks.FieldError naming the event.
 func TestDeletesRejectedWhereUnsupported(t *testing.T) {
+	t.Parallel()
 	for _, cfg := range []Config{
 		{Estimator: KindCroppedMean, Epsilon: 0.5, UniverseSize: 100, SampleSize: 10, T: 3},
 		{Estimator: KindHeavyHitters, Epsilon: 0.5, UniverseSize: 100, SampleSize: 10, K: 2, MaxOccurrences: 8},
@@ -126,6 +129,7 @@ func TestDeletesRejectedWhereUnsupported(t *testing.T) {
 // that an announced intrusion returns the state as it was, counts itself,
 // and re-randomizes the state.
 func TestIntrusionReturnsStateThenRerandomizes(t *testing.T) {
+	t.Parallel()
 	for _, cfg := range allKindsConfigs() {
 		rng := dprand.Seeded(43)
 		e := mustNew(t, cfg, rng)
@@ -187,6 +191,7 @@ func allKindsConfigs() []Config {
 // those of users who did not D0' = P0 + P0 (P1 - P0) (Dwork et al. §3), and
 // that later appearances and deletions use the shifted pair (5 SE).
 func TestIntrusionShiftsDistributions(t *testing.T) {
+	t.Parallel()
 	const n = 40000
 	for _, alg := range densityAlgorithms {
 		rng := dprand.Seeded(44)
@@ -219,6 +224,7 @@ func TestIntrusionShiftsDistributions(t *testing.T) {
 // (Dwork's gap shrinks by eps/4 per intrusion, leaving its releases after
 // two intrusions too noisy to test.)
 func TestEstimatorAccountsForIntrusions(t *testing.T) {
+	t.Parallel()
 	const (
 		n    = 10000
 		m    = 2000
@@ -261,6 +267,7 @@ func TestEstimatorAccountsForIntrusions(t *testing.T) {
 // TestCroppedMeanAndIncidenceAccountForIntrusions checks unbiasedness after
 // an intrusion for a stream whose users each appear within one phase.
 func TestCroppedMeanAndIncidenceAccountForIntrusions(t *testing.T) {
+	t.Parallel()
 	const n = 8000
 	counts := make([]int, n)
 	for u := range counts {
@@ -324,6 +331,7 @@ func TestCroppedMeanAndIncidenceAccountForIntrusions(t *testing.T) {
 // behaviour under the same randomness afterwards), that the encoding is
 // compact, and that every truncation is rejected.
 func TestMarshalRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, cfg := range allKindsConfigs() {
 		cfg.MaxReleases = 5
 		rng := dprand.Seeded(49)
@@ -398,6 +406,7 @@ func setRNG(e Estimator, seed uint64) {
 // TestEncodingIsCompact checks the bit packing: a density state of m users
 // takes m/8 bytes plus a small header.
 func TestEncodingIsCompact(t *testing.T) {
+	t.Parallel()
 	const m = 100000
 	e := mustNew(t, Config{Estimator: KindDensity, Algorithm: AlgorithmOptBern, Epsilon: 0.5, UniverseSize: 1e9, SampleSize: m}, dprand.Seeded(1))
 	data, _ := e.MarshalBinary()
@@ -450,6 +459,7 @@ func FuzzUnmarshal(f *testing.F) {
 // TestApplyIsAtomic checks that a batch with one bad event is rejected with
 // a checks.FieldError naming it and leaves the state unchanged.
 func TestApplyIsAtomic(t *testing.T) {
+	t.Parallel()
 	cfg := Config{Estimator: KindDensity, Algorithm: AlgorithmOptBern, Epsilon: 0.5, UniverseSize: 100, SampleSize: 100}
 	e := mustNew(t, cfg, dprand.Seeded(1))
 	before, _ := e.MarshalBinary()
@@ -474,6 +484,7 @@ func TestApplyIsAtomic(t *testing.T) {
 // TestStringIDsMapToSameUser checks that a string id meets the same entry
 // every time, also after a marshal round trip.
 func TestStringIDsMapToSameUser(t *testing.T) {
+	t.Parallel()
 	cfg := Config{Estimator: KindDensity, Algorithm: AlgorithmOptBern, Epsilon: 0.5, UniverseSize: 1000, SampleSize: 1000}
 	e := mustNew(t, cfg, dprand.Seeded(1)).(*sampledDensity)
 	data, _ := e.MarshalBinary()
@@ -488,6 +499,7 @@ func TestStringIDsMapToSameUser(t *testing.T) {
 
 // TestReleaseLimit checks max_releases, also across a marshal round trip.
 func TestReleaseLimit(t *testing.T) {
+	t.Parallel()
 	cfg := Config{Estimator: KindDensity, Epsilon: 0.5, UniverseSize: 100, SampleSize: 10, MaxReleases: 2, ReleaseNoise: NoisePaper}
 	e := mustNew(t, cfg, dprand.Seeded(1))
 	noise := seededNoise(2)
@@ -513,6 +525,7 @@ func TestReleaseLimit(t *testing.T) {
 // TestEventJSON checks the events' JSON forms the API documents (README.md,
 // the events of POST /v1/streams/{id}/events).
 func TestEventJSON(t *testing.T) {
+	t.Parallel()
 	var body struct {
 		Events []Event `json:"events"`
 	}

@@ -13,6 +13,7 @@ import (
 // who appeared P1, the others P0, within 5 SE), i.e. eviction re-indexes the
 // surviving users correctly.
 func TestPPDSEvictionKeepsUsersBits(t *testing.T) {
+	t.Parallel()
 	const (
 		n = 1 << 15
 		m = 14000 // above n P0 = 12370: level 0 after initialization
@@ -39,6 +40,7 @@ func TestPPDSEvictionKeepsUsersBits(t *testing.T) {
 // the universe scan: the level is the smallest L whose qualifying users'
 // initial members number fewer than m, so about m/P0 users qualify.
 func TestPPDSInitializationLevel(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		n uint64
 		m int

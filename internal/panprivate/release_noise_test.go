@@ -13,6 +13,7 @@ import (
 // streams); with release_noise = paper the noise is the papers' and the
 // charge is its exact cost.
 func TestCalibratedReleaseNoise(t *testing.T) {
+	t.Parallel()
 	for _, cfg := range []Config{
 		{Estimator: KindDensity, Algorithm: AlgorithmDwork, Epsilon: 0.3, UniverseSize: 1000, SampleSize: 100},
 		{Estimator: KindDensity, Algorithm: AlgorithmOptBern, Epsilon: 0.3, UniverseSize: 1000, SampleSize: 100},

@@ -11,6 +11,7 @@ import (
 // is within its share of beta and p1 + p2 + p3 <= beta; and a grid search
 // over the deltas finds nothing smaller by more than 0.5%.
 func TestOptimalSampleSizeIsMinimal(t *testing.T) {
+	t.Parallel()
 	for _, alg := range []Algorithm{AlgorithmDwork, AlgorithmOptBern} {
 		for _, tc := range []struct{ eps, alpha, beta float64 }{
 			{0.5, 0.05, 0.05}, {0.1, 0.1, 0.01}, {0.25, 0.02, 0.1},
@@ -63,6 +64,7 @@ func TestOptimalSampleSizeIsMinimal(t *testing.T) {
 // needs several times fewer samples than Dwork, and m* grows as epsilon,
 // alpha or beta shrink.
 func TestOptimalSampleSizeShape(t *testing.T) {
+	t.Parallel()
 	for _, eps := range []float64{0.05, 0.2, 0.5} {
 		dw, _ := OptimalSampleSize(AlgorithmDwork, eps, 0.05, 0.05)
 		ob, _ := OptimalSampleSize(AlgorithmOptBern, eps, 0.05, 0.05)

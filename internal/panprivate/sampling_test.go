@@ -13,6 +13,7 @@ import (
 // [0, n) onto itself one to one and that inverse undoes it, for small and
 // odd-sized universes (exhaustively).
 func TestPermutationIsBijection(t *testing.T) {
+	t.Parallel()
 	rng := dprand.Seeded(3)
 	for _, n := range []uint64{1, 2, 3, 5, 64, 1000, 4097, 65536} {
 		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
@@ -47,6 +48,7 @@ func TestPermutationIsBijection(t *testing.T) {
 // frequency m/n, and neighbouring pairs jointly with m(m-1)/(n(n-1)), within
 // 5 standard errors.
 func TestSampleIsUniform(t *testing.T) {
+	t.Parallel()
 	const (
 		n    = 64
 		m    = 16
@@ -89,6 +91,7 @@ func TestSampleIsUniform(t *testing.T) {
 // the universe under one key, differently under another, and spread
 // uniformly (chi-square over 16 buckets below a 6-SE-like threshold).
 func TestStringUserMapping(t *testing.T) {
+	t.Parallel()
 	rng := dprand.Seeded(5)
 	k1, k2 := newKey(rng), newKey(rng)
 	const n = 1 << 20

@@ -13,6 +13,7 @@ import (
 // of 1..n for small n, increasing and ending at n otherwise, and that the
 // data match the underlying tables.
 func TestCurveFrequencies(t *testing.T) {
+	t.Parallel()
 	if f := plotFrequencies(7); len(f) != 7 || f[0] != 1 || f[6] != 7 {
 		t.Fatalf("plotFrequencies(7) = %v", f)
 	}
@@ -46,6 +47,7 @@ func TestCurveFrequencies(t *testing.T) {
 // TestFigure1Output runs the Figure 1 step and checks the charts it saves
 // (rendering them is package plotsvg's) and the numbers it prints.
 func TestFigure1Output(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	saved := map[string]Chart{}
 	save := func(name string, c Chart) error { saved[name] = c; return nil }

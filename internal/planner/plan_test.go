@@ -18,6 +18,7 @@ import (
 // TestZipfMatchesDefinition checks that Zipf[alpha] on n keys gives the key
 // of rank r the frequency floor((n/r)^alpha), against a brute-force count.
 func TestZipfMatchesDefinition(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		alpha float64
 		n     int64
@@ -51,6 +52,7 @@ func TestZipfMatchesDefinition(t *testing.T) {
 
 // TestUniformSpreadsKeys checks the uniform distribution's counts.
 func TestUniformSpreadsKeys(t *testing.T) {
+	t.Parallel()
 	d, err := uniform(3, 6, 10)
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +99,7 @@ func checkFractions(t *testing.T, where string, c Comparison) {
 // and are ordered SbH <= PWS <= non-private, at the request's threshold and
 // across a sweep, for both distributions.
 func TestPlanFractions(t *testing.T) {
+	t.Parallel()
 	for _, r := range []PlanRequest{
 		{Privacy: mustPrivacy(t, 0.1, 1e-3), Sampling: mustSampling(t, sanitize.SchemePPSWOR, 0.01, 1, nil), Distribution: "zipf", Alpha: 1, N: 2000, Sweep: true, SweepPoints: 5},
 		{Privacy: mustPrivacy(t, 0.5, 1e-6), Sampling: mustSampling(t, sanitize.SchemePriority, 0.05, 1, nil), Distribution: "uniform", A: 1, B: 300, Sweep: true, SweepPoints: 4, Method: sanitize.MethodDiscrete},
@@ -124,6 +127,7 @@ func TestPlanFractions(t *testing.T) {
 // where pi reaches q, the reported fractions and the eq. 12 NRMSE of the
 // non-private reference.
 func TestPlanSummaryFields(t *testing.T) {
+	t.Parallel()
 	req := PlanRequest{Privacy: mustPrivacy(t, 0.2, 1e-4), Sampling: mustSampling(t, sanitize.SchemePPSWOR, 0.02, 1, nil), Distribution: "uniform", A: 5, B: 400, N: 10000}
 	res := mustPlan(t, req)
 	p := mustPrivacy(t, 0.2, 1e-4)
@@ -199,6 +203,7 @@ func TestPlanSummaryFields(t *testing.T) {
 // decreases as tau grows (until q = 1 makes it constant), PWS decreases while
 // the variance dominates (small tau), and PWS beats SbH at tau = 1.
 func TestPlanNRMSEDecreasesWithThreshold(t *testing.T) {
+	t.Parallel()
 	res := mustPlan(t, PlanRequest{Privacy: mustPrivacy(t, 0.25, math.Pow(2, -20)), Sampling: mustSampling(t, sanitize.SchemePriority, 1, 1, nil), Method: sanitize.MethodDiscrete,
 		Distribution: "uniform", A: 1, B: 200, N: 200000, Sweep: true, SweepFrom: 1e-6, SweepTo: 1, SweepPoints: 7})
 	sw := res.Sweep
@@ -221,6 +226,7 @@ func TestPlanNRMSEDecreasesWithThreshold(t *testing.T) {
 // every threshold), and that the paper's support size reproduces the quoted
 // gains (230%, 97%, 37%) on the plateau at tau = 1.
 func TestFigure5Gains(t *testing.T) {
+	t.Parallel()
 	p := mustPrivacy(t, 0.1, 0.001)
 	gain := func(alpha float64, n int64, tau float64) float64 {
 		dist, err := Zipf(alpha, n)
@@ -255,6 +261,7 @@ func TestFigure5Gains(t *testing.T) {
 // refuses a request without a privacy and a typed value that bypassed its
 // constructor.
 func TestPlanValidation(t *testing.T) {
+	t.Parallel()
 	ok := PlanRequest{Privacy: mustPrivacy(t, 0.5, 1e-6), Sampling: mustSampling(t, sanitize.SchemePPSWOR, 0.1, 1, nil), Distribution: "zipf", Alpha: 1, N: 100}
 	bigL := mustPrivacy(t, 0.001, 1e-9)
 	cases := []struct {
@@ -313,6 +320,7 @@ func TestPlanValidation(t *testing.T) {
 // that could not read it reports that itself) and checks the L bound once
 // the privacy is valid.
 func TestPlanValidateSkipsAbsentPrivacy(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		req    PlanRequest
@@ -338,6 +346,7 @@ func TestPlanValidateSkipsAbsentPrivacy(t *testing.T) {
 // TestPlanDefaults checks that zero typed values take the documented
 // defaults: the same answer as the defaults given explicitly.
 func TestPlanDefaults(t *testing.T) {
+	t.Parallel()
 	p := mustPrivacy(t, 1, 1e-4)
 	implicit := mustPlan(t, PlanRequest{Privacy: p, Distribution: "zipf", Alpha: 1, N: 200})
 	explicit := mustPlan(t, PlanRequest{Privacy: p, Sampling: mustSampling(t, sanitize.DefaultScheme, 0, 0, nil), Method: sanitize.DefaultMethod,
@@ -349,6 +358,7 @@ func TestPlanDefaults(t *testing.T) {
 
 // TestPlanHonoursContext checks that a cancelled request stops.
 func TestPlanHonoursContext(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := Plan(ctx, PlanRequest{Privacy: mustPrivacy(t, 0.5, 1e-6), Distribution: "zipf", Alpha: 1, Sweep: true})
@@ -361,6 +371,7 @@ func TestPlanHonoursContext(t *testing.T) {
 // use the stationary tail when q reaches 1 (exact) and are counted as
 // approximated otherwise.
 func TestPlanApproximatesOnlyAboveCap(t *testing.T) {
+	t.Parallel()
 	exact := mustPlan(t, PlanRequest{Privacy: mustPrivacy(t, 1, 1e-6), Distribution: "zipf", Alpha: 2, N: 300})
 	if exact.ApproximatedKeys != 0 || exact.MaxFrequency != 90000 {
 		t.Fatalf("no sampling: %+v", exact)

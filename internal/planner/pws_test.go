@@ -13,6 +13,7 @@ import (
 // 2(1-e^{-eps i})/(1-e^{-eps}), so it lies in [2, 2/(1-e^{-eps})] (the
 // paper's [2, 2/eps] to first order in eps) and is about 2i for small i.
 func TestPWSOverSbHRatio(t *testing.T) {
+	t.Parallel()
 	none := sanitize.Sampling{Scheme: sanitize.SchemeNone}
 	for _, pd := range [][2]float64{{0.1, 0.01}, {0.01, 1e-6}, {0.5, 1e-3}, {1, math.Pow(2, -20)}} {
 		t.Run(fmt.Sprintf("eps=%g,delta=%g", pd[0], pd[1]), func(t *testing.T) {
@@ -49,6 +50,7 @@ func TestPWSOverSbHRatio(t *testing.T) {
 // constraints between neighbouring frequencies, and then pi_i >= phi_i at
 // every frequency (Lemma 4.1).
 func TestPWSDominatesSbH(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		eps, delta float64
 		s          sanitize.Sampling

@@ -51,6 +51,7 @@ var identity = estimate.G{Kind: estimate.GIdentity}
 // probability (delta/2) e^{eps (i-1)} below T (eq. 49) and with the Laplace
 // tail 1 - e^{-eps (i-T)}/2 above it, to 1e-12.
 func TestSbHReportingEq49(t *testing.T) {
+	t.Parallel()
 	none := sanitize.Sampling{Scheme: sanitize.SchemeNone}
 	for _, pd := range [][2]float64{{0.1, 0.01}, {0.01, 1e-6}, {1, math.Pow(2, -20)}, {0.5, 1e-3}, {2, 1}} {
 		t.Run(fmt.Sprintf("eps=%g,delta=%g", pd[0], pd[1]), func(t *testing.T) {
@@ -120,6 +121,7 @@ func priorityClosed(eps, delta, tau, i float64) float64 {
 // the paper's closed forms (eq. 51 for ppswor, G.3 for priority), and the
 // quadrature path against the closed-form path, for every i up to 4T.
 func TestSbHReportingSampledClosedForms(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		scheme          sanitize.Scheme
 		eps, delta, tau float64
@@ -159,6 +161,7 @@ func TestSbHReportingSampledClosedForms(t *testing.T) {
 // with the sign of the (i-T)/eps term as derived in Appendix G.1) for SbH
 // without sampling and g = identity, and that E_i does not depend on q.
 func TestSbHExpectationAndMSEEq47Eq50(t *testing.T) {
+	t.Parallel()
 	for _, pd := range [][2]float64{{0.1, math.Pow(2, -20)}, {0.5, 1e-3}, {1, 1e-6}} {
 		t.Run(fmt.Sprintf("eps=%g,delta=%g", pd[0], pd[1]), func(t *testing.T) {
 			eps, delta := pd[0], pd[1]
@@ -204,6 +207,7 @@ func TestSbHExpectationAndMSEEq47Eq50(t *testing.T) {
 // closed form would cancel (or does not exist) against the closed form, for
 // every scheme with one and several g.
 func TestSbHCentredVarianceMatchesClosedForm(t *testing.T) {
+	t.Parallel()
 	p := mustPrivacy(t, 0.25, 1e-4)
 	schemes := []sanitize.Sampling{
 		{Scheme: sanitize.SchemeNone},
@@ -247,6 +251,7 @@ func TestSbHCentredVarianceMatchesClosedForm(t *testing.T) {
 // (2/eps^2 for q = 1) at frequencies where E[X^2] - E[X]^2 would cancel
 // every digit.
 func TestSbHHugeFrequencyNoCancellation(t *testing.T) {
+	t.Parallel()
 	b := mustSbH(t, mustPrivacy(t, 0.1, 1e-3), sanitize.Sampling{Scheme: sanitize.SchemeNone})
 	// float64 spacing near i limits the accuracy to about 1e-16 i.
 	for _, c := range []struct {
@@ -307,6 +312,7 @@ func simulateSbH(t *testing.T, b *SbH, g estimate.G, i int64, n int, seed uint64
 // and MSE of sampled-SbH against a fixed-seed simulation of the mechanism,
 // within 5 standard errors, for closed-form and quadrature paths alike.
 func TestSbHMonteCarlo(t *testing.T) {
+	t.Parallel()
 	p := mustPrivacy(t, 0.5, 1e-3) // T = 14.8
 	cases := []struct {
 		name string
@@ -345,6 +351,7 @@ func TestSbHMonteCarlo(t *testing.T) {
 
 // TestSbHValidation checks that invalid parameters cannot be used.
 func TestSbHValidation(t *testing.T) {
+	t.Parallel()
 	if _, err := newSbH(sanitize.Privacy{Epsilon: 0, Delta: 0.1}, sanitize.Sampling{Scheme: sanitize.SchemeNone}); err == nil {
 		t.Error("epsilon 0 accepted")
 	}

@@ -11,6 +11,7 @@ import (
 // L(eps, delta) from equation (4) is an integer exactly when delta is
 // (e^eps - 1)/((e^eps + 1) e^{eps L} - 2); and L is >= 0 and decreasing in delta.
 func TestLIntegralDelta(t *testing.T) {
+	t.Parallel()
 	for _, eps := range []float64{0.05, 0.1, 0.5, 1, 2, 5} {
 		t.Run(fmt.Sprintf("eps=%g", eps), func(t *testing.T) {
 			for _, l := range []int{0, 1, 3, 10, 40} {
@@ -49,6 +50,7 @@ func TestLIntegralDelta(t *testing.T) {
 // two branches disagree at i = L+1. The test checks this form, and that
 // the printed one is off by exactly one index.
 func TestReportingProbabilitiesLemma42(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		eps float64
 		l   int
@@ -88,6 +90,7 @@ func TestReportingProbabilitiesLemma42(t *testing.T) {
 // for L < i-j <= 2L, 0 otherwise (to 1e-12) -- for both methods, which
 // coincide there (Algorithm 5 == Algorithm 4).
 func TestFrequencyRowsLemma52(t *testing.T) {
+	t.Parallel()
 	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
 		for _, tc := range []struct {
 			eps float64
@@ -120,6 +123,7 @@ func TestFrequencyRowsLemma52(t *testing.T) {
 // The sparse, rounding-safe Algorithm 4 equals a literal dense port of the
 // paper's pseudo-code (to 1e-12 absolute) for every kind of sampling.
 func TestAlgorithm4MatchesDenseReference(t *testing.T) {
+	t.Parallel()
 	samplings := []Sampling{
 		{Scheme: SchemeNone},
 		mustSampling(t, SchemePPSWOR, 0.05, 1, nil),
@@ -151,6 +155,7 @@ func TestAlgorithm4MatchesDenseReference(t *testing.T) {
 // Algorithm 5 equals Algorithm 4 when q = 1 and L is integral: its pieces
 // are integer tokens and every token has the same probability (to 1e-12).
 func TestAlgorithm5EqualsAlgorithm4IntegralL(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		eps float64
 		l   int
@@ -186,6 +191,7 @@ func TestAlgorithm5EqualsAlgorithm4IntegralL(t *testing.T) {
 // only refines the tokens. (Tolerance: break points of Algorithm 5 are on a
 // 2^-20 grid, which moves mass by up to ~1e-7 times the local density.)
 func TestAlgorithm5RefinesAlgorithm4(t *testing.T) {
+	t.Parallel()
 	for _, pr := range [][2]float64{{0.1, 1e-6}, {0.7, 1e-4}, {2, 1e-9}} {
 		p := mustPrivacy(t, pr[0], pr[1])
 		for _, s := range []Sampling{{Scheme: SchemeNone}, mustSampling(t, SchemePPSWOR, 0.01, 1, nil), mustSampling(t, SchemePriority, 0.01, 0.7, nil)} {
@@ -215,6 +221,7 @@ func TestAlgorithm5RefinesAlgorithm4(t *testing.T) {
 // tie) and two values inside the same elementary interval tie in
 // distribution (they count half); Algorithm 4's values are the tokens j.
 func TestAlgorithm5OrdersPairsAtLeastAsWellAsAlgorithm4(t *testing.T) {
+	t.Parallel()
 	const n = 45
 	for _, pr := range [][2]float64{{0.3, 1e-3}, {1, 1e-4}, {0.1, 0.02}} {
 		p := mustPrivacy(t, pr[0], pr[1])
@@ -243,6 +250,7 @@ func TestAlgorithm5OrdersPairsAtLeastAsWellAsAlgorithm4(t *testing.T) {
 // The concordance helper itself: a row against itself orders with
 // probability exactly 1/2, and it is not symmetric in a wrong way.
 func TestConcordanceHelper(t *testing.T) {
+	t.Parallel()
 	p := mustPrivacy(t, 0.5, 1e-3)
 	rows := rowsOf(t, mustTable(t, p, Sampling{Scheme: SchemeNone}, MethodMaxSeparation), 30)
 	for _, r := range rows {

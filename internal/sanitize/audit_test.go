@@ -81,6 +81,7 @@ func auditTable(t *testing.T, tb *Table, n int64) float64 {
 // the stationary point where it is cheap, so the shifted rows are audited
 // too. The largest excess over delta is logged.
 func TestDPAuditGrid(t *testing.T) {
+	t.Parallel()
 	epss := []float64{0.01, 0.1, 0.5, 1, 2, 5}
 	deltas := []float64{1e-12, 1e-9, 1e-6, 1e-3, 0.1, 1}
 	nMax := 300.0
@@ -115,6 +116,7 @@ func TestDPAuditGrid(t *testing.T) {
 // The audit is able to fail: a row that puts delta too much on its top
 // piece, or too little on "not reported", is caught in the right direction.
 func TestAuditDetectsViolations(t *testing.T) {
+	t.Parallel()
 	p := mustPrivacy(t, 0.5, 1e-6)
 	tb := mustTable(t, p, Sampling{Scheme: SchemeNone}, MethodMaxSeparation)
 	prev, _ := tb.Row(30)

@@ -141,6 +141,7 @@ func BenchmarkFrequencies6000(b *testing.B) {
 // sum_j j pi_{n,j}) for scripts/bench_vs_python.sh to compare with the
 // Python reference; it runs only when PWSD_DIGEST_N is set.
 func TestDenseDigest(t *testing.T) {
+	t.Parallel()
 	ns := os.Getenv("PWSD_DIGEST_N")
 	if ns == "" {
 		t.Skip("set PWSD_DIGEST_N (and PWSD_DIGEST_EPS, PWSD_DIGEST_DELTA) to print the digest")

@@ -86,6 +86,7 @@ func chiSquare(t *testing.T, r Row, q float64, m Method, n int, draw func() (Out
 // token (discrete) or uniform inside the piece (max_separation), for rows
 // before and after the stationary point.
 func TestDrawMatchesTable(t *testing.T) {
+	t.Parallel()
 	n := 60000
 	if testing.Short() {
 		n = 20000
@@ -114,6 +115,7 @@ func TestDrawMatchesTable(t *testing.T) {
 // The chi-square check can fail: draws from a table with a slightly
 // different epsilon (0.6 instead of 0.5) are rejected.
 func TestDrawChiSquareDetectsWrongTable(t *testing.T) {
+	t.Parallel()
 	s := Sampling{Scheme: SchemeNone}
 	tb := mustTable(t, mustPrivacy(t, 0.5, 1e-3), s, MethodDiscrete)
 	wrong := mustTable(t, mustPrivacy(t, 0.6, 1e-3), s, MethodDiscrete)
@@ -127,6 +129,7 @@ func TestDrawChiSquareDetectsWrongTable(t *testing.T) {
 
 // delta = 1 means no privacy: with no sampling every key is reported.
 func TestDeltaOneReportsEverything(t *testing.T) {
+	t.Parallel()
 	p := mustPrivacy(t, 0.1, 1)
 	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
 		t.Run(string(m), func(t *testing.T) {
@@ -151,6 +154,7 @@ func TestDeltaOneReportsEverything(t *testing.T) {
 // DrawAll gives exactly the outcomes of Draw calls made in ascending order
 // of frequency (ties in input order), with outcome k for input k.
 func TestDrawAllMatchesDraw(t *testing.T) {
+	t.Parallel()
 	p := mustPrivacy(t, 0.2, 1e-6)
 	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
 		t.Run(string(m), func(t *testing.T) {
@@ -197,6 +201,7 @@ func sortStable(v []int, less func(a, b int) bool) {
 // entries, rows before and beyond the stationary point), every outcome is
 // bit for bit the same and both generators end in the same state.
 func TestDrawerMatchesDraw(t *testing.T) {
+	t.Parallel()
 	probs := []float64{0.05, 0.1, 0.3, 0.3, 0.8}
 	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
 		for _, tc := range []struct {
@@ -260,6 +265,7 @@ func TestDrawerMatchesDraw(t *testing.T) {
 // changing a single decision: u < K exactly when u/2^53 * q < pi, checked
 // at K-1, K and random words for random (pi, q) and at the edges.
 func TestKeepThreshold(t *testing.T) {
+	t.Parallel()
 	rng := newRand(17)
 	report := func(u uint64, pi, q float64) bool { return float64(u)/(1<<53)*q < pi }
 	cases := [][2]float64{{0, 1}, {0, 1e-300}, {math.Nextafter(1, 0), 1}, {1e-300, 1}, {0.5, 0.5000000000000001}, {3e-9, 7e-9}}
@@ -308,6 +314,7 @@ func binomialOK(k, n int, p float64) bool {
 // frequencies, before and after the stationary point, and across
 // frequencies drawn in turn from one Drawer.
 func TestDrawerMatchesTable(t *testing.T) {
+	t.Parallel()
 	n := 60000
 	if testing.Short() {
 		n = 20000
@@ -349,6 +356,7 @@ func TestDrawerMatchesTable(t *testing.T) {
 // The binomial check can fail: at frequency 5 (pi_5 < q_5) the reporting
 // rate of a table with delta 1e-4 is not that of delta 3e-4's row.
 func TestBinomialDetectsWrongTable(t *testing.T) {
+	t.Parallel()
 	s := mustSampling(t, SchemePPSWOR, 0.02, 1, nil)
 	right := mustTable(t, mustPrivacy(t, 0.5, 3e-4), s, MethodDiscrete)
 	wrong := mustTable(t, mustPrivacy(t, 0.5, 1e-4), s, MethodDiscrete)

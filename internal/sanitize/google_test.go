@@ -36,6 +36,7 @@ func googleKeepProbability(n int64, eps, delta float64) float64 {
 // ShouldKeepPartition keeps a partition with i users at rate pi_i
 // (empirically, within 6 standard errors).
 func TestAlgorithm3MatchesGooglePartitionSelection(t *testing.T) {
+	t.Parallel()
 	for _, pr := range [][2]float64{{0.1, 1e-6}, {0.5, 1e-3}, {1, 1e-5}, {2, 1e-9}, {0.05, 0.01}} {
 		t.Run(fmt.Sprintf("eps=%g,delta=%g", pr[0], pr[1]), func(t *testing.T) {
 			eps, delta := pr[0], pr[1]

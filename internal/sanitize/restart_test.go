@@ -83,6 +83,7 @@ func restartGrid(t testing.TB) []restartCase {
 // that were audited, the held-back delta covers the pair with room to
 // spare (at most 10% of it used).
 func TestRestartGrid(t *testing.T) {
+	t.Parallel()
 	cases := restartGrid(t)
 	var mu sync.Mutex
 	slackUsed, coalesced, audited := 0.0, int64(0), int64(0)
@@ -159,6 +160,7 @@ func rowsFrom(t testing.TB, tb *Table, from, to int64) []Row {
 // gives, in every position of a block, and that the junctions it relies on
 // are verified first.
 func TestRestartRandomAccess(t *testing.T) {
+	t.Parallel()
 	c := restartCase{name: "ppswor", p: mustPrivacy(t, 0.05, 1e-6), s: mustSampling(t, SchemePPSWOR, 1e-5, 1, nil), m: MethodMaxSeparation}
 	ct, _, _ := c.tables(t, testPlan) // walked from row 0, through every junction
 	pl := ct.plan
@@ -236,6 +238,7 @@ func TestRestartRandomAccess(t *testing.T) {
 // coalescence, and every pair must pass the audit; a check that called such
 // junctions coalesced (or skipped the audit) fails here.
 func TestRestartShortWarmUp(t *testing.T) {
+	t.Parallel()
 	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
 		c := restartCase{name: string(m), p: mustPrivacy(t, 0.5, 1e-6), s: mustSampling(t, SchemePPSWOR, 2e-5, 1, nil), m: m}
 		short := func(p Privacy, qConst int64) restartPlan {
@@ -287,6 +290,7 @@ func rowsOrJunctionError(tb *Table, from, to int64) ([]Row, error) {
 // few rows below, joined to the chain without the check, break
 // (eps, delta)-DP at the junction.
 func TestUncheckedRestartViolatesDP(t *testing.T) {
+	t.Parallel()
 	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
 		tb := mustTable(t, mustPrivacy(t, 0.5, 1e-6), mustSampling(t, SchemePPSWOR, 2e-5, 1, nil), m)
 		tb.plan = restartPlan{from: never}
@@ -311,6 +315,7 @@ func TestUncheckedRestartViolatesDP(t *testing.T) {
 // nor passes the audit is refused before any row next to it is used: Row,
 // Draw and Rows return a JunctionError (errors.Is ErrJunction).
 func TestRestartJunctionError(t *testing.T) {
+	t.Parallel()
 	tb := mustTable(t, mustPrivacy(t, 0.5, 1e-6), mustSampling(t, SchemePPSWOR, 2e-5, 1, nil), MethodDiscrete)
 	tb.plan = makeRestartPlan(4096, 2, 512, tb.qConst) // restarts 2 rows below: far from the chain
 	a := tb.plan.from + tb.plan.block
@@ -361,6 +366,7 @@ func mustTableLike(t *testing.T, tb *Table) *Table {
 
 // TestRestartPlan checks the plan's layout rules.
 func TestRestartPlan(t *testing.T) {
+	t.Parallel()
 	p := mustPrivacy(t, 1, 1e-6)
 	pl := newRestartPlan(p, never)
 	if pl.warm != warmPerL*14+warmExtra || pl.block != pl.warm || pl.from != minRestartFrom || pl.final != never {

@@ -40,6 +40,7 @@ func equalRows(a, b Row) bool {
 // bit for bit the row computed explicitly one step at a time, and
 // StationaryFrom is never below the point where q becomes constant.
 func TestStationaryShortcutMatchesExplicitRows(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		eps, delta float64
 		s          Sampling
@@ -85,6 +86,7 @@ func TestStationaryShortcutMatchesExplicitRows(t *testing.T) {
 // Any frequency up to 1e9 (q = 1) costs O(L): the row is the stationary row
 // shifted, it sums to 1, and it passes the audit against its predecessor.
 func TestHugeFrequency(t *testing.T) {
+	t.Parallel()
 	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
 		t.Run(string(m), func(t *testing.T) {
 			p := mustPrivacy(t, 0.1, 1e-6)
@@ -111,6 +113,7 @@ func TestHugeFrequency(t *testing.T) {
 
 // Invalid frequencies and ranges are rejected with ErrFrequency.
 func TestTableRejectsBadInput(t *testing.T) {
+	t.Parallel()
 	tb := mustTable(t, mustPrivacy(t, 1, 1e-6), Sampling{Scheme: SchemeNone}, MethodDiscrete)
 	for _, i := range []int64{0, -1, MaxFrequency + 1} {
 		t.Run(fmt.Sprintf("i=%d", i), func(t *testing.T) {
@@ -144,6 +147,7 @@ func TestTableRejectsBadInput(t *testing.T) {
 // checkpoint), stops when fn returns false, and survives checkpoint
 // thinning on a long run.
 func TestRowsMatchesRow(t *testing.T) {
+	t.Parallel()
 	p := mustPrivacy(t, 0.5, 1e-4)
 	s := mustSampling(t, SchemePPSWOR, 1e-4, 1, nil) // q < 1 up to ~3.9e5: no shortcut
 	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
@@ -182,6 +186,7 @@ func TestRowsMatchesRow(t *testing.T) {
 // A Table is safe for concurrent use: many goroutines asking for rows and
 // draws in overlapping ranges get the same answers as a sequential run.
 func TestConcurrentUse(t *testing.T) {
+	t.Parallel()
 	p := mustPrivacy(t, 0.3, 1e-5)
 	s := mustSampling(t, SchemePriority, 0.002, 1, nil)
 	ref := explicitRows(mustTable(t, p, s, MethodMaxSeparation), 1500)
@@ -211,6 +216,7 @@ func TestConcurrentUse(t *testing.T) {
 // breakPoints is the common refinement: it contains every break point of
 // every row 1..n, is sorted and distinct, and has at most 3n + 1 points.
 func TestBreakPoints(t *testing.T) {
+	t.Parallel()
 	p := mustPrivacy(t, 0.4, 1e-5)
 	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
 		t.Run(string(m), func(t *testing.T) {
@@ -245,6 +251,7 @@ func TestBreakPoints(t *testing.T) {
 // qConstFrom finds the first index from which q is constant, for every
 // scheme, and q is indeed constant (exactly 1 for ppswor) from there on.
 func TestQConstFrom(t *testing.T) {
+	t.Parallel()
 	for _, s := range []Sampling{
 		{Scheme: SchemeNone},
 		mustSampling(t, SchemePPSWOR, 0.01, 1, nil),

@@ -32,6 +32,7 @@ func newTestService(t *testing.T, cfg Config) *Service {
 // error at once, while the computation keeps running under an uncancelled
 // context and the second caller gets its result.
 func TestFlightCallerLeavesOthersServed(t *testing.T) {
+	t.Parallel()
 	var g flightGroup
 	release := make(chan struct{})
 	started := make(chan struct{})
@@ -79,6 +80,7 @@ func TestFlightCallerLeavesOthersServed(t *testing.T) {
 // computation's context is cancelled (abandoned work stops), and a later
 // caller starts a fresh computation.
 func TestFlightAllCallersLeaveCancelsWork(t *testing.T) {
+	t.Parallel()
 	var g flightGroup
 	stopped := make(chan struct{})
 	started := make(chan struct{})
@@ -108,6 +110,7 @@ func TestFlightAllCallersLeaveCancelsWork(t *testing.T) {
 // TestFrequencyRowsDeadline: a frequencies request whose context expires
 // answers the context's error (the API's 503) instead of its result.
 func TestFrequencyRowsDeadline(t *testing.T) {
+	t.Parallel()
 	s := newTestService(t, Config{MaxTableWork: -1}) // the timeout, not the work bound, is under test
 	p, _ := sanitize.NewPrivacy(0.2, 1e-7)
 	smp, _ := sanitize.NewSampling(sanitize.SchemePPSWOR, 2e-5, 1, nil)
@@ -125,6 +128,7 @@ func TestFrequencyRowsDeadline(t *testing.T) {
 // instead of running on after the client has gone. The 20 s bound is a
 // liveness limit, not a speed claim (it ends within milliseconds).
 func TestAbandonedComputationStops(t *testing.T) {
+	// Serial: it counts the process's goroutines, which parallel tests would change.
 	s := newTestService(t, Config{MaxTableWork: -1}) // the timeout, not the work bound, is under test
 	p, _ := sanitize.NewPrivacy(1e-3, 1e-6)
 	smp, _ := sanitize.NewSampling(sanitize.SchemeNone, 0, 1, nil)
@@ -152,6 +156,7 @@ func TestAbandonedComputationStops(t *testing.T) {
 // under a changed one (frequency rows through the store cache, estimator
 // tables through the memory cache and the store).
 func TestVersionedKeys(t *testing.T) {
+	t.Parallel()
 	p, _ := sanitize.NewPrivacy(0.5, 1e-6)
 	smp, _ := sanitize.NewSampling(sanitize.SchemePPSWOR, 0.01, 1, nil)
 	ctx := context.Background()
@@ -200,6 +205,7 @@ func TestVersionedKeys(t *testing.T) {
 // TestEstimatorCacheBytes: the in-memory estimator cache never holds more
 // bytes than CacheBytes, whatever tables are requested.
 func TestEstimatorCacheBytes(t *testing.T) {
+	t.Parallel()
 	const limit = 1 << 20
 	s := newTestService(t, Config{CacheBytes: limit})
 	p, _ := sanitize.NewPrivacy(0.5, 1e-6)
@@ -218,6 +224,7 @@ func TestEstimatorCacheBytes(t *testing.T) {
 // algorithm version, and keys differ whenever a parameter differs (so no
 // two tables share a key).
 func TestTableKey(t *testing.T) {
+	t.Parallel()
 	s := newTestService(t, Config{})
 	p := sanitize.Privacy{Epsilon: 1, Delta: 0.01}
 	smp := sanitize.Sampling{Scheme: sanitize.SchemePPSWOR, Threshold: 1, Power: 1}
@@ -246,6 +253,7 @@ func TestTableKey(t *testing.T) {
 // strictly; one with an unknown member or trailing data is recomputed (and
 // the computed value, not the stored one, is returned).
 func TestCachedJSONStrict(t *testing.T) {
+	t.Parallel()
 	s := newTestService(t, Config{})
 	ctx := context.Background()
 	type table struct {
@@ -287,6 +295,7 @@ func TestCachedJSONStrict(t *testing.T) {
 // format, so a table in another format is never looked up in the first
 // place.
 func TestStoredEstimatorTableUndecodable(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p, _ := sanitize.NewPrivacy(1, 1e-3)
 	smp, _ := sanitize.NewSampling(sanitize.SchemePPSWOR, 0.01, 1, nil)

@@ -30,6 +30,7 @@ func zipfSource(n int, top int64) ElementSource {
 // restart through the store (a new service on the same PostgreSQL database
 // builds nothing either).
 func TestPrebuildThenRelease(t *testing.T) {
+	t.Parallel()
 	bothStores(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		p := sanitize.Privacy{Epsilon: 1, Delta: 1e-6}
@@ -74,6 +75,7 @@ func TestPrebuildThenRelease(t *testing.T) {
 // TestPrebuildBounded: a prebuild whose work passes the limit is a 422
 // naming max_frequency, computing nothing.
 func TestPrebuildBounded(t *testing.T) {
+	t.Parallel()
 	s := newTestService(t, Config{MaxTableWork: 1_000_000})
 	spec, err := NewSampleSpec("", sanitize.Privacy{Epsilon: 0.1, Delta: 1e-6},
 		sanitize.Sampling{Scheme: sanitize.SchemePPSWOR, Threshold: 1e-5, Power: 1}, ReleaseFrequencies, sanitize.MethodDiscrete)

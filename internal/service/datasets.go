@@ -99,8 +99,9 @@ type chargeConfig struct {
 
 // ChargeDataset charges an external release of (eps, delta) to a dataset:
 // eps a finite normal float64 > 0 (no subnormal such as 5e-324), 0 <= delta
-// < 1 (-0 is taken as 0). An overspend returns ErrBudget and an unknown
-// dataset ErrNotFound; either way nothing is recorded. The charge is recorded
+// < 1 (-0 is taken as 0). An overspend returns a *BudgetError (matching
+// ErrBudget) and an unknown dataset a *NotFoundError; either way nothing is
+// recorded. The charge is recorded
 // in the ledger as kind "external" with a fresh id as its ref.
 func (s *Service) ChargeDataset(ctx context.Context, dataset string, eps, delta float64, description string) (Charge, error) {
 	var es checks.Errors
@@ -121,7 +122,8 @@ func (s *Service) ChargeDataset(ctx context.Context, dataset string, eps, delta 
 	rec := &store.StateRecord{Kind: "charge", ID: newID(), Dataset: dataset, Config: cfg, State: []byte{}, CreatedAt: now, UpdatedAt: now}
 	c := &store.Charge{Dataset: dataset, Kind: "external", Ref: rec.ID, Epsilon: eps, Delta: delta}
 	if err := s.store.CreateState(ctx, rec, c); err != nil {
-		return Charge{}, storeErr(err, "charging dataset")
+		// An overspend names the budget's numbers, as a release's does.
+		return Charge{}, notFoundAs(s.budgetError(ctx, err, "charging dataset", dataset, eps, delta), "dataset", dataset)
 	}
 	return Charge{ID: rec.ID, Dataset: dataset, Epsilon: eps, Delta: delta, Description: description, CreatedAt: now}, nil
 }

@@ -19,6 +19,7 @@ import (
 // table sized to the values alone would not reach it; the estimate must still
 // answer with a positive standard error, and group estimates must add up.
 func TestEstimateReadsStatisticsAboveTheLargestValue(t *testing.T) {
+	t.Parallel()
 	p, _ := sanitize.NewPrivacy(0.5, 1e-6) // L = 24.8
 	sm, _ := sanitize.NewSampling(sanitize.SchemePriority, 1e-6, 1, nil)
 	spec, err := NewSampleSpec("", p, sm, "", "")

@@ -23,6 +23,17 @@ func bothStores(t *testing.T, f func(t *testing.T, st store.Store)) {
 	})
 }
 
+// bothServices runs f with a default service over each store (bothStores).
+func bothServices(t *testing.T, f func(t *testing.T, svc *Service, st store.Store)) {
+	bothStores(t, func(t *testing.T, st store.Store) {
+		svc, err := New(Config{Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f(t, svc, st)
+	})
+}
+
 // reserve makes a service of cfg and reserves key with it; the caller
 // releases the claim (or lets its owner "die" by releasing it unfinished).
 func reserve(t *testing.T, cfg Config, key string) (*Service, *IdempotencyClaim) {
@@ -47,6 +58,7 @@ func reserve(t *testing.T, cfg Config, key string) (*Service, *IdempotencyClaim)
 // the full timeout for a 409 "in progress" and learned of the crash only
 // after 90 s.
 func TestIdempotencyOwnerDied(t *testing.T) {
+	t.Parallel() // it waits on leases, not on the CPU: a delayed wake-up is milliseconds
 	bothStores(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		const lease = 1500 * time.Millisecond
@@ -83,6 +95,7 @@ func TestIdempotencyOwnerDied(t *testing.T) {
 // by SampleTTL, is shorter; the recorded answer is kept for the TTL from
 // its completion.
 func TestIdempotencyHold(t *testing.T) {
+	t.Parallel()
 	bothStores(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		svc, c := reserve(t, Config{Store: st, SampleTTL: time.Second, IdempotencyHold: time.Hour}, "k")
@@ -111,6 +124,7 @@ func TestIdempotencyHold(t *testing.T) {
 // IdempotencyHold (no request can: it is stuck) stops renewing its lease,
 // so its key is answered "interrupted" instead of "in progress" forever.
 func TestIdempotencyHeartbeatBounded(t *testing.T) {
+	t.Parallel() // it waits on leases, not on the CPU: a delayed wake-up is milliseconds
 	ctx := context.Background()
 	svc, c := reserve(t, Config{Store: store.NewMemory(), IdempotencyLease: 300 * time.Millisecond, IdempotencyHold: 600 * time.Millisecond}, "k")
 	defer c.release()

@@ -43,6 +43,7 @@ func testSpec(t *testing.T, dataset string, eps float64) SampleSpec {
 // found once expired, and the janitor deletes it from the store (a purge
 // after it finds nothing left), so the store does not grow without bound.
 func TestSampleRetention(t *testing.T) {
+	// Serial: it sleeps past a 100 ms TTL and a 10 ms janitor period.
 	ctx := context.Background()
 	const ttl = 100 * time.Millisecond
 	svc, err := New(Config{Store: store.NewMemory(), SampleTTL: ttl})
@@ -90,6 +91,7 @@ func TestSampleRetention(t *testing.T) {
 // TestBudgetPrecheck: an overspend is refused before the first element is
 // read, with the numbers; an unknown dataset is refused likewise.
 func TestBudgetPrecheck(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st := store.NewMemory()
 	svc, _ := New(Config{Store: st})
@@ -118,6 +120,7 @@ func TestBudgetPrecheck(t *testing.T) {
 // done) is never run again; a duplicate that cannot wait long enough is
 // told the first is in progress.
 func TestIdempotencyClaims(t *testing.T) {
+	t.Parallel() // the 20 ms sleep only lets the waiter start first; a waiter that comes later claims the freed key too
 	ctx := context.Background()
 	st := store.NewMemory()
 	svc, _ := New(Config{Store: st, IdempotencyWait: 50 * time.Millisecond})

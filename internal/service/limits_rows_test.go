@@ -19,6 +19,7 @@ import (
 // frequency 10^6) is admitted and a small-epsilon one (1e-4, L about 39,000) is still refused
 // naming epsilon.
 func TestFrequencyRowsWork(t *testing.T) {
+	t.Parallel()
 	priv := func(eps, delta float64) sanitize.Privacy {
 		p, err := sanitize.NewPrivacy(eps, delta)
 		if err != nil {

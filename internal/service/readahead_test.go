@@ -41,6 +41,7 @@ func countingSource(n, failAt, panicAt int, errAt error, returned *atomic.Bool, 
 // over a later repeat), never calls the source after it returns, and raises
 // a source's panic on the caller's goroutine.
 func TestCreateSampleReadAhead(t *testing.T) {
+	t.Parallel()
 	s, err := New(Config{Store: store.NewMemory()})
 	if err != nil {
 		t.Fatal(err)

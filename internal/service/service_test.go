@@ -29,6 +29,7 @@ func mustTable(t *testing.T, eps, delta float64, scheme sanitize.Scheme, tau flo
 
 // TestFirstQOne: the binary search finds the first frequency with q_i = 1.
 func TestFirstQOne(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		scheme sanitize.Scheme
 		tau    float64
@@ -58,6 +59,7 @@ func TestFirstQOne(t *testing.T) {
 // TestFrequencyLimit: unlimited (up to the sanitizer's range) wherever q
 // settles: rows by restart serve every frequency.
 func TestFrequencyLimit(t *testing.T) {
+	t.Parallel()
 	if got := frequencyLimit(mustTable(t, 0.5, 1e-6, sanitize.SchemeNone, 0)); got != sanitize.MaxFrequency {
 		t.Errorf("none: %d", got)
 	}
@@ -72,6 +74,7 @@ func TestFrequencyLimit(t *testing.T) {
 // are compared and about 300 first-hash matches among 10^5 distinct keys
 // must be told apart by the second hash.
 func TestKeySetFindsFirstRepeat(t *testing.T) {
+	t.Parallel()
 	s, err := New(Config{Store: store.NewMemory()})
 	if err != nil {
 		t.Fatal(err)
@@ -135,6 +138,7 @@ func TestKeySetFindsFirstRepeat(t *testing.T) {
 // TestEstimatorSize: powers of two covering the values, capped near the
 // stationary point when rows are stationary.
 func TestEstimatorSize(t *testing.T) {
+	t.Parallel()
 	tb := mustTable(t, 0.5, 1e-3, sanitize.SchemePriority, 1e-9)
 	if got := estimatorSize(tb, 1000.5); got != 1024 {
 		t.Errorf("estimatorSize(1000.5) = %d, want 1024", got)

@@ -113,6 +113,7 @@ func oldEstimatorState(t *testing.T, cur []byte, events uint64) []byte {
 // byte-identical states to what the current encoders write for the same
 // estimators and counter, and that a second rewrite finds nothing to do.
 func TestRewriteStoredFormats(t *testing.T) {
+	t.Parallel()
 	url, conn := storetest.DatabaseAt(t, 4)
 	ctx := context.Background()
 	exec := func(sql string, args ...any) {
@@ -318,6 +319,7 @@ func TestRewriteStoredFormats(t *testing.T) {
 // unknown members, trailing data, unknown formats and inconsistent stream
 // configurations, and accept both the current and the legacy shapes.
 func TestStoredFormatsStrict(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		dec  func([]byte) error

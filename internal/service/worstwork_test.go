@@ -61,6 +61,7 @@ func spreadSource(n int, size int64) ElementSource {
 // stretch each, ppswor tau 1e-8 so that every row is restarted) must finish
 // within those 10 s, and one more key is refused with a 422 naming it.
 func TestWorstAdmittedReleaseFinishes(t *testing.T) {
+	// Serial: it measures a release against a 10 s timeout; parallel tests would share its CPU.
 	if raceOn {
 		t.Skip("timing: runs without -race (scripts/test.sh)")
 	}

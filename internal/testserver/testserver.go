@@ -18,12 +18,21 @@ import (
 // `make run` serves it, and closes it when the test ends.
 func New(t testing.TB) *httptest.Server {
 	t.Helper()
-	svc, err := service.New(service.Config{Store: store.NewMemory()})
+	srv, err := Start()
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(api.NewRouter(api.Deps{Service: svc, Logger: slog.New(slog.DiscardHandler),
-		Registry: prometheus.NewRegistry(), Limits: api.DefaultLimits()}))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// Start is New for callers without a testing.TB (Example functions): it
+// starts the router over a fresh in-memory store and the caller closes it.
+func Start() (*httptest.Server, error) {
+	svc, err := service.New(service.Config{Store: store.NewMemory()})
+	if err != nil {
+		return nil, err
+	}
+	return httptest.NewServer(api.NewRouter(api.Deps{Service: svc, Logger: slog.New(slog.DiscardHandler),
+		Registry: prometheus.NewRegistry(), Limits: api.DefaultLimits()})), nil
 }

@@ -13,6 +13,7 @@ import (
 )
 
 func TestZipfFrequency(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		z    Zipf
 		rank int
@@ -35,6 +36,7 @@ func TestZipfFrequency(t *testing.T) {
 }
 
 func TestZipfValidate(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		z       Zipf
 		wantErr string
@@ -55,6 +57,7 @@ func TestZipfValidate(t *testing.T) {
 }
 
 func TestKeysUniqueAndShaped(t *testing.T) {
+	t.Parallel()
 	shape := regexp.MustCompile(`^q-([0-9]+)-[0-9a-f]{8}$`)
 	seen := make(map[string]bool, DefaultKeys)
 	for r := 1; r <= DefaultKeys; r++ {
@@ -74,6 +77,7 @@ func TestKeysUniqueAndShaped(t *testing.T) {
 }
 
 func TestExpectedSampleSizeClosedForm(t *testing.T) {
+	t.Parallel()
 	// f = 2, 1 at tau ln 2: p = 3/4, 1/2.
 	mean, variance := Zipf{Keys: 2, Top: 2, Exponent: 1}.ExpectedSampleSize(math.Ln2)
 	if math.Abs(mean-1.25) > 1e-12 || math.Abs(variance-7.0/16) > 1e-12 {
@@ -98,6 +102,7 @@ func rankOf(t *testing.T, key string) int {
 // inclusion probability key by key, not only on average. Keys are unique,
 // carry their rank's frequency, and the sample is a function of the seed.
 func TestSamplePPSWOR(t *testing.T) {
+	t.Parallel()
 	z := DefaultZipf()
 	for _, tau := range []float64{1e-4, 1e-5, 1e-6} {
 		mean, variance := z.ExpectedSampleSize(tau)
@@ -144,6 +149,7 @@ func TestSamplePPSWOR(t *testing.T) {
 }
 
 func TestSamplePPSWORRejects(t *testing.T) {
+	t.Parallel()
 	for _, tau := range []float64{0, -1, math.NaN(), math.Inf(1)} {
 		if _, err := DefaultZipf().SamplePPSWOR(tau, 1); err == nil {
 			t.Errorf("tau %v: no error", tau)
@@ -169,6 +175,7 @@ type wireRequest struct {
 }
 
 func TestBodies(t *testing.T) {
+	t.Parallel()
 	elems := []Element{{Key: Key(1), Frequency: 10}, {Key: `a "quoted" key`, Frequency: 3}}
 	h := Header{Epsilon: 0.5, Delta: 1e-6, Threshold: 1e-5, Method: "discrete"}
 	wantHeader := wireRequest{

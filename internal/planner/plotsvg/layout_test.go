@@ -15,6 +15,7 @@ import (
 // among a chart's curves, the colours differ, and the other curves never
 // take a method's colour.
 func TestStyleOneColourPerMethod(t *testing.T) {
+	t.Parallel()
 	methods := []planner.Series{planner.SeriesNonPrivate, planner.SeriesPWS, planner.SeriesSbH}
 	seen := map[[3]uint8]planner.Series{}
 	for _, s := range methods {
@@ -42,6 +43,7 @@ func TestStyleOneColourPerMethod(t *testing.T) {
 // each fit (with the slack for wider browser fonts), after "what:" first;
 // a short one is left alone.
 func TestWrapTitle(t *testing.T) {
+	t.Parallel()
 	sty := plot.New().Title.TextStyle
 	width := chartWidth - rightMargin
 	long := "NRMSE of the sum: ppswor τ=0.01, ε=0.1, δ=0.001; Zipf α=1 on 1000 keys; g=identity, estimator mle, method max_separation"
@@ -74,6 +76,7 @@ func TestWrapTitle(t *testing.T) {
 // TestLegendBelowThePlot: the legend gets its own strip under the plot (the
 // SVG is taller by one row per entry), so it never covers a curve.
 func TestLegendBelowThePlot(t *testing.T) {
+	t.Parallel()
 	c := planner.Chart{Title: "t", Curves: []planner.Curve{
 		{Label: "a", Series: planner.SeriesPWS, X: []float64{1, 2}, Y: []float64{1, 2}},
 		{Label: "b", Series: planner.SeriesSbH, X: []float64{1, 2}, Y: []float64{2, 1}},

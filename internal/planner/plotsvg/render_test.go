@@ -77,6 +77,7 @@ func checkSVG(t *testing.T, b []byte, text ...string) {
 // TestPlotsAreValidSVG renders every planner plot from computed data and
 // checks each is a well-formed, self-contained SVG with paths and legend.
 func TestPlotsAreValidSVG(t *testing.T) {
+	t.Parallel()
 	p := mustPrivacy(t, 0.5, 1e-4)
 	s, err := sanitize.NewSampling(sanitize.SchemePPSWOR, 0.05, 1, nil)
 	if err != nil {
@@ -133,6 +134,7 @@ func TestPlotsAreValidSVG(t *testing.T) {
 // TestChartDegenerateData checks that empty data, non-positive values on
 // log axes, NaN and constant curves still render (no gonum panic).
 func TestChartDegenerateData(t *testing.T) {
+	t.Parallel()
 	for _, c := range []planner.Chart{
 		{Title: "empty", LogX: true, LogY: true},
 		{Title: "nonpositive", LogY: true, Curves: []planner.Curve{{Label: "zero", X: []float64{1, 2}, Y: []float64{0, -1}}}},
@@ -151,6 +153,7 @@ func TestChartDegenerateData(t *testing.T) {
 
 // TestThinKeepsEndsAndBound checks curve thinning.
 func TestThinKeepsEndsAndBound(t *testing.T) {
+	t.Parallel()
 	pts := make(plotter.XYs, 100000)
 	for j := range pts {
 		pts[j] = plotter.XY{X: float64(j + 1), Y: float64(j)}
@@ -172,6 +175,7 @@ func TestThinKeepsEndsAndBound(t *testing.T) {
 // renders a figure chart into dir/name as a self-contained SVG carrying the
 // chart's title.
 func TestSaveToWritesFigure(t *testing.T) {
+	t.Parallel()
 	p := mustPrivacy(t, 0.1, 0.01)
 	d, err := planner.Reporting(p, sanitize.Sampling{Scheme: sanitize.SchemeNone}, 100, true)
 	if err != nil {
