@@ -61,6 +61,7 @@ func buildTest(t *testing.T, tt testTable, g G, est Estimator) (*Table, int64) {
 // Lemma 5.2 equals a direct implementation of Algorithm 4 for q = 1 and
 // integral L, and every row sums to pi_i of Algorithm 3.
 func TestLemma52IsAlgorithm4(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		eps float64
 		L   int64
@@ -91,6 +92,7 @@ func TestLemma52IsAlgorithm4(t *testing.T) {
 // g and estimator. The source overwrites row pieces after each callback, so
 // this also proves Build does not retain them.
 func TestBuildMatchesBruteForce(t *testing.T) {
+	t.Parallel()
 	for _, tt := range testTables() {
 		t.Run(tt.name, func(t *testing.T) {
 			br := newBrute(tt.rows, tt.n)
@@ -138,6 +140,7 @@ func TestBuildMatchesBruteForce(t *testing.T) {
 // TestBiasedDownCanDecrease. Hand-made (non-DP) tables are only held to
 // E_i <= g(i).
 func TestBiasedDownGuarantees(t *testing.T) {
+	t.Parallel()
 	for _, tt := range testTables() {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, gs := range testGs {
@@ -177,6 +180,7 @@ func TestBiasedDownGuarantees(t *testing.T) {
 // gap, with its own ratio). (1) fails for any bug in the prefix sums; (2)
 // pins every decrease on its cause.
 func TestBiasedDownDecreasesOnlyWhereRowsEnter(t *testing.T) {
+	t.Parallel()
 	tables := testTables()
 	for _, c := range realCases(mustPrivacy(0.5, 1e-3)) {
 		tables = append(tables, testTable{name: c.name, rows: rowsOf(c.table(t), 110), n: 50})
@@ -224,6 +228,7 @@ func TestBiasedDownDecreasesOnlyWhereRowsEnter(t *testing.T) {
 // TestBiasedDownCanDecrease documents the counterexample to an unconditional
 // "a_j non-decreasing": g = count under ppswor sampling, where 1/pi_i falls.
 func TestBiasedDownCanDecrease(t *testing.T) {
+	t.Parallel()
 	tab, err := Build(&sliceSource{rows: alg4Rows(0.5, 1e-3, ppswor(0.05), 140)}, Spec{MaxFrequency: 100, G: mustG("count"), Estimator: BiasedDown})
 	if err != nil {
 		t.Fatal(err)
@@ -243,6 +248,7 @@ func TestBiasedDownCanDecrease(t *testing.T) {
 // first unstable frequency the brute-force cancellation sum_j pi_{i,j}|a_j|
 // exceeds 1e5 g(i).
 func TestUnbiasedIsUnbiased(t *testing.T) {
+	t.Parallel()
 	for _, tt := range testTables() {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, gs := range testGs {
@@ -275,6 +281,7 @@ func TestUnbiasedIsUnbiased(t *testing.T) {
 // TestMSEDecomposition: per frequency MSE_i = Bias_i^2 + Var_i, where the
 // variance is computed around E_i independently of the MSE.
 func TestMSEDecomposition(t *testing.T) {
+	t.Parallel()
 	for _, tt := range testTables() {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, gs := range testGs {
@@ -295,6 +302,7 @@ func TestMSEDecomposition(t *testing.T) {
 // with its true frequency, and every estimator returns g exactly (zero bias,
 // zero variance).
 func TestNoPrivacyIsExact(t *testing.T) {
+	t.Parallel()
 	sources := map[string]RowSource{
 		"lemma52 L=0":     newLemma52(0.5, 0),
 		"alg4 delta=1":    &sliceSource{rows: alg4Rows(0.5, 1, qNone, 60)},
@@ -328,6 +336,7 @@ func TestNoPrivacyIsExact(t *testing.T) {
 // TestBuildRejectsBadInput: invalid specs and malformed row tables fail
 // with an error instead of producing a table.
 func TestBuildRejectsBadInput(t *testing.T) {
+	t.Parallel()
 	good := alg4Rows(0.5, 1e-3, qNone, 60)
 	bad := func(mut func(rows []sanitize.Row)) []sanitize.Row {
 		rows := rowsOf(&sliceSource{rows: good}, 60)
@@ -365,6 +374,7 @@ func TestBuildRejectsBadInput(t *testing.T) {
 // values to the refinement token containing them, values <= 0 are "not
 // reported", and values beyond a table without a tail are out of range.
 func TestTokenMapping(t *testing.T) {
+	t.Parallel()
 	tab, err := Build(plainSource{newLemma52(0.7, 3)}, Spec{MaxFrequency: 30, G: mustG("identity"), Estimator: MLE})
 	if err != nil {
 		t.Fatal(err)
@@ -422,6 +432,7 @@ func TestTokenMapping(t *testing.T) {
 // TestSumStatsIsEq12: the selection statistics are the eq. 12 sums of the
 // per-frequency ones.
 func TestSumStatsIsEq12(t *testing.T) {
+	t.Parallel()
 	tab, err := Build(&sliceSource{rows: alg4Rows(0.5, 1e-3, ppswor(0.05), 140)}, Spec{MaxFrequency: 100, G: mustG("identity"), Estimator: MLE})
 	if err != nil {
 		t.Fatal(err)

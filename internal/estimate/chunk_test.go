@@ -15,6 +15,7 @@ import (
 // per-frequency statistics equal the full table's (built over rows 1..n),
 // bit for bit.
 func TestChunkEqualsTable(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		eps, delta float64
 		s          sanitize.Sampling

@@ -16,6 +16,7 @@ import (
 // not copies (ppswor with q_i < 1) never take it. (Both against the
 // reference builder: TestBuildUnitMatchesRef, TestBuildGridMatchesRef.)
 func TestDenseMLEMatchesRef(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name     string
 		scheme   sanitize.Scheme

@@ -2,7 +2,6 @@ package estimate
 
 import (
 	"context"
-	"runtime"
 )
 
 // denseItem is one dense row prepared for a dense builder by pipeDense.
@@ -112,7 +111,7 @@ func (u *denseRows) pipeDense(ctx context.Context, us unitSource, from, to, rawF
 		it.r, prev = r, r
 		return true
 	}
-	if runtime.GOMAXPROCS(0) < 2 {
+	if rowsInline(ctx) {
 		var it denseItem
 		return us.UnitRows(from, to, func(i int64, pi, lo float64, m []float64) bool {
 			prepare(&it, &u.pool, i, pi, lo, m)

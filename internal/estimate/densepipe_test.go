@@ -46,6 +46,7 @@ func (s runsSource) UnitRows(from, to int64, fn func(i int64, pi, lo float64, m 
 // are bit for bit those of rows that each hold their own (the pieces path),
 // and most stationary rows do share.
 func TestUnitRowsShareCopiedBuffers(t *testing.T) {
+	t.Parallel()
 	const n = 8000
 	smp, err := sanitize.NewSampling(sanitize.SchemeNone, 0, 1, nil)
 	if err != nil {

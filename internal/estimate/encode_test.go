@@ -53,6 +53,7 @@ func codecTables(t testing.TB) map[string]*Table {
 // (every field, bit for bit) whose re-encoding is the same bytes, and
 // starts with the magic and TableFormat.
 func TestTableCodecRoundTrip(t *testing.T) {
+	t.Parallel()
 	for name, tab := range codecTables(t) {
 		t.Run(name, func(t *testing.T) {
 			data, err := tab.MarshalBinary()
@@ -88,6 +89,7 @@ func TestTableCodecRoundTrip(t *testing.T) {
 // version, non-minimal integers, a bad flag or code and corrupted values
 // are refused, and the refused decode leaves the table untouched.
 func TestTableCodecStrict(t *testing.T) {
+	t.Parallel()
 	tabs := codecTables(t)
 	tab := tabs["max_separation/tail/mle"]
 	data, err := tab.MarshalBinary()

@@ -102,6 +102,7 @@ func trueQuantile(w []int64, q float64) float64 {
 // 6 of them), while a variance missing either part, or an SE off by a factor
 // 1.3, fails.
 func TestErrorBarsBySimulation(t *testing.T) {
+	t.Parallel()
 	const (
 		keys     = 400
 		releases = 200
@@ -223,6 +224,7 @@ func meanSD(x []float64) (float64, float64) {
 // (its near share, 15%, is under a fifth) though its interval missed the
 // truth by 400 standard errors.
 func TestZipfCountUnreliable(t *testing.T) {
+	t.Parallel()
 	const keys = 20_000
 	p := mustPrivacy(1, 1e-6)
 	L := sanitize.L(p)
@@ -274,6 +276,7 @@ func TestZipfCountUnreliable(t *testing.T) {
 // of the rows' token probabilities (ties to the smallest frequency) on small
 // Algorithm 4 rows with sampling.
 func TestMLEFrequencyIsArgmax(t *testing.T) {
+	t.Parallel()
 	rows := alg4Rows(0.7, 1e-3, ppswor(0.05), 200)
 	src := &sliceSource{rows: rows}
 	id, err := Build(src, Spec{MaxFrequency: 150, G: mustG("identity"), Estimator: MLE})
@@ -310,6 +313,7 @@ func TestMLEFrequencyIsArgmax(t *testing.T) {
 // TestSumWithErrorHandCase checks the formula on a table of one frequency
 // by hand: Var^ = sum V(i^)/pi(i^), interval s -/+ 1.96 SE clamped at 0.
 func TestSumWithErrorHandCase(t *testing.T) {
+	t.Parallel()
 	rows := alg4Rows(0.7, 1e-3, qNone, 120)
 	src := &sliceSource{rows: rows}
 	id, err := Build(src, Spec{MaxFrequency: 100, G: mustG("identity"), Estimator: MLE})
@@ -356,6 +360,7 @@ func TestSumWithErrorHandCase(t *testing.T) {
 
 // TestGroupKey: prefix before the first delimiter, or the first N runes.
 func TestGroupKey(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		key, delim string
 		n          int

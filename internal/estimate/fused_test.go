@@ -32,6 +32,7 @@ func buildGeneral(t *testing.T, src RowSource, spec Spec, ref bool) *Table {
 // every frequency's statistics and the tail, for Algorithm 5 and Algorithm
 // 4 rows, MLE and biased-down, sampled and stationary parameters.
 func TestFusedBuilderMatchesRef(t *testing.T) {
+	t.Parallel()
 	for _, pc := range []struct {
 		eps, delta float64
 		scheme     sanitize.Scheme
@@ -89,6 +90,7 @@ func TestFusedBuilderMatchesRef(t *testing.T) {
 // exercise the position tolerances), for every g: the reference builder is
 // then checked against the literal formulas through Build.
 func TestFusedBuilderMatchesRefOnHandMadeTables(t *testing.T) {
+	t.Parallel()
 	for _, tt := range testTables() {
 		for _, gs := range testGs {
 			for _, est := range []Estimator{MLE, BiasedDown} {
@@ -109,6 +111,7 @@ func TestFusedBuilderMatchesRefOnHandMadeTables(t *testing.T) {
 // source is stationary from a small frequency), for Algorithm 5 and for
 // Algorithm 4 rows through the general builder.
 func TestGeneralBuilderTailAcrossChunks(t *testing.T) {
+	t.Parallel()
 	smp, err := sanitize.NewSampling(sanitize.SchemeNone, 0, 1, nil)
 	if err != nil {
 		t.Fatal(err)

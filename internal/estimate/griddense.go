@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"sort"
 
@@ -731,7 +730,7 @@ func runGrid(ctx context.Context, ps pieceSource, loop denseLoop, p *gridProduce
 		}
 		return true
 	}
-	if runtime.GOMAXPROCS(0) < 2 {
+	if rowsInline(ctx) {
 		var spare []*denseRow
 		var back rowReturn // in line: nothing deferred, the rows go straight back
 		produce(func(bounds []float64, rows []*denseRow, _ bool) bool {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"testing"
 
@@ -43,6 +42,7 @@ func sameTable(t *testing.T, got, want *Table) {
 // cases (q = 1 from some row on: copies share their masses) and ones that
 // never become stationary. It must take the dense path (no fallback).
 func TestBuildGridMatchesRef(t *testing.T) {
+	t.Parallel()
 	cases := append(slices.Clone(builderCases),
 		builderCase{0.5, 1e-6, sanitize.SchemePPSWOR, 0.01, 1, G{Kind: GIdentity}, 6000},
 		builderCase{0.1, 1e-6, sanitize.SchemeNone, 0, 1, G{Kind: GIdentity}, 700},
@@ -137,6 +137,7 @@ func snapRows(rows []sanitize.Row) []sanitize.Row {
 // Off the grid it declines (errNotGrid) and Build falls back to the
 // general builder, so Build's table is still the general builder's.
 func TestBuildGridHandMadeRows(t *testing.T) {
+	t.Parallel()
 	for _, est := range []Estimator{MLE, BiasedDown} {
 		t.Run(string(est), func(t *testing.T) {
 			spec := Spec{MaxFrequency: 300, G: G{Kind: GIdentity}, Estimator: est}
@@ -174,6 +175,7 @@ func TestBuildGridHandMadeRows(t *testing.T) {
 // (positions above 2^20/1e12, about 953674) would be one token for it and
 // two for exact comparisons: the dense builder must decline.
 func TestBuildGridNearTolerance(t *testing.T) {
+	t.Parallel()
 	p := &gridProducer{n: 2e6, nf: 2e6, bounds: []float64{0}, pending: []float64{1e6, 1e6 + 1.0/sanitize.GridScale}, lastLo: 1.5e6}
 	if err := p.advance(); !errors.Is(err, errNotGrid) {
 		t.Fatalf("advance: %v, want errNotGrid", err)
@@ -245,16 +247,17 @@ func gapRows(n, s int) []sanitize.Row {
 // TestBuildGridCopiesCheckTokens: copies share masses only where the
 // tokens repeat (stationaryRows) and add the break points that are new
 // to them (gapRows); the table is the general builder's, with the rows
-// computed on a second goroutine or (one core) in line.
+// computed on a second goroutine or in line.
 func TestBuildGridCopiesCheckTokens(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		rows []sanitize.Row
 	}{{"stationaryRows", stationaryRows(80, 10)}, {"gapRows", gapRows(80, 10)}} {
 		for _, est := range []Estimator{MLE, BiasedDown} {
-			for _, procs := range []int{1, 2} {
-				t.Run(fmt.Sprintf("%s/%s/procs=%d", c.name, est, procs), func(t *testing.T) {
-					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			for _, inline := range []bool{true, false} {
+				t.Run(fmt.Sprintf("%s/%s/inline=%v", c.name, est, inline), func(t *testing.T) {
+					t.Parallel()
 					rows := c.rows
 					spec := Spec{MaxFrequency: 60, G: G{Kind: GIdentity}, Estimator: est}
 					want, err := Build(&sliceSource{rows: rows}, spec)
@@ -262,7 +265,7 @@ func TestBuildGridCopiesCheckTokens(t *testing.T) {
 						t.Fatal(err)
 					}
 					src := gridRowsSource{rows}
-					got, p, _, err := buildGridProducer(context.Background(), src, src, spec, 3)
+					got, p, _, err := buildGridProducer(rowsMode(context.Background(), inline), src, src, spec, 3)
 					if err != nil {
 						t.Fatalf("dense path: %v", err)
 					}
@@ -289,21 +292,31 @@ func (c *countingPieces) PieceRows(from, to int64, fn func(i int64, pi float64, 
 	})
 }
 
+// rowsMode returns ctx with the rows read in line (withInlineRows) or on a
+// second goroutine (withPipelinedRows).
+func rowsMode(ctx context.Context, inline bool) context.Context {
+	if inline {
+		return withInlineRows(ctx)
+	}
+	return withPipelinedRows(ctx)
+}
+
 // TestBuildGridStopsWhenCancelled: with a cancelled context the dense
 // Algorithm 5 builder reads at most ctxEvery rows before returning the
 // context's error, with one core or two.
 func TestBuildGridStopsWhenCancelled(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	for _, procs := range []int{1, 2} {
-		t.Run(fmt.Sprint("procs=", procs), func(t *testing.T) {
-			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+	for _, inline := range []bool{true, false} {
+		t.Run(fmt.Sprint("inline=", inline), func(t *testing.T) {
+			t.Parallel()
 			tab, err := sanitize.NewTable(mustPrivacy(0.5, 1e-6), mustSampling(sanitize.SchemePPSWOR, 0.01, nil), sanitize.MethodMaxSeparation)
 			if err != nil {
 				t.Fatal(err)
 			}
 			src := &countingPieces{Table: tab}
-			_, err = BuildContext(ctx, src, Spec{MaxFrequency: 1e6, G: G{Kind: GIdentity}, Estimator: BiasedDown})
+			_, err = BuildContext(rowsMode(ctx, inline), src, Spec{MaxFrequency: 1e6, G: G{Kind: GIdentity}, Estimator: BiasedDown})
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("err = %v, want context.Canceled", err)
 			}
@@ -318,6 +331,7 @@ func TestBuildGridStopsWhenCancelled(t *testing.T) {
 // is constant from n/2 on at the latest (most rows can be copies), and the
 // general builder for rows that never settle within the table.
 func TestMostlyStationary(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		scheme sanitize.Scheme
 		tau    float64

@@ -14,6 +14,7 @@ import (
 // TestParseG: the query syntax round-trips through String, evaluates the
 // documented functions, and rejects malformed or invalid parameters.
 func TestParseG(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in   string
 		w    float64
@@ -67,6 +68,7 @@ func TestParseG(t *testing.T) {
 // TestNonPrivateBaseline: eq. 8 — g(w)/q_w, variance g^2 (1-q)/q, zero bias, and the
 // sum statistics add up.
 func TestNonPrivateBaseline(t *testing.T) {
+	t.Parallel()
 	s := mustSampling(sanitize.SchemePPSWOR, 0.1, nil)
 	r, err := NewNonPrivateBaseline(mustG("power:2"), s)
 	if err != nil {
@@ -100,6 +102,7 @@ func TestNonPrivateBaseline(t *testing.T) {
 // never stored and read back: MarshalBinary refuses them or decoding
 // rejects them.
 func TestTableSerialises(t *testing.T) {
+	t.Parallel()
 	tab, err := Build(newLemma52(0.7, 3), Spec{MaxFrequency: 120, G: mustG("cap:9"), Estimator: BiasedDown})
 	if err != nil || tab.Tail == nil {
 		t.Fatalf("build: %v, tail %v", err, tab.Tail)
@@ -166,6 +169,7 @@ func TestTableSerialises(t *testing.T) {
 // seeded draws, within 6 standard errors); topK and rank agree with Order;
 // Quantiles follow the documented inverse-CDF definition.
 func TestOrdinal(t *testing.T) {
+	t.Parallel()
 	pairs := []Pair{{"a", 5}, {"b", 9}, {"c", 5}, {"d", 1}, {"e", 5}, {"f", 5}, {"g", 7}}
 	rng := dprand.Seeded(1)
 	o := Order(pairs, rng)

@@ -3,6 +3,7 @@ package estimate
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 )
 
@@ -140,4 +141,30 @@ func runPipeDrain[B any](ctx context.Context, produce func(p *pipe[B]) error, co
 		return fmt.Errorf("estimate: %w", ctx.Err())
 	}
 	return nil
+}
+
+// rowsKey is the context key of withInlineRows and withPipelinedRows.
+type rowsKey struct{}
+
+// withInlineRows returns ctx under which the builders read their rows on
+// their own goroutine, as with one available core (tests compare both
+// ways without touching GOMAXPROCS).
+func withInlineRows(ctx context.Context) context.Context {
+	return context.WithValue(ctx, rowsKey{}, true)
+}
+
+// withPipelinedRows returns ctx under which the builders read their rows
+// on a second goroutine, whatever the number of cores.
+func withPipelinedRows(ctx context.Context) context.Context {
+	return context.WithValue(ctx, rowsKey{}, false)
+}
+
+// rowsInline reports whether builders under ctx read their rows on their
+// own goroutine: as ctx says (withInlineRows, withPipelinedRows), else when
+// only one core is available.
+func rowsInline(ctx context.Context) bool {
+	if v, ok := ctx.Value(rowsKey{}).(bool); ok {
+		return v
+	}
+	return runtime.GOMAXPROCS(0) < 2
 }

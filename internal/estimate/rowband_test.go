@@ -17,6 +17,7 @@ import (
 // and row ranges, with a sufficient margin and with margin 0 (which forces
 // the fallback to a band starting at row 1).
 func TestRowEstimatesMatchFullBuild(t *testing.T) {
+	t.Parallel()
 	g := G{Kind: GIdentity}
 	type span struct{ from, to int64 }
 	for _, m := range []sanitize.Method{sanitize.MethodDiscrete, sanitize.MethodMaxSeparation} {
@@ -112,6 +113,7 @@ func (c *countingSource) Rows(from, to int64, fn func(sanitize.Row) bool) error 
 // at most ctxEvery rows before returning the context's error (a 10^6-row
 // computation would otherwise read a million).
 func TestBuildersStopWhenCancelled(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, name := range []string{"BuildContext", "RowEstimates"} {

@@ -2,7 +2,6 @@ package estimate
 
 import (
 	"context"
-	"runtime"
 
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
@@ -43,7 +42,7 @@ func (b *pieceBatch) reset() {
 // The Row and densities passed to fn are only valid during the call.
 func pipeRows(ctx context.Context, src RowSource, from, to int64, tr *shiftTracker,
 	fn func(row sanitize.Row, dens []float64, cerr error, mark *shiftMark) bool) error {
-	if runtime.GOMAXPROCS(0) < 2 {
+	if rowsInline(ctx) {
 		return serialRows(src, from, to, tr, fn)
 	}
 	return runPipe(ctx, func(p *pipe[pieceBatch]) error {

@@ -68,6 +68,7 @@ func realCases(p sanitize.Privacy) []realCase {
 // common refinement of the rows) the streaming builder equals the dense
 // literal formulas for every estimator.
 func TestRealTablesMatchBruteForce(t *testing.T) {
+	t.Parallel()
 	const n = 50
 	for _, c := range realCases(mustPrivacy(0.5, 1e-3)) {
 		t.Run(c.name, func(t *testing.T) {
@@ -122,6 +123,7 @@ func TestRealTablesMatchBruteForce(t *testing.T) {
 // biased-down, and the unbiased estimator is exactly unbiased up to its
 // stability limit.
 func TestRealTablesGuarantees(t *testing.T) {
+	t.Parallel()
 	const n = 400
 	for _, p := range []sanitize.Privacy{mustPrivacy(0.5, 1e-6), mustPrivacy(1, 1e-4)} {
 		for _, c := range realCases(p) {
@@ -179,6 +181,7 @@ func TestRealTablesGuarantees(t *testing.T) {
 // TestRealNoPrivacyIsExact: delta = 1 and no sampling, both methods: every
 // estimator returns g exactly.
 func TestRealNoPrivacyIsExact(t *testing.T) {
+	t.Parallel()
 	for _, m := range []sanitize.Method{sanitize.MethodDiscrete, sanitize.MethodMaxSeparation} {
 		t.Run(string(m), func(t *testing.T) {
 			c := realCase{name: string(m), p: mustPrivacy(0.5, 1), s: mustSampling(sanitize.SchemeNone, 0, nil), method: m}
@@ -209,6 +212,7 @@ func TestRealNoPrivacyIsExact(t *testing.T) {
 // TestRealAlgorithm5EqualsAlgorithm4: with q = 1 and integral L the two
 // sanitizers coincide, and so do their estimator tables (per unit).
 func TestRealAlgorithm5EqualsAlgorithm4(t *testing.T) {
+	t.Parallel()
 	delta := sanitizetest.IntegralDelta(0.5, 10) // L = 10
 	none := mustSampling(sanitize.SchemeNone, 0, nil)
 	for _, est := range []Estimator{MLE, BiasedDown} {
@@ -242,6 +246,7 @@ func TestRealAlgorithm5EqualsAlgorithm4(t *testing.T) {
 // extended beyond its max frequency equals the explicitly computed larger
 // table (MLE for every g; biased-down where a period was established).
 func TestRealStationaryTail(t *testing.T) {
+	t.Parallel()
 	p := mustPrivacy(0.5, 1e-3)
 	cases := []realCase{
 		{"discrete none", p, mustSampling(sanitize.SchemeNone, 0, nil), sanitize.MethodDiscrete},

@@ -9,6 +9,7 @@ import (
 // flags the rows the unit-cell MLE may take its shortcut on, says "copy"
 // exactly for the previous row shifted up one cell bit for bit.
 func TestTrackShiftDenseReportsCopies(t *testing.T) {
+	t.Parallel()
 	m := []float64{0.1, 0.2, 0.3}
 	for _, c := range []struct {
 		name string

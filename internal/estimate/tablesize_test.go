@@ -13,6 +13,7 @@ import (
 // above 4s + 64 (the tail serves the rest); a cancelled context stops the
 // search for the stationary point.
 func TestTableSize(t *testing.T) {
+	t.Parallel()
 	p := mustPrivacy(0.5, 1e-3)
 	prio := mustSampling(sanitize.SchemePriority, 1e-9, nil) // q < 1 far beyond the values below
 	none := sanitize.Sampling{Scheme: sanitize.SchemeNone}

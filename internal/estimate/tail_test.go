@@ -90,6 +90,7 @@ func tailCases() []tailCase {
 // period was established. Where none can be (power g, quasi-periodic
 // staircases) values beyond the table are ErrOutOfRange, never a guess.
 func TestStationaryTailContinuation(t *testing.T) {
+	t.Parallel()
 	for _, c := range tailCases() {
 		t.Run(c.name, func(t *testing.T) {
 			for _, gs := range testGs {
@@ -153,6 +154,7 @@ func TestStationaryTailContinuation(t *testing.T) {
 // estimate is the previous unit's plus 1/pi, and for any g it is
 // g(k + d_r)/pi with the shift d_r read from the row pattern.
 func TestMLETailIsShiftPlusOneOverPi(t *testing.T) {
+	t.Parallel()
 	for _, c := range tailCases() {
 		t.Run(c.name, func(t *testing.T) {
 			tab, err := Build(c.src(), Spec{MaxFrequency: 300, G: mustG("identity"), Estimator: MLE})

@@ -26,6 +26,7 @@ func (s piecesSource) StationaryFrom() (int64, bool) { return s.t.StationaryFrom
 // functions g and both estimators it serves, including stationary ones
 // (q = 1, whose tails extend the table).
 func TestBuildUnitMatchesRef(t *testing.T) {
+	t.Parallel()
 	runBuilderCases(t, builderCases, sanitize.MethodDiscrete, func(t *testing.T, pc builderCase, mk func() *sanitize.Table, spec Spec, want *Table) {
 		got, err := buildUnit(context.Background(), mk(), spec)
 		if err != nil {
@@ -45,6 +46,7 @@ func TestBuildUnitMatchesRef(t *testing.T) {
 // checked against the reference builder by TestBuildUnitMatchesRef;
 // this covers the pieces path, which other row sources take.
 func TestBuildUnitDenseEqualsPieces(t *testing.T) {
+	t.Parallel()
 	for _, pc := range []struct {
 		eps, delta float64
 		scheme     sanitize.Scheme

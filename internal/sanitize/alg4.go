@@ -28,7 +28,6 @@ func (c *consts) step4(prev *rowState, q float64, dst *rowState, qConst int64) {
 	base := prev.x[0] // token k of the new row is (base+k, base+k+1]
 	dst.i, dst.pi = i, pi
 	m := resize(dst.m, M+1)
-	_ = base
 
 	// js: first token whose lower bound is positive (prefix of row i-1
 	// beyond s0); sp: what the prefix budget leaves for it.

@@ -205,9 +205,6 @@ func rowsEqual(a, b *rowState) bool {
 	return a.i == b.i && a.total == b.total && shiftEqual(a, b)
 }
 
-// testHookJunction, when set by a test, sees every junction audit.
-var testHookJunction func(t *Table, a int64, up, down float64)
-
 // maxBlockStarts bounds the verified junction rows a Table keeps.
 const maxBlockStarts = 1024
 
@@ -347,9 +344,6 @@ func (cu *cursor) junction(a int64) {
 		// new to the table (Table.breakPoints).
 		cu.sc.newPts = append(cu.sc.newPts, cu.nxt.x...)
 		up, down := AuditRows(cu.cur.row(0, nil), cu.nxt.row(0, nil), t.p)
-		if testHookJunction != nil {
-			testHookJunction(t, a, up, down)
-		}
 		if lim := t.p.Delta; up > lim || down > lim {
 			t.failed.Add(1)
 			if cu.err == nil {

@@ -78,7 +78,7 @@ type Service struct {
 	supported  *lru.Cache[string, int64]
 	// writers bounds the background writes of chunks to the store
 	// (writeBehind); background counts them (Wait).
-	writers    chan struct{}
+	writers chan struct{}
 	// prefetchers bounds the background builds of the chunks a release's
 	// estimates will read (prefetchChunks) to one at a time.
 	prefetchers chan struct{}
