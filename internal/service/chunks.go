@@ -47,22 +47,48 @@ func (s *Service) chunkSets(ctx context.Context, t *sanitize.Table, gs []estimat
 	}
 	slices.Sort(ks)
 	ks = slices.Compact(ks)
-	var missing []int64
-	for _, k := range ks {
-		have := true
-		for n, g := range gs {
-			c, err := s.storedChunk(ctx, t, g, size, k)
-			if err != nil {
-				return nil, err
+	collect := func(ks []int64) (missing []int64, err error) {
+		for _, k := range ks {
+			have := true
+			for n, g := range gs {
+				c, err := s.storedChunk(ctx, t, g, size, k)
+				if err != nil {
+					return nil, err
+				}
+				if c == nil {
+					have = false
+					break
+				}
+				sets[n].Chunks[k] = c
 			}
-			if c == nil {
-				have = false
-				break
+			if !have {
+				missing = append(missing, k)
 			}
-			sets[n].Chunks[k] = c
 		}
-		if !have {
-			missing = append(missing, k)
+		return missing, nil
+	}
+	missing, err := collect(ks)
+	if err != nil {
+		return nil, err
+	}
+	// Chunks another request is building (a release's prefetch, a
+	// concurrent read) are waited for, not built twice.
+	waited := false
+	for _, k := range missing {
+		for _, g := range gs {
+			if ch := s.building.pending(s.chunkKey(t, g, size, k)); ch != nil {
+				select {
+				case <-ch:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				waited = true
+			}
+		}
+	}
+	if waited {
+		if missing, err = collect(missing); err != nil {
+			return nil, err
 		}
 	}
 	runs := chunkRuns(missing, estimate.MaxChunkRun(t.Privacy(), size))
@@ -146,6 +172,13 @@ func (s *Service) buildRun(ctx context.Context, t *sanitize.Table, gs []estimate
 		key += "+" + g.String()
 	}
 	v, err := s.flight.do(ctx, key, func(ctx context.Context) (any, error) {
+		keys := make([]string, 0, int(n)*len(gs))
+		for k := k0; k < k0+n; k++ {
+			for _, g := range gs {
+				keys = append(keys, s.chunkKey(t, g, size, k))
+			}
+		}
+		defer s.building.start(keys)()
 		s.computed.Add(1)
 		run, err := estimate.BuildChunks(ctx, t, gs, size, k0, n)
 		if err != nil {
@@ -193,6 +226,47 @@ func (s *Service) prefetchChunks(ctx context.Context, t *sanitize.Table, gs []es
 			s.log.Warn("building chunks ahead of estimates", "err", err)
 		}
 	}()
+}
+
+// chunkBuilds tracks the chunks being built, so that a request needing one
+// waits for it instead of building it again.
+type chunkBuilds struct {
+	mu sync.Mutex
+	m  map[string]chan struct{}
+}
+
+// start registers keys as being built (those not already registered) and
+// returns the function that marks them done.
+func (b *chunkBuilds) start(keys []string) (done func()) {
+	ch := make(chan struct{})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.m == nil {
+		b.m = make(map[string]chan struct{})
+	}
+	var mine []string
+	for _, k := range keys {
+		if _, ok := b.m[k]; !ok {
+			b.m[k] = ch
+			mine = append(mine, k)
+		}
+	}
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, k := range mine {
+			delete(b.m, k)
+		}
+		close(ch)
+	}
+}
+
+// pending returns a channel closed when key's build ends, or nil when no
+// build of key is under way.
+func (b *chunkBuilds) pending(key string) <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.m[key]
 }
 
 // tableEntry is one table to write to the store's cache.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/estimate"
@@ -88,5 +89,66 @@ func TestPrebuildBounded(t *testing.T) {
 	}
 	if s.computed.Load() != 0 {
 		t.Error("a refused prebuild computed chunks")
+	}
+}
+
+// TestChunkSetsWaitForBuilds: a request needing chunks that another one is
+// building waits for that build and does not build them again.
+func TestChunkSetsWaitForBuilds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newTestService(t, Config{})
+	p := sanitize.Privacy{Epsilon: 1, Delta: 1e-6}
+	tb, err := s.tables.get(p, sanitize.Sampling{Scheme: sanitize.SchemePPSWOR, Threshold: 1e-5, Power: 1}, sanitize.MethodDiscrete)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := estimate.ChunkSize(p)
+	gs := []estimate.G{identityG}
+	ks := []int64{40, 41}
+	// Build the chunks elsewhere first (the "other request"), then take
+	// them out of the cache and mark them as under construction.
+	built, err := estimate.BuildChunks(ctx, tb, gs, size, 40, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{s.chunkKey(tb, identityG, size, 40), s.chunkKey(tb, identityG, size, 41)}
+	done := s.building.start(keys)
+	if s.building.pending(keys[0]) == nil || s.building.pending(keys[1]) == nil {
+		t.Fatal("a chunk under construction is not pending")
+	}
+	type result struct {
+		sets []*estimate.ChunkSet
+		err  error
+	}
+	got := make(chan result, 1)
+	before := s.computed.Load()
+	go func() {
+		sets, err := s.chunkSets(ctx, tb, gs, ks)
+		got <- result{sets, err}
+	}()
+	select {
+	case r := <-got:
+		t.Fatalf("chunkSets returned (%v) while its chunks were being built", r.err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	for k, cs := range built {
+		s.chunkCache.Add(keys[k], cs[0])
+	}
+	done()
+	r := <-got
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if d := s.computed.Load() - before; d != 0 {
+		t.Errorf("%d chunk runs built again", d)
+	}
+	if s.building.pending(keys[0]) != nil {
+		t.Error("a finished build is still pending")
+	}
+	for k, key := range keys {
+		if c := r.sets[0].Chunks[ks[k]]; c == nil {
+			t.Errorf("chunk %s missing from the set", key)
+		}
 	}
 }

@@ -85,6 +85,9 @@ type Service struct {
 	background  sync.WaitGroup
 	// flight makes concurrent first requests for one cached table compute it once.
 	flight flightGroup
+	// building holds the chunks under construction (chunkSets waits for
+	// them rather than building them twice).
+	building chunkBuilds
 	// keySets keeps the duplicate-key detectors' buffers across samples.
 	keySets keySetPool
 	// version prefixes cache keys (algorithmVersion; tests change it).
