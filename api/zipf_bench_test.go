@@ -29,8 +29,10 @@ const allowRefusalEnv = "PWSD_BENCH_ALLOW_REFUSAL"
 // configuration `make run` serves when no PWSD_* variable is set: default
 // limits, table cache, estimator cache and work bound, production (crypto-
 // seeded) randomness, info-level JSON logs (discarded). It mirrors
-// cmd/pwsd's serve; close stops the server and closes the store.
-func newDefaultServer(tb testing.TB) (ts *httptest.Server, close func()) {
+// cmd/pwsd's serve; close stops the server, waits for the service's
+// background work (as cmd/pwsd does on shutdown) and closes the store, and
+// idle waits for that background work alone.
+func newDefaultServer(tb testing.TB) (ts *httptest.Server, close, idle func()) {
 	tb.Helper()
 	limits := api.DefaultLimits()
 	st := store.NewMemory()
@@ -41,7 +43,7 @@ func newDefaultServer(tb testing.TB) (ts *httptest.Server, close func()) {
 		tb.Fatal(err)
 	}
 	ts = httptest.NewServer(api.NewRouter(api.Deps{Service: svc, Logger: log, Registry: prometheus.NewRegistry(), Limits: limits}))
-	return ts, func() { ts.Close(); st.Close() }
+	return ts, func() { ts.Close(); svc.Wait(); st.Close() }, svc.Wait
 }
 
 // zipfRelease is the outcome of one POST /v1/samples.
@@ -138,10 +140,12 @@ func peakRSSMB() (float64, bool) {
 //
 //   - cold: a fresh server per iteration, so every iteration is the first
 //     release of its parameters (nothing cached);
-//   - warm: one server, one untimed release, then the timed repeats;
+//   - warm: one server, one untimed release and the background builds it
+//     starts (the chunks its estimate reads), then the timed repeats;
 //   - estimate: GET /v1/samples/{id}/estimate (all keys, identity, mle) on
 //     the stored sample after one untimed GET; first-get-ms is that first
-//     GET (it may build the estimator table).
+//     GET, sent as soon as the release is answered (it waits for, or
+//     builds, the chunks the estimate reads).
 //
 // Metrics: status (the HTTP status of the release), keys (reported keys)
 // and peak-MB (the benchmark process's peak RSS during the sub-benchmark,
@@ -193,7 +197,7 @@ func BenchmarkZipfWorkload(b *testing.B) {
 					b.ResetTimer()
 					for i := 0; i < b.N; i++ {
 						b.StopTimer()
-						ts, close := newDefaultServer(b)
+						ts, close, _ := newDefaultServer(b)
 						b.StartTimer()
 						r = postZipf(b, ts.URL, body)
 						b.StopTimer()
@@ -204,18 +208,22 @@ func BenchmarkZipfWorkload(b *testing.B) {
 					r.report(b)
 				})
 				// released starts a default server for the rest of the
-				// sub-benchmark run and sends the case's release once.
-				released := func(b *testing.B) (url string, first zipfRelease, served bool, logged *bool) {
+				// sub-benchmark run and sends the case's release once;
+				// idle waits for the background builds it started.
+				released := func(b *testing.B) (url string, first zipfRelease, served bool, logged *bool, idle func()) {
 					body := bodyOf(b)
 					resetPeakRSS()
-					ts, close := newDefaultServer(b)
+					ts, close, idle := newDefaultServer(b)
 					b.Cleanup(close)
 					logged = new(bool)
 					first = postZipf(b, ts.URL, body)
-					return ts.URL, first, first.check(b, logged), logged
+					return ts.URL, first, first.check(b, logged), logged, idle
 				}
+				// Warm: the release's tables are built, background
+				// builds included.
 				b.Run(name+"/phase=warm", func(b *testing.B) {
-					url, r, _, logged := released(b)
+					url, r, _, logged, idle := released(b)
+					idle()
 					body := bodyOf(b)
 					b.ResetTimer()
 					for i := 0; i < b.N; i++ {
@@ -227,7 +235,7 @@ func BenchmarkZipfWorkload(b *testing.B) {
 					r.report(b)
 				})
 				b.Run(name+"/phase=estimate", func(b *testing.B) {
-					base, r, served, _ := released(b)
+					base, r, served, _, _ := released(b)
 					if !served {
 						b.Skipf("no stored sample to estimate from: the release was refused with %d", r.status)
 					}
@@ -274,7 +282,7 @@ func TestZipfWorkloadBodies(t *testing.T) {
 	for _, e := range elems {
 		inSample[e.Key] = true
 	}
-	def, closeDef := newDefaultServer(t)
+	def, closeDef, _ := newDefaultServer(t)
 	defer closeDef()
 	for _, srv := range []struct {
 		name string

@@ -70,14 +70,21 @@ func (c *Chunk) Estimate(v float64) (float64, error) {
 }
 
 // Stats returns the statistics of frequency i, which must lie in the
-// chunk's range.
+// chunk's range, of a chunk that holds them (HasStats).
 func (c *Chunk) Stats(i int64) (FrequencyStats, error) {
 	lo := c.Index * c.Size
 	if i <= lo || i > lo+c.Size {
 		return FrequencyStats{}, fmt.Errorf("estimate: frequency %d outside chunk %d", i, c.Index)
 	}
+	if !c.HasStats() {
+		return FrequencyStats{}, fmt.Errorf("estimate: chunk %d holds estimates only (BuildChunkEstimates)", c.Index)
+	}
 	return c.Frequencies[i-lo-1], nil
 }
+
+// HasStats reports whether the chunk holds its frequencies' statistics
+// (BuildChunks) or its tokens and estimates only (BuildChunkEstimates).
+func (c *Chunk) HasStats() bool { return int64(len(c.Frequencies)) == c.Size }
 
 // SizeBytes returns about how many bytes the chunk holds.
 func (c *Chunk) SizeBytes() int64 {
@@ -110,6 +117,21 @@ func MaxChunkRun(p sanitize.Privacy, size int64) int64 {
 // (sanitize.Table's rows by restart), a chunk costs the same at frequency
 // 10^3 and 10^9.
 func BuildChunks(ctx context.Context, src RowSource, gs []G, size, k0, n int64) ([][]*Chunk, error) {
+	return buildChunks(ctx, src, gs, size, k0, n, false)
+}
+
+// BuildChunkEstimates is BuildChunks for the answers that read only the
+// chunks' tokens and estimates (a sanitized value's a_j, a key's MLE
+// frequency): its chunks may hold no statistics (Chunk.HasStats), which
+// spares the statistics and, for Algorithm 5 rows on the exact grid, the
+// rows below the run (the band starts at the run's lowest row: rows below
+// it put no mass above it). Tokens and estimates equal BuildChunks' bit for
+// bit.
+func BuildChunkEstimates(ctx context.Context, src RowSource, gs []G, size, k0, n int64) ([][]*Chunk, error) {
+	return buildChunks(ctx, src, gs, size, k0, n, true)
+}
+
+func buildChunks(ctx context.Context, src RowSource, gs []G, size, k0, n int64, estimatesOnly bool) ([][]*Chunk, error) {
 	for _, g := range gs {
 		if err := g.Validate(); err != nil {
 			return nil, err
@@ -122,6 +144,11 @@ func BuildChunks(ctx context.Context, src RowSource, gs []G, size, k0, n int64) 
 		return nil, fmt.Errorf("estimate: chunks %d+%d of size %d out of range", k0, n, size)
 	}
 	lo := k0 * size
+	if estimatesOnly && methodOf(src) == sanitize.MethodMaxSeparation {
+		if out, ok, err := buildChunksGrid(ctx, src, gs, size, k0, n, lo+1, true); ok || err != nil {
+			return out, err
+		}
+	}
 	// The band starts where row lo+1's support does: tokens above it get
 	// mass only from rows above it.
 	bandStart := int64(1)
@@ -139,7 +166,7 @@ func BuildChunks(ctx context.Context, src RowSource, gs []G, size, k0, n int64) 
 	case ok && methodOf(src) == sanitize.MethodDiscrete:
 		return buildChunksUnit(ctx, us, gs, size, k0, n, bandStart)
 	case methodOf(src) == sanitize.MethodMaxSeparation:
-		if out, ok, err := buildChunksGrid(ctx, src, gs, size, k0, n, bandStart); ok || err != nil {
+		if out, ok, err := buildChunksGrid(ctx, src, gs, size, k0, n, bandStart, false); ok || err != nil {
 			return out, err
 		}
 	}
@@ -331,8 +358,9 @@ func (s *ChunkSet) SupportedFrom(sanitize.Sampling) int64 { return s.Supported }
 // The binary chunk encoding (package binenc): the magic "PEC", the format
 // version ChunkFormat, then g (kind code, parameter), the size and the index
 // (uvarints), the number of tokens n (uvarint), Bounds (n+1 floats), A (n
-// floats), and the size frequencies' G, Reported, Expected, Bias, Variance, MSE
-// (floats). Decoding is strict, as for tables.
+// floats), and, unless the chunk holds estimates only, the size
+// frequencies' G, Reported, Expected, Bias, Variance, MSE (floats).
+// Decoding is strict, as for tables.
 const chunkMagic = "PEC"
 
 // ChunkFormat is the version of the chunks' binary encoding; caches key
@@ -342,7 +370,7 @@ const ChunkFormat = 1
 // MarshalBinary encodes the chunk (format ChunkFormat).
 func (c *Chunk) MarshalBinary() ([]byte, error) {
 	gc := slices.Index(gKindCodes, c.G.Kind)
-	if gc < 0 || len(c.Bounds) != len(c.A)+1 || c.Size < 1 || int64(len(c.Frequencies)) != c.Size || c.Index < 0 {
+	if gc < 0 || len(c.Bounds) != len(c.A)+1 || c.Size < 1 || (len(c.Frequencies) != 0 && !c.HasStats()) || c.Index < 0 {
 		return nil, errors.New("estimate: encoding chunk: inconsistent chunk")
 	}
 	w := binenc.NewWriter(make([]byte, 0, 32+8*(len(c.Bounds)+len(c.A))+8*statFloats*len(c.Frequencies)))
@@ -378,13 +406,15 @@ func (c *Chunk) UnmarshalBinary(data []byte) error {
 	n := r.Intn(uint64(r.Len()) / 16)
 	cc.Bounds = floats(r, n+1)
 	cc.A = floats(r, n)
-	if r.Err() == nil && (cc.Size < 1 || uint64(r.Len()) != 8*statFloats*uint64(cc.Size)) {
+	if r.Err() == nil && (cc.Size < 1 || (r.Len() != 0 && uint64(r.Len()) != 8*statFloats*uint64(cc.Size))) {
 		r.Fail("statistics of the wrong length")
 	}
 	if r.Err() != nil {
 		return fmt.Errorf("estimate: decoding chunk: %w", r.Err())
 	}
-	cc.Frequencies = readStats(r, cc.Index*cc.Size+1, cc.Size)
+	if r.Len() != 0 {
+		cc.Frequencies = readStats(r, cc.Index*cc.Size+1, cc.Size)
+	}
 	if err := r.Close(); err != nil {
 		return fmt.Errorf("estimate: decoding chunk: %w", err)
 	}

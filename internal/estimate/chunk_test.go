@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/pwsd/pwsd/internal/sanitize"
@@ -56,12 +57,43 @@ func TestChunkEqualsTable(t *testing.T) {
 					if m == sanitize.MethodMaxSeparation {
 						// The grid path must apply here (positions far below
 						// 953,674) and is what BuildChunks took.
-						grid, ok, err := buildChunksGrid(context.Background(), src(), []G{g, {Kind: GCap, Param: 7}}, size, k0, 3, bandOf(t, src(), size, k0))
+						grid, ok, err := buildChunksGrid(context.Background(), src(), []G{g, {Kind: GCap, Param: 7}}, size, k0, 3, bandOf(t, src(), size, k0), false)
 						if err != nil || !ok {
 							t.Fatalf("grid path: ok %v, %v", ok, err)
 						}
 						if !reflect.DeepEqual(grid, run) {
 							t.Fatal("BuildChunks did not take the grid path")
+						}
+					}
+					// Estimates only: the same tokens and estimates, no
+					// statistics (for Algorithm 5 from the rows above the
+					// run alone), and an encoding that keeps them so.
+					est, err := BuildChunkEstimates(context.Background(), src(), []G{g, {Kind: GCap, Param: 7}}, size, k0, 3)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for k := range est {
+						for gi := range est[k] {
+							e, c := est[k][gi], run[k][gi]
+							if !slices.Equal(e.Bounds, c.Bounds) || !slices.Equal(e.A, c.A) || e.Index != c.Index || e.G != c.G {
+								t.Fatalf("chunk %d of %s: estimates only differ from BuildChunks", c.Index, c.G)
+							}
+							if m == sanitize.MethodMaxSeparation && e.HasStats() {
+								t.Fatalf("chunk %d of %s: the Algorithm 5 estimates-only chunk holds statistics", c.Index, c.G)
+							}
+						}
+					}
+					if c := est[0][0]; !c.HasStats() {
+						if _, err := c.Stats(k0*size + 1); err == nil {
+							t.Error("an estimates-only chunk answered Stats")
+						}
+						data, err := c.MarshalBinary()
+						if err != nil {
+							t.Fatal(err)
+						}
+						var back Chunk
+						if err := back.UnmarshalBinary(data); err != nil || back.HasStats() || !slices.Equal(back.A, c.A) || !slices.Equal(back.Bounds, c.Bounds) {
+							t.Fatalf("estimates-only chunk round trip: %v", err)
 						}
 					}
 					for k := range run {

@@ -17,10 +17,12 @@ import (
 // density times the token's length, so the MLE row of each token is found
 // in one pass over the rows' pieces with the general builder's tie rule.
 // The same walk gives each row's masses on the tokens, from which the
-// statistics are summed in chunkOf's order. It returns
+// statistics are summed in chunkOf's order (unless estimatesOnly: then
+// chunks hold tokens and estimates only, and the band may start at the
+// run's lowest row). It returns
 // ok = false, having built nothing, where the condition fails (the caller
 // takes the general path).
-func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, bandStart int64) (out [][]*Chunk, ok bool, err error) {
+func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, bandStart int64, estimatesOnly bool) (out [][]*Chunk, ok bool, err error) {
 	lo, hi := k0*size, (k0+n)*size
 	fhi := float64(hi)
 	var band []sanitize.Row // every row from bandStart that reaches tokens <= hi
@@ -122,9 +124,14 @@ func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, ba
 			if err != nil {
 				return nil, false, err
 			}
-			c.Frequencies = make([]FrequencyStats, size)
+			if !estimatesOnly {
+				c.Frequencies = make([]FrequencyStats, size)
+			}
 			out[k][m] = c
 		}
+	}
+	if estimatesOnly {
+		return out, true, nil
 	}
 	// Each row's statistics, statsBatch rows at a time, from its cells
 	// (found once for every g).

@@ -22,20 +22,39 @@ import (
 // twice. A release needs the chunks holding its values and, for error bars,
 // those holding its keys' MLE frequencies (about L above the values).
 
-// chunkKey is the cache key of chunk k of (g, MLE) over t.
+// chunkKey is the cache key of chunk k of (g, MLE) over t, with its
+// statistics.
 func (s *Service) chunkKey(t *sanitize.Table, g estimate.G, size, k int64) string {
 	return s.tableKey("chunk", t.Privacy(), t.Sampling(), t.Method(), intPart("format", estimate.ChunkFormat),
 		strPart("g", g.String()), intPart("size", size), intPart("k", k))
 }
 
+// chunkKeyOf is chunkKey, or with estimatesOnly the key of the chunk's
+// tokens and estimates alone (estimate.BuildChunkEstimates).
+func (s *Service) chunkKeyOf(t *sanitize.Table, g estimate.G, size, k int64, estimatesOnly bool) string {
+	if estimatesOnly {
+		return s.chunkKey(t, g, size, k) + "|estimates-only"
+	}
+	return s.chunkKey(t, g, size, k)
+}
+
 // chunkSets returns, for each g, the MLE chunk set over t holding the
+// chunks ks; with estimatesOnly, the chunks may hold their tokens and
+// estimates only (answers that read no statistics: a value's a_j, a key's
+// MLE frequency), which for Algorithm 5 costs markedly less. The
+// description of chunkSetsOf follows.
+func (s *Service) chunkSets(ctx context.Context, t *sanitize.Table, gs []estimate.G, ks []int64) ([]*estimate.ChunkSet, error) {
+	return s.chunkSetsOf(ctx, t, gs, ks, false)
+}
+
+// chunkSetsOf returns, for each g, the MLE chunk set over t holding the
 // chunks ks (in any order, repeats allowed): each chunk from memory, else
 // from the store, else built. Missing chunks with consecutive indices are
 // built in one pass over their rows (estimate.BuildChunks, every g at
 // once), two runs at a time, and written to the store in the background
 // (the store is a cache: a failed write costs a rebuild later, never an
 // answer).
-func (s *Service) chunkSets(ctx context.Context, t *sanitize.Table, gs []estimate.G, ks []int64) ([]*estimate.ChunkSet, error) {
+func (s *Service) chunkSetsOf(ctx context.Context, t *sanitize.Table, gs []estimate.G, ks []int64, estimatesOnly bool) ([]*estimate.ChunkSet, error) {
 	size := estimate.ChunkSize(t.Privacy())
 	from, err := s.supportedFrom(ctx, t)
 	if err != nil {
@@ -51,7 +70,7 @@ func (s *Service) chunkSets(ctx context.Context, t *sanitize.Table, gs []estimat
 		for _, k := range ks {
 			have := true
 			for n, g := range gs {
-				c, err := s.storedChunk(ctx, t, g, size, k)
+				c, err := s.storedChunk(ctx, t, g, size, k, estimatesOnly)
 				if err != nil {
 					return nil, err
 				}
@@ -76,7 +95,11 @@ func (s *Service) chunkSets(ctx context.Context, t *sanitize.Table, gs []estimat
 	waited := false
 	for _, k := range missing {
 		for _, g := range gs {
-			if ch := s.building.pending(s.chunkKey(t, g, size, k)); ch != nil {
+			ch := s.building.pending(s.chunkKey(t, g, size, k))
+			if ch == nil && estimatesOnly {
+				ch = s.building.pending(s.chunkKeyOf(t, g, size, k, true))
+			}
+			if ch != nil {
 				select {
 				case <-ch:
 				case <-ctx.Done():
@@ -101,7 +124,7 @@ func (s *Service) chunkSets(ctx context.Context, t *sanitize.Table, gs []estimat
 		go func() {
 			defer wg.Done()
 			for r := range next {
-				built[r], errs[r] = s.buildRun(ctx, t, gs, size, runs[r][0], runs[r][1])
+				built[r], errs[r] = s.buildRun(ctx, t, gs, size, runs[r][0], runs[r][1], estimatesOnly)
 			}
 		}()
 	}
@@ -143,9 +166,20 @@ func chunkRuns(ks []int64, max int64) [][2]int64 {
 	return runs
 }
 
-// storedChunk returns chunk k of g from memory or the store, or nil.
-func (s *Service) storedChunk(ctx context.Context, t *sanitize.Table, g estimate.G, size, k int64) (*estimate.Chunk, error) {
-	key := s.chunkKey(t, g, size, k)
+// storedChunk returns chunk k of g from memory or the store, or nil: with
+// its statistics, or with estimatesOnly possibly without them (a chunk with
+// statistics is taken when there is one).
+func (s *Service) storedChunk(ctx context.Context, t *sanitize.Table, g estimate.G, size, k int64, estimatesOnly bool) (*estimate.Chunk, error) {
+	c, err := s.storedChunkAt(ctx, s.chunkKey(t, g, size, k), g, size, k, true)
+	if c != nil || err != nil || !estimatesOnly {
+		return c, err
+	}
+	return s.storedChunkAt(ctx, s.chunkKeyOf(t, g, size, k, true), g, size, k, false)
+}
+
+// storedChunkAt returns chunk k of g cached under key, or nil (also when
+// stats is set and the chunk holds none).
+func (s *Service) storedChunkAt(ctx context.Context, key string, g estimate.G, size, k int64, stats bool) (*estimate.Chunk, error) {
 	if c, ok := s.chunkCache.Get(key); ok {
 		return c, nil
 	}
@@ -157,17 +191,18 @@ func (s *Service) storedChunk(ctx context.Context, t *sanitize.Table, g estimate
 		return nil, nil
 	}
 	c := &estimate.Chunk{}
-	if err := c.UnmarshalBinary(data); err != nil || c.Index != k || c.Size != size || c.G != g {
+	if err := c.UnmarshalBinary(data); err != nil || c.Index != k || c.Size != size || c.G != g || (stats && !c.HasStats()) {
 		s.log.Warn("ignoring undecodable cached chunk", "key", key)
 		return nil, nil
 	}
 	return s.chunkCache.Add(key, c), nil
 }
 
-// buildRun builds chunks k0 .. k0+n-1 of every g (once under concurrency),
-// keeps them in memory and writes them to the store in the background.
-func (s *Service) buildRun(ctx context.Context, t *sanitize.Table, gs []estimate.G, size, k0, n int64) ([][]*estimate.Chunk, error) {
-	key := s.chunkKey(t, gs[0], size, k0) + "|run=" + strconv.FormatInt(n, 10)
+// buildRun builds chunks k0 .. k0+n-1 of every g (once under concurrency;
+// with estimatesOnly, estimate.BuildChunkEstimates), keeps them in memory
+// and writes them to the store in the background.
+func (s *Service) buildRun(ctx context.Context, t *sanitize.Table, gs []estimate.G, size, k0, n int64, estimatesOnly bool) ([][]*estimate.Chunk, error) {
+	key := s.chunkKeyOf(t, gs[0], size, k0, estimatesOnly) + "|run=" + strconv.FormatInt(n, 10)
 	for _, g := range gs[1:] {
 		key += "+" + g.String()
 	}
@@ -175,19 +210,23 @@ func (s *Service) buildRun(ctx context.Context, t *sanitize.Table, gs []estimate
 		keys := make([]string, 0, int(n)*len(gs))
 		for k := k0; k < k0+n; k++ {
 			for _, g := range gs {
-				keys = append(keys, s.chunkKey(t, g, size, k))
+				keys = append(keys, s.chunkKeyOf(t, g, size, k, estimatesOnly))
 			}
 		}
 		defer s.building.start(keys)()
 		s.computed.Add(1)
-		run, err := estimate.BuildChunks(ctx, t, gs, size, k0, n)
+		build := estimate.BuildChunks
+		if estimatesOnly {
+			build = estimate.BuildChunkEstimates
+		}
+		run, err := build(ctx, t, gs, size, k0, n)
 		if err != nil {
 			return nil, estimateErr(err)
 		}
 		var writes []tableEntry
 		for _, cs := range run {
 			for m, c := range cs {
-				key := s.chunkKey(t, c.G, size, c.Index)
+				key := s.chunkKeyOf(t, c.G, size, c.Index, !c.HasStats())
 				cs[m] = s.chunkCache.Add(key, c)
 				data, err := c.MarshalBinary()
 				if err != nil {
@@ -344,9 +383,10 @@ func valueChunks(size int64, vs []float64) []int64 {
 
 // frequencyChunkSets returns the identity and count MLE chunk sets holding
 // values: a value's MLE frequency is the ratio of the two
-// (estimate.MLEFrequency), its contribution the identity one.
+// (estimate.MLEFrequency), its contribution the identity one. Their chunks
+// may hold estimates only (chunkSetsOf).
 func (s *Service) frequencyChunkSets(ctx context.Context, t *sanitize.Table, values []float64) (identity, count *estimate.ChunkSet, err error) {
-	sets, err := s.chunkSets(ctx, t, []estimate.G{identityG, countG}, valueChunks(estimate.ChunkSize(t.Privacy()), values))
+	sets, err := s.chunkSetsOf(ctx, t, []estimate.G{identityG, countG}, valueChunks(estimate.ChunkSize(t.Privacy()), values), true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -417,7 +457,7 @@ func (s *Service) PrebuildChunks(ctx context.Context, spec SampleSpec, maxFreque
 	for k := range ks {
 		ks[k] = int64(k)
 		for _, g := range []estimate.G{identityG, countG} {
-			c, err := s.storedChunk(ctx, t, g, size, int64(k))
+			c, err := s.storedChunk(ctx, t, g, size, int64(k), false)
 			if err != nil {
 				return Prebuilt{}, err
 			}

@@ -152,3 +152,63 @@ func TestChunkSetsWaitForBuilds(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseReadsEstimatesOnly: an Algorithm 5 frequencies release builds
+// (and caches) its value chunks without statistics, and the estimates it
+// stores are those of full chunks bit for bit; a later read that needs
+// statistics gets chunks that hold them.
+func TestReleaseReadsEstimatesOnly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newTestService(t, Config{})
+	p := sanitize.Privacy{Epsilon: 0.5, Delta: 1e-6}
+	sm := sanitize.Sampling{Scheme: sanitize.SchemePPSWOR, Threshold: 1e-5, Power: 1}
+	spec, err := NewSampleSpec("", p, sm, ReleaseFrequencies, sanitize.MethodMaxSeparation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	smp, err := s.CreateSample(ctx, spec, 1000, zipfSource(300, 2_000_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Wait()
+	tb, err := sanitize.NewTable(p, sm, sanitize.MethodMaxSeparation) // a fresh table: nothing shared
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.tables.get(p, sm, sanitize.MethodMaxSeparation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := estimate.ChunkSize(p)
+	light := 0
+	for _, el := range smp.Elements {
+		k := estimate.ChunkOf(el.Value, size)
+		full, err := estimate.BuildChunk(ctx, tb, identityG, size, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := full.Estimate(el.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if el.Estimate != want {
+			t.Fatalf("value %g: stored estimate %g, full chunk %g", el.Value, el.Estimate, want)
+		}
+		if c, ok := s.chunkCache.Get(s.chunkKeyOf(st, identityG, size, k, true)); ok && !c.HasStats() {
+			light++
+		}
+	}
+	if light == 0 {
+		t.Fatal("the release cached no estimates-only chunk")
+	}
+	sets, err := s.chunkSets(ctx, st, []estimate.G{identityG}, []int64{estimate.ChunkOf(smp.Elements[0].Value, size)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range sets[0].Chunks {
+		if !c.HasStats() {
+			t.Fatal("a read needing statistics got an estimates-only chunk")
+		}
+	}
+}
