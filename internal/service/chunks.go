@@ -115,6 +115,18 @@ func (s *Service) chunkSetsOf(ctx context.Context, t *sanitize.Table, gs []estim
 		}
 	}
 	runs := chunkRuns(missing, estimate.MaxChunkRun(t.Privacy(), size))
+	// Every chunk this call builds is marked as under construction until
+	// the call ends, so that a request arriving meanwhile waits for them
+	// rather than building them too.
+	var building []string
+	for _, run := range runs {
+		for k := run[0]; k < run[0]+run[1]; k++ {
+			for _, g := range gs {
+				building = append(building, s.chunkKeyOf(t, g, size, k, estimatesOnly))
+			}
+		}
+	}
+	defer s.building.start(building)()
 	built := make([][][]*estimate.Chunk, len(runs))
 	errs := make([]error, len(runs))
 	var wg sync.WaitGroup
@@ -207,13 +219,6 @@ func (s *Service) buildRun(ctx context.Context, t *sanitize.Table, gs []estimate
 		key += "+" + g.String()
 	}
 	v, err := s.flight.do(ctx, key, func(ctx context.Context) (any, error) {
-		keys := make([]string, 0, int(n)*len(gs))
-		for k := k0; k < k0+n; k++ {
-			for _, g := range gs {
-				keys = append(keys, s.chunkKeyOf(t, g, size, k, estimatesOnly))
-			}
-		}
-		defer s.building.start(keys)()
 		s.computed.Add(1)
 		build := estimate.BuildChunks
 		if estimatesOnly {

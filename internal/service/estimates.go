@@ -175,11 +175,16 @@ func (s *Service) sampleLookup(ctx context.Context, smp *Sample, g estimate.G, e
 	if err != nil {
 		return nil, err
 	}
+	// The estimates a_j are read at the keys' values, the statistics at
+	// their MLE frequencies: only the latter chunks need statistics (the
+	// value chunks may be the estimates-only ones the release built).
 	size := estimate.ChunkSize(t.Privacy())
-	ks := make([]int64, 0, 2*len(keys))
+	vks := make([]int64, 0, len(keys))
+	fks := make([]int64, 0, len(keys))
 	top := 1.0
 	for _, k := range keys {
-		ks = append(ks, estimate.ChunkOf(k.Value, size), estimate.ChunkOf(max(k.Frequency, 1), size))
+		vks = append(vks, estimate.ChunkOf(k.Value, size))
+		fks = append(fks, estimate.ChunkOf(float64(max(int64(math.Round(k.Frequency)), 1)), size))
 		top = max(top, k.Value, k.Frequency)
 	}
 	// A g that overflows on the sample's frequencies is a 422 naming g, as
@@ -187,13 +192,22 @@ func (s *Service) sampleLookup(ctx context.Context, smp *Sample, g estimate.G, e
 	if err := gErr(estimate.ErrNotFinite, g, int64(math.Ceil(top))+size); !errors.Is(err, estimate.ErrNotFinite) {
 		return nil, err
 	}
-	sets, err := s.chunkSets(ctx, t, []estimate.G{g}, ks)
+	sets, err := s.chunkSets(ctx, t, []estimate.G{g}, fks)
+	var values []*estimate.ChunkSet
+	if err == nil {
+		values, err = s.chunkSetsOf(ctx, t, []estimate.G{g}, vks, true)
+	}
 	if _, isField := checks.Fields(err); err != nil && g.Kind == estimate.GPower && !isField {
 		// As sampleTableMargin: only powers overflow (w^P / pi_w).
 		return nil, fieldErr("g", "%s overflows floating point for the frequencies in this sample; use a smaller power", g)
 	}
 	if err != nil {
 		return nil, err
+	}
+	for k, c := range values[0].Chunks {
+		if sets[0].Chunks[k] == nil {
+			sets[0].Chunks[k] = c
+		}
 	}
 	return sets[0], nil
 }

@@ -239,12 +239,12 @@ func (s *Service) estimateElements(ctx context.Context, spec SampleSpec, table *
 		return err
 	}
 	// The estimate GETs read identity's chunks with their statistics at the
-	// keys' values and MLE frequencies (the release read estimates only):
-	// they are built in the background once the release is answered.
+	// keys' MLE frequencies (the release read estimates only): they are
+	// built in the background once the release is answered.
 	size := estimate.ChunkSize(table.Privacy())
-	ks := make([]int64, 0, 2*len(freq))
+	ks := make([]int64, len(freq))
 	for i, f := range freq {
-		ks = append(ks, estimate.ChunkOf(out[i].Value, size), estimate.ChunkOf(max(f, 1), size))
+		ks[i] = estimate.ChunkOf(max(f, 1), size)
 	}
 	s.prefetchChunks(ctx, table, []estimate.G{identityG}, ks)
 	for i := range out {
