@@ -26,6 +26,7 @@ func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, ba
 	lo, hi := k0*size, (k0+n)*size
 	fhi := float64(hi)
 	var band []sanitize.Row // every row from bandStart that reaches tokens <= hi
+	var slab pieceSlab      // their pieces
 	pts := []float64{0}
 	var active, scratch []float64 // points not yet final, sorted
 	crumbs := false
@@ -40,7 +41,7 @@ func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, ba
 			done = true // supports only move up: no later row reaches the run
 			return false
 		}
-		r = r.Clone()
+		r = slab.clone(r)
 		band = append(band, r)
 		if len(r.Pieces) > 0 {
 			// Points below this row's support are final: later supports
@@ -202,6 +203,26 @@ func (c *gridCells) of(r sanitize.Row, pts []float64, top float64) bool {
 		}
 	}
 	return true
+}
+
+// pieceSlab copies rows' pieces into large shared blocks: one allocation
+// per pieceSlabSize pieces rather than one per row.
+type pieceSlab struct{ free []sanitize.Piece }
+
+// pieceSlabSize is the number of pieces of one block of a pieceSlab.
+const pieceSlabSize = 1 << 14
+
+// clone returns r with its pieces copied into the slab.
+func (s *pieceSlab) clone(r sanitize.Row) sanitize.Row {
+	n := len(r.Pieces)
+	if n > len(s.free) {
+		s.free = make([]sanitize.Piece, max(n, pieceSlabSize))
+	}
+	dst := s.free[:n:n]
+	s.free = s.free[n:]
+	copy(dst, r.Pieces)
+	r.Pieces = dst
+	return r
 }
 
 // mergePoints merges the break points (at most top) of one row's sorted
