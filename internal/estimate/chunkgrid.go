@@ -28,7 +28,7 @@ func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, ba
 	var band []sanitize.Row // every row from bandStart that reaches tokens <= hi
 	var slab pieceSlab      // their pieces
 	pts := []float64{0}
-	var active, scratch []float64 // points not yet final, sorted
+	var active, spare, scratch []float64 // points not yet final, sorted; spare: mergePoints' other buffer
 	crumbs := false
 	done := false
 	e := src.Rows(bandStart, min(hi+maxLookahead, sanitize.MaxFrequency), func(r sanitize.Row) bool {
@@ -56,7 +56,7 @@ func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, ba
 				k++
 			}
 			pts = append(pts, active[:k]...)
-			active = mergePoints(active[k:], r.Pieces, fhi, &scratch)
+			active = mergePoints(active[k:], r.Pieces, fhi, &scratch, &spare)
 		}
 		return true
 	})
@@ -227,8 +227,9 @@ func (s *pieceSlab) clone(r sanitize.Row) sanitize.Row {
 
 // mergePoints merges the break points (at most top) of one row's sorted
 // pieces into the sorted distinct points pts, in one pass (a row adds few
-// points to those of the rows before it).
-func mergePoints(pts []float64, pieces []sanitize.Piece, top float64, scratch *[]float64) []float64 {
+// points to those of the rows before it). The result is pts itself, or is
+// written into *spare, which then takes pts' buffer (the two alternate).
+func mergePoints(pts []float64, pieces []sanitize.Piece, top float64, scratch, spare *[]float64) []float64 {
 	row := (*scratch)[:0]
 	for _, pc := range pieces {
 		for _, x := range [2]float64{pc.Lo, pc.Hi} {
@@ -251,7 +252,8 @@ func mergePoints(pts []float64, pieces []sanitize.Piece, top float64, scratch *[
 	if fresh == 0 {
 		return pts
 	}
-	out := make([]float64, 0, len(pts)+fresh)
+	out := slices.Grow((*spare)[:0], len(pts)+fresh)
+	*spare = pts[:0]
 	i = 0
 	for _, x := range row {
 		for i < len(pts) && pts[i] < x {
