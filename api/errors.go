@@ -67,6 +67,8 @@ func (h *handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	case service.IsInvalidValue(err):
 		// Never logged: the store's message may quote the value.
 		writeProblem(w, newProblem(http.StatusUnprocessableEntity, "a value of the request cannot be stored or looked up (text with NUL or invalid UTF-8, or a value too large); nothing was changed"))
+	case service.IsUnverifiedRows(err):
+		writeProblem(w, newProblem(http.StatusUnprocessableEntity, "the sanitizer rows these privacy parameters need could not be verified where two restarted chains meet (the exact DP audit failed there); nothing was released or charged; use another epsilon or delta"))
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		writeProblem(w, newProblem(http.StatusServiceUnavailable, "the request did not finish within PWSD_REQUEST_TIMEOUT or was cancelled; nothing was stored"))
 	default:

@@ -2,7 +2,6 @@ package sanitize
 
 import (
 	"errors"
-	"fmt"
 	"math"
 )
 
@@ -130,8 +129,11 @@ type JunctionError struct {
 	Up, Down float64 // the audit's excess sums (to compare with delta)
 }
 
+// Error says what failed, never where: the junction lies near the
+// frequencies of the request that met it, so its place stays out of
+// messages and logs (At, Up and Down are there for tests).
 func (e *JunctionError) Error() string {
-	return fmt.Sprintf("sanitize: the restarted rows at frequency %d did not coalesce and fail the exact audit (%.3g, %.3g)", e.At, e.Up, e.Down)
+	return "sanitize: restarted rows did not coalesce at a junction and fail the exact audit"
 }
 
 // ErrJunction matches every *JunctionError with errors.Is.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pwsd/pwsd/internal/sanitize"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -157,6 +158,12 @@ func New(cfg Config) (*Service, error) {
 // Wait waits for the service's background work (writes of computed tables
 // to the store) to finish; call it before closing the store.
 func (s *Service) Wait() { s.background.Wait() }
+
+// IsUnverifiedRows reports whether err is a refusal because the sanitizer
+// rows a request needs meet a restart junction that failed its check
+// (sanitize.JunctionError; docs/algorithms.md, "Rows by verified restart"):
+// nothing was released. Its message names no frequency.
+func IsUnverifiedRows(err error) bool { return errors.Is(err, sanitize.ErrJunction) }
 
 // Ready reports whether the store is reachable and migrated.
 func (s *Service) Ready(ctx context.Context) error { return s.store.Ready(ctx) }
