@@ -213,7 +213,7 @@ func (t *Table) stateFor(i int64) (*rowState, int64, error) {
 		}
 	}
 	if err := cu.finish(); err != nil {
-		return nil, 0, fmt.Errorf("sanitize: row %d: %w", i, err)
+		return nil, 0, fmt.Errorf("sanitize: row: %w", err) // names no frequency: a draw's is a key's
 	}
 	return cu.cur, 0, nil
 }
