@@ -38,22 +38,21 @@ func (s *Service) chunkKeyOf(t *sanitize.Table, g estimate.G, size, k int64, est
 	return s.chunkKey(t, g, size, k)
 }
 
-// chunkSets returns, for each g, the MLE chunk set over t holding the
-// chunks ks; with estimatesOnly, the chunks may hold their tokens and
-// estimates only (answers that read no statistics: a value's a_j, a key's
-// MLE frequency), which for Algorithm 5 costs markedly less. The
-// description of chunkSetsOf follows.
+// chunkSets is chunkSetsOf for chunks with their statistics.
 func (s *Service) chunkSets(ctx context.Context, t *sanitize.Table, gs []estimate.G, ks []int64) ([]*estimate.ChunkSet, error) {
 	return s.chunkSetsOf(ctx, t, gs, ks, false)
 }
 
 // chunkSetsOf returns, for each g, the MLE chunk set over t holding the
 // chunks ks (in any order, repeats allowed): each chunk from memory, else
-// from the store, else built. Missing chunks with consecutive indices are
-// built in one pass over their rows (estimate.BuildChunks, every g at
-// once), two runs at a time, and written to the store in the background
-// (the store is a cache: a failed write costs a rebuild later, never an
-// answer).
+// from the store, else built. With estimatesOnly the chunks may hold their
+// tokens and estimates only (for answers that read no statistics: a
+// value's a_j, a key's MLE frequency), which for Algorithm 5 costs markedly
+// less (estimate.BuildChunkEstimates). Chunks another call is building are
+// waited for. Missing chunks with consecutive indices are built in one pass
+// over their rows (every g at once), two runs at a time, and written to the
+// store in the background (the store is a cache: a failed write costs a
+// rebuild later, never an answer).
 func (s *Service) chunkSetsOf(ctx context.Context, t *sanitize.Table, gs []estimate.G, ks []int64, estimatesOnly bool) ([]*estimate.ChunkSet, error) {
 	size := estimate.ChunkSize(t.Privacy())
 	from, err := s.supportedFrom(ctx, t)
