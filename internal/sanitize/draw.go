@@ -479,8 +479,8 @@ func keepThreshold(pi, q float64) uint64 {
 // Draw calls that follow find them ready. Frequencies close together are
 // prepared in ascending order along one walk on one goroutine, which steps
 // each row between them once (Draw alone walks from a checkpoint for each
-// frequency whose row is not cached);
-// distant ones, each a restart of its own, spread over the goroutines.
+// frequency whose row is not cached); distant ones, each a restart of its
+// own, spread over the goroutines.
 // Preparing takes no randomness, so the outcomes of the Draw calls, and the
 // words they take from the generator, are those without Prepare. A
 // frequency that is invalid or whose row fails (a JunctionError) is left to
