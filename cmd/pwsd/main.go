@@ -149,7 +149,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
-	svc.Wait() // tables still being written to the store
+	svc.StopOptional() // chunk builds that only save later requests time
+	svc.Wait()         // tables still being written to the store
 	log.Info("stopped")
 	return nil
 }

@@ -250,20 +250,19 @@ func (s *Service) buildRun(ctx context.Context, t *sanitize.Table, gs []estimate
 
 // prefetchChunks builds the chunks ks of gs (chunkSets) on a background
 // goroutine, one such build at a time (while one runs, others are dropped:
-// the reads build what is missing), within the default request timeout, so
-// that the reads that follow a release find them cached. Public parameters
-// and released values only.
-func (s *Service) prefetchChunks(ctx context.Context, t *sanitize.Table, gs []estimate.G, ks []int64) {
+// the reads build what is missing), within a minute and until StopOptional,
+// so that the reads that follow a release find them cached. Public
+// parameters and released values only.
+func (s *Service) prefetchChunks(t *sanitize.Table, gs []estimate.G, ks []int64) {
 	select {
 	case s.prefetchers <- struct{}{}:
 	default:
 		return
 	}
-	ctx = context.WithoutCancel(ctx)
 	s.background.Add(1)
 	go func() {
 		defer func() { <-s.prefetchers; s.background.Done() }()
-		pctx, cancel := context.WithTimeout(ctx, time.Minute)
+		pctx, cancel := context.WithTimeout(s.optional, time.Minute)
 		defer cancel()
 		if _, err := s.chunkSets(pctx, t, gs, ks); err != nil {
 			s.log.Warn("building chunks ahead of estimates", "err", err)

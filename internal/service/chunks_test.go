@@ -212,3 +212,31 @@ func TestReleaseReadsEstimatesOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestStopOptionalCancelsPrefetch: a background build of the chunks a
+// release's estimates will read stops soon after StopOptional (a shutdown
+// does not wait for it), having built only part of them.
+func TestStopOptionalCancelsPrefetch(t *testing.T) {
+	t.Parallel()
+	s := newTestService(t, Config{})
+	p := sanitize.Privacy{Epsilon: 0.1, Delta: 1e-6}
+	tb, err := s.tables.get(p, sanitize.Sampling{Scheme: sanitize.SchemePPSWOR, Threshold: 1e-7, Power: 1}, sanitize.MethodMaxSeparation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks := make([]int64, 2000) // isolated chunks far up: seconds of work
+	for i := range ks {
+		ks[i] = 10_000 + int64(i)*97
+	}
+	s.prefetchChunks(tb, []estimate.G{identityG}, ks)
+	time.Sleep(50 * time.Millisecond)
+	s.StopOptional()
+	start := time.Now()
+	s.Wait()
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("Wait took %v after StopOptional", took)
+	}
+	if n := s.computed.Load(); n >= int64(len(ks)) {
+		t.Errorf("%d runs built: the prefetch was not stopped", n)
+	}
+}

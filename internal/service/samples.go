@@ -246,7 +246,7 @@ func (s *Service) estimateElements(ctx context.Context, spec SampleSpec, table *
 	for i, f := range freq {
 		ks[i] = estimate.ChunkOf(max(f, 1), size)
 	}
-	s.prefetchChunks(ctx, table, []estimate.G{identityG}, ks)
+	s.prefetchChunks(table, []estimate.G{identityG}, ks)
 	for i := range out {
 		out[i].Estimate = contrib[i]
 	}

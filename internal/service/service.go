@@ -83,7 +83,11 @@ type Service struct {
 	// prefetchers bounds the background builds of the chunks a release's
 	// estimates will read (prefetchChunks) to one at a time.
 	prefetchers chan struct{}
-	background  sync.WaitGroup
+	// optional is the context of background work that may be abandoned
+	// (prefetchChunks); StopOptional cancels it.
+	optional     context.Context
+	stopOptional context.CancelFunc
+	background   sync.WaitGroup
 	// flight makes concurrent first requests for one cached table compute it once.
 	flight flightGroup
 	// building holds the chunks under construction (chunkSets waits for
@@ -147,7 +151,8 @@ func New(cfg Config) (*Service, error) {
 	if cfg.IdempotencyLease <= 0 {
 		cfg.IdempotencyLease = DefaultIdempotencyLease
 	}
-	return &Service{store: cfg.Store, log: cfg.Logger, noise: cfg.Noise, newRand: cfg.NewRand, tables: newTableRegistry(cfg.TableCacheSize),
+	optional, stopOptional := context.WithCancel(context.Background())
+	return &Service{optional: optional, stopOptional: stopOptional, store: cfg.Store, log: cfg.Logger, noise: cfg.Noise, newRand: cfg.NewRand, tables: newTableRegistry(cfg.TableCacheSize),
 		estimators: lru.New[string, *estimate.Table](cfg.CacheBytes, (*estimate.Table).SizeBytes),
 		chunkCache: lru.New[string, *estimate.Chunk](cfg.CacheBytes, (*estimate.Chunk).SizeBytes),
 		supported:  lru.New[string, int64](1024, nil), writers: make(chan struct{}, 2), prefetchers: make(chan struct{}, 1), version: algorithmVersion,
@@ -156,8 +161,14 @@ func New(cfg Config) (*Service, error) {
 }
 
 // Wait waits for the service's background work (writes of computed tables
-// to the store) to finish; call it before closing the store.
+// to the store, builds of the chunks a release's estimates will read) to
+// finish; call it before closing the store.
 func (s *Service) Wait() { s.background.Wait() }
+
+// StopOptional cancels the background work that only saves later requests
+// time (the builds of the chunks a release's estimates will read), so that
+// a shutdown's Wait waits for the store writes alone.
+func (s *Service) StopOptional() { s.stopOptional() }
 
 // IsUnverifiedRows reports whether err is a refusal because the sanitizer
 // rows a request needs meet a restart junction that failed its check
