@@ -89,16 +89,14 @@ func (s *Service) chunkSetsOf(ctx context.Context, t *sanitize.Table, gs []estim
 	if err != nil {
 		return nil, err
 	}
-	// Chunks another request is building (a release's prefetch, a
-	// concurrent read) are waited for, not built twice.
+	// Chunks another request is building in the same form (a concurrent
+	// release, a GET waiting for a release's background build) are waited
+	// for, not built twice. A request for estimates only does not wait for
+	// a build with statistics: building its own costs less than waiting.
 	waited := false
 	for _, k := range missing {
 		for _, g := range gs {
-			ch := s.building.pending(s.chunkKey(t, g, size, k))
-			if ch == nil && estimatesOnly {
-				ch = s.building.pending(s.chunkKeyOf(t, g, size, k, true))
-			}
-			if ch != nil {
+			if ch := s.building.pending(s.chunkKeyOf(t, g, size, k, estimatesOnly)); ch != nil {
 				select {
 				case <-ch:
 				case <-ctx.Done():

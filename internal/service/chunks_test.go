@@ -121,6 +121,24 @@ func TestChunkSetsWaitForBuilds(t *testing.T) {
 		sets []*estimate.ChunkSet
 		err  error
 	}
+	// A request for estimates only does not wait for builds with
+	// statistics: it builds its own (cheaper) chunks at once.
+	others := []int64{60, 61}
+	doneOthers := s.building.start([]string{s.chunkKey(tb, identityG, size, 60), s.chunkKey(tb, identityG, size, 61)})
+	defer doneOthers()
+	light := make(chan error, 1)
+	go func() {
+		_, err := s.chunkSetsOf(ctx, tb, gs, others, true)
+		light <- err
+	}()
+	select {
+	case err := <-light:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("an estimates-only request waited for a build with statistics")
+	}
 	got := make(chan result, 1)
 	before := s.computed.Load()
 	go func() {
