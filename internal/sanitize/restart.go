@@ -242,8 +242,14 @@ func (t *Table) keepBlockStart(r *rowState) {
 // that far below it, once any request walked past.
 const innerSpacing = 32
 
-// maxInner bounds the rows inside blocks a Table keeps.
-const maxInner = 1024
+// keptBreakPoints bounds the rows a Table keeps inside blocks (keepInner)
+// and at the ends of warm-ups (keepWarm): each map holds at most about this
+// many break points in all (16 bytes each with its mass, so 4 MiB), and at
+// least 16 rows.
+const keptBreakPoints = 1 << 18
+
+// keptRows returns how many rows like r a map of kept rows holds.
+func keptRows(r *rowState) int { return max(16, keptBreakPoints/(len(r.x)+1)) }
 
 // innerRow returns the kept row inside the block of junction a nearest at
 // or below i (a usable start for rows inside that block only: junction a
@@ -275,7 +281,7 @@ func (t *Table) keepInner(r *rowState) {
 		return
 	}
 	for k := range t.inner {
-		if len(t.inner) < maxInner {
+		if len(t.inner) < keptRows(r) {
 			break
 		}
 		delete(t.inner, k)
@@ -304,7 +310,7 @@ func (t *Table) keepWarm(a int64, r *rowState) {
 		return
 	}
 	for k := range t.warms {
-		if len(t.warms) < maxBlockStarts {
+		if len(t.warms) < keptRows(r) {
 			break
 		}
 		delete(t.warms, k)
