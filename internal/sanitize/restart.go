@@ -210,6 +210,30 @@ func rowsEqual(a, b *rowState) bool {
 // maxBlockStarts bounds the verified junction rows a Table keeps.
 const maxBlockStarts = 1024
 
+// keptRows is a bounded map of rows kept by a Table, keyed by an index
+// the caller chooses; the caller holds the Table's mutex.
+type keptRows map[int64]*rowState
+
+// keep stores a copy of r under k unless k is there, first dropping
+// arbitrary rows until fewer than limit remain; it returns the map (made
+// when nil).
+func (m keptRows) keep(k int64, r *rowState, limit int) keptRows {
+	if m == nil {
+		m = make(keptRows)
+	}
+	if _, ok := m[k]; ok {
+		return m
+	}
+	for d := range m {
+		if len(m) < limit {
+			break
+		}
+		delete(m, d)
+	}
+	m[k] = r.clone()
+	return m
+}
+
 // blockStart returns the verified first row of the chain at junction a, or
 // nil.
 func (t *Table) blockStart(a int64) *rowState {
@@ -222,19 +246,7 @@ func (t *Table) blockStart(a int64) *rowState {
 func (t *Table) keepBlockStart(r *rowState) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.starts == nil {
-		t.starts = make(map[int64]*rowState)
-	}
-	if _, ok := t.starts[r.i]; ok {
-		return
-	}
-	for k := range t.starts {
-		if len(t.starts) < maxBlockStarts {
-			break
-		}
-		delete(t.starts, k)
-	}
-	t.starts[r.i] = r.clone()
+	t.starts = t.starts.keep(r.i, r, maxBlockStarts)
 }
 
 // innerSpacing is the spacing of the rows inside blocks that a Table keeps
@@ -248,8 +260,9 @@ const innerSpacing = 32
 // least 16 rows.
 const keptBreakPoints = 1 << 18
 
-// keptRows returns how many rows like r a map of kept rows holds.
-func keptRows(r *rowState) int { return max(16, keptBreakPoints/(len(r.x)+1)) }
+// keptRowsOf returns how many rows like r a map of kept inner or warm-up
+// rows holds.
+func keptRowsOf(r *rowState) int { return max(16, keptBreakPoints/(len(r.x)+1)) }
 
 // innerRow returns the kept row inside the block of junction a nearest at
 // or below i (a usable start for rows inside that block only: junction a
@@ -274,19 +287,7 @@ func (t *Table) innerRow(a, i int64) *rowState {
 func (t *Table) keepInner(r *rowState) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.inner == nil {
-		t.inner = make(map[int64]*rowState)
-	}
-	if _, ok := t.inner[r.i]; ok {
-		return
-	}
-	for k := range t.inner {
-		if len(t.inner) < keptRows(r) {
-			break
-		}
-		delete(t.inner, k)
-	}
-	t.inner[r.i] = r.clone()
+	t.inner = t.inner.keep(r.i, r, keptRowsOf(r))
 }
 
 // keptWarm returns row a-1 of the chain of junction a (the last row of its
@@ -303,19 +304,7 @@ func (t *Table) keptWarm(a int64) *rowState {
 func (t *Table) keepWarm(a int64, r *rowState) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.warms == nil {
-		t.warms = make(map[int64]*rowState)
-	}
-	if _, ok := t.warms[a]; ok {
-		return
-	}
-	for k := range t.warms {
-		if len(t.warms) < keptRows(r) {
-			break
-		}
-		delete(t.warms, k)
-	}
-	t.warms[a] = r.clone()
+	t.warms = t.warms.keep(a, r, keptRowsOf(r))
 }
 
 // keepsInner reports whether row i is one keepInner keeps.

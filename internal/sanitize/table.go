@@ -55,9 +55,9 @@ type Table struct {
 	mu      sync.Mutex
 	spacing int64                 // checkpoints are the rows i with i % spacing == 0
 	cps     []*rowState           // ascending; cps[0] is row 0
-	starts  map[int64]*rowState   // verified rows at junctions (restart.go)
-	inner   map[int64]*rowState   // rows inside blocks, every innerSpacing (restart.go)
-	warms   map[int64]*rowState   // by junction a: row a-1 of chain a, its warm-up's last row (restart.go)
+	starts  keptRows              // verified rows at junctions (restart.go)
+	inner   keptRows              // rows inside blocks, every innerSpacing (restart.go)
+	warms   keptRows              // by junction a: row a-1 of chain a, its warm-up's last row (restart.go)
 	stat    atomic.Pointer[cycle] // stationary rows, nil until detected
 	cache   samplerCache
 
