@@ -375,8 +375,7 @@ func (c *Chunk) MarshalBinary() ([]byte, error) {
 	}
 	w := binenc.NewWriter(make([]byte, 0, 32+8*(len(c.Bounds)+len(c.A))+8*statFloats*len(c.Frequencies)))
 	w.Header(chunkMagic, ChunkFormat)
-	w.Byte(byte(gc))
-	w.Float(c.G.Param)
+	writeG(w, c.G)
 	w.Uvarint(uint64(c.Size))
 	w.Uvarint(uint64(c.Index))
 	w.Uvarint(uint64(len(c.A)))
@@ -392,15 +391,10 @@ func (c *Chunk) UnmarshalBinary(data []byte) error {
 		r.Fail("unknown format version %d", v)
 	}
 	var cc Chunk
-	gc := r.Byte()
-	cc.G.Param = r.Float()
-	if r.Err() == nil && int(gc) >= len(gKindCodes) {
-		r.Fail("unknown g")
-	}
+	cc.G = readG(r)
 	if r.Err() != nil {
 		return fmt.Errorf("estimate: decoding chunk: %w", r.Err())
 	}
-	cc.G.Kind = gKindCodes[gc]
 	cc.Size = r.Int64()
 	cc.Index = r.Int64()
 	n := r.Intn(uint64(r.Len()) / 16)

@@ -64,8 +64,7 @@ func (t *Table) MarshalBinary() ([]byte, error) {
 	}
 	w := binenc.NewWriter(make([]byte, 0, size))
 	w.Header(tableMagic, TableFormat)
-	w.Byte(byte(gc))
-	w.Float(t.G.Param)
+	writeG(w, t.G)
 	w.Byte(byte(ec))
 	w.Uvarint(uint64(t.MaxFrequency))
 	w.Uvarint(uint64(len(t.A)))
@@ -111,16 +110,15 @@ func (t *Table) UnmarshalBinary(data []byte) error {
 		r.Fail("unknown format version %d", v)
 	}
 	var tt Table
-	gc := r.Byte()
-	tt.G.Param = r.Float()
+	tt.G = readG(r)
 	ec := r.Byte()
-	if r.Err() == nil && (int(gc) >= len(gKindCodes) || int(ec) >= len(estimatorCodes)) {
-		r.Fail("unknown g or estimator")
+	if r.Err() == nil && int(ec) >= len(estimatorCodes) {
+		r.Fail("unknown estimator")
 	}
 	if r.Err() != nil {
 		return fmt.Errorf("estimate: decoding table: %w", r.Err())
 	}
-	tt.G.Kind, tt.Estimator = gKindCodes[gc], estimatorCodes[ec]
+	tt.Estimator = estimatorCodes[ec]
 	tt.MaxFrequency = r.Int64()
 	// Every count is bounded by the bytes left, so no allocation exceeds
 	// the input's size.
@@ -265,4 +263,25 @@ func (t *Table) Validate() error {
 		}
 	}
 	return nil
+}
+
+// writeG writes g as its kind's code and its parameter (the caller has
+// checked that the kind has a code).
+func writeG(w *binenc.Writer, g G) {
+	w.Byte(byte(slices.Index(gKindCodes, g.Kind)))
+	w.Float(g.Param)
+}
+
+// readG reads a g written by writeG; an unknown kind fails r (and gives
+// the zero G).
+func readG(r *binenc.Reader) G {
+	gc := r.Byte()
+	param := r.Float()
+	if r.Err() == nil && int(gc) >= len(gKindCodes) {
+		r.Fail("unknown g")
+	}
+	if r.Err() != nil {
+		return G{}
+	}
+	return G{Kind: gKindCodes[gc], Param: param}
 }
