@@ -52,27 +52,28 @@ func (m *Memory) GetState(_ context.Context, kind, id string) (*StateRecord, err
 	return cloneState(r), nil
 }
 
-// lockState takes the per-record lock of state record k (what a row lock
-// is in PostgreSQL), waiting for a running update of it, and returns its
-// release; ErrNotFound when the record does not exist.
-func (m *Memory) lockState(k string) (unlock func(), err error) {
+// lockState checks id and takes the per-record lock of state record
+// (kind, id) (what a row lock is in PostgreSQL), waiting for a running
+// update of it; it returns the record's key and the lock's release, and
+// ErrNotFound when the record does not exist.
+func (m *Memory) lockState(kind, id string) (k string, unlock func(), err error) {
+	if err := checkID(id); err != nil {
+		return "", nil, err
+	}
+	k = stateKey(kind, id)
 	m.mu.Lock()
 	lock, ok := m.stateLocks[k]
 	m.mu.Unlock()
 	if !ok {
-		return nil, ErrNotFound
+		return "", nil, ErrNotFound
 	}
 	lock.Lock()
-	return lock.Unlock, nil
+	return k, lock.Unlock, nil
 }
 
 // UpdateState implements States.
 func (m *Memory) UpdateState(_ context.Context, kind, id string, fn func(*StateRecord) (*Charge, error)) error {
-	if err := checkID(id); err != nil {
-		return err
-	}
-	k := stateKey(kind, id)
-	unlock, err := m.lockState(k)
+	k, unlock, err := m.lockState(kind, id)
 	if err != nil {
 		return err
 	}
@@ -128,11 +129,7 @@ func (m *Memory) ListStates(_ context.Context, kind string, c Cursor, limit int)
 // DeleteState implements States. It waits for a running UpdateState of
 // the record, as a row lock does in PostgreSQL.
 func (m *Memory) DeleteState(_ context.Context, kind, id string) error {
-	if err := checkID(id); err != nil {
-		return err
-	}
-	k := stateKey(kind, id)
-	unlock, err := m.lockState(k)
+	k, unlock, err := m.lockState(kind, id)
 	if err != nil {
 		return err
 	}
