@@ -177,34 +177,34 @@ func chunkRuns(ks []int64, max int64) [][2]int64 {
 
 // storedChunk returns chunk k of g from memory or the store, or nil: with
 // its statistics, or with estimatesOnly possibly without them (a chunk with
-// statistics is taken when there is one).
+// statistics is taken when there is one in the same place).
 func (s *Service) storedChunk(ctx context.Context, t *sanitize.Table, g estimate.G, size, k int64, estimatesOnly bool) (*estimate.Chunk, error) {
-	c, err := s.storedChunkAt(ctx, s.chunkKey(t, g, size, k), g, size, k, true)
-	if c != nil || err != nil || !estimatesOnly {
-		return c, err
+	keys := []string{s.chunkKey(t, g, size, k)}
+	if estimatesOnly {
+		keys = append(keys, s.chunkKeyOf(t, g, size, k, true))
 	}
-	return s.storedChunkAt(ctx, s.chunkKeyOf(t, g, size, k, true), g, size, k, false)
-}
-
-// storedChunkAt returns chunk k of g cached under key, or nil (also when
-// stats is set and the chunk holds none).
-func (s *Service) storedChunkAt(ctx context.Context, key string, g estimate.G, size, k int64, stats bool) (*estimate.Chunk, error) {
-	if c, ok := s.chunkCache.Get(key); ok {
-		return c, nil
+	// Memory first for every form, then the store.
+	for _, key := range keys {
+		if c, ok := s.chunkCache.Get(key); ok {
+			return c, nil
+		}
 	}
-	data, ok, err := s.store.GetTable(ctx, key)
-	if err != nil {
-		return nil, fmt.Errorf("reading table cache: %w", err)
+	for n, key := range keys {
+		data, ok, err := s.store.GetTable(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("reading table cache: %w", err)
+		}
+		if !ok {
+			continue
+		}
+		c := &estimate.Chunk{}
+		if err := c.UnmarshalBinary(data); err != nil || c.Index != k || c.Size != size || c.G != g || (n == 0 && !c.HasStats()) {
+			s.log.Warn("ignoring undecodable cached chunk", "key", key)
+			continue
+		}
+		return s.chunkCache.Add(key, c), nil
 	}
-	if !ok {
-		return nil, nil
-	}
-	c := &estimate.Chunk{}
-	if err := c.UnmarshalBinary(data); err != nil || c.Index != k || c.Size != size || c.G != g || (stats && !c.HasStats()) {
-		s.log.Warn("ignoring undecodable cached chunk", "key", key)
-		return nil, nil
-	}
-	return s.chunkCache.Add(key, c), nil
+	return nil, nil
 }
 
 // buildRun builds chunks k0 .. k0+n-1 of every g (once under concurrency;
