@@ -128,7 +128,7 @@ func (s *Service) chunkSetsOf(ctx context.Context, t *sanitize.Table, gs []estim
 	errs := make([]error, len(runs))
 	var wg sync.WaitGroup
 	next := make(chan int)
-	for range min(2, len(runs)) {
+	for range min(rowWorkers, len(runs)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

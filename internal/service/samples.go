@@ -151,7 +151,7 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 			}
 		}
 		b.ahead = ahead
-		draw.Prepare(ahead, drawWorkers)
+		draw.Prepare(ahead, rowWorkers)
 		for e := range b.freqs {
 			if n >= maxElements {
 				return nil, &LimitError{Msg: fmt.Sprintf("a sample may hold at most %d elements (PWSD_MAX_ELEMENTS)", maxElements)}
@@ -468,9 +468,10 @@ type elementBatch struct {
 	err   error   // the source's error after these elements (io.EOF: the end); nil: more follow
 }
 
-// drawWorkers is how many goroutines compute a batch's rows ahead of its
-// draws (sanitize.Drawer.Prepare), as many as build a release's chunks.
-const drawWorkers = 2
+// rowWorkers is how many goroutines one request computes sanitizer rows
+// on: a batch's rows ahead of its draws (sanitize.Drawer.Prepare) and the
+// runs of chunks it builds (chunkSetsOf).
+const rowWorkers = 2
 
 // key returns element e's key, aliasing the batch (valid until it is
 // recycled).
