@@ -382,6 +382,13 @@ func valueChunks(size int64, vs []float64) []int64 {
 	return ks
 }
 
+// frequencyChunk returns the chunk holding the statistics of an MLE
+// frequency estimate f (rounded and at least 1, as estimate.SumWithError
+// reads them).
+func frequencyChunk(f float64, size int64) int64 {
+	return estimate.ChunkOf(float64(max(int64(math.Round(f)), 1)), size)
+}
+
 // frequencyChunkSets returns the identity and count MLE chunk sets holding
 // values: a value's MLE frequency is the ratio of the two
 // (estimate.MLEFrequency), its contribution the identity one. Their chunks

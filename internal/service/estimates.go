@@ -184,7 +184,7 @@ func (s *Service) sampleLookup(ctx context.Context, smp *Sample, g estimate.G, e
 	top := 1.0
 	for _, k := range keys {
 		vks = append(vks, estimate.ChunkOf(k.Value, size))
-		fks = append(fks, estimate.ChunkOf(float64(max(int64(math.Round(k.Frequency)), 1)), size))
+		fks = append(fks, frequencyChunk(k.Frequency, size))
 		top = max(top, k.Value, k.Frequency)
 	}
 	// A g that overflows on the sample's frequencies is a 422 naming g, as

@@ -244,7 +244,7 @@ func (s *Service) estimateElements(ctx context.Context, spec SampleSpec, table *
 	size := estimate.ChunkSize(table.Privacy())
 	ks := make([]int64, len(freq))
 	for i, f := range freq {
-		ks[i] = estimate.ChunkOf(max(f, 1), size)
+		ks[i] = frequencyChunk(f, size)
 	}
 	s.prefetchChunks(table, []estimate.G{identityG}, ks)
 	for i := range out {
