@@ -14,8 +14,8 @@ import (
 // (small epsilon: L about 14,000, rows to 10^5) far exceeds the request
 // timeout answers 503 once the timeout passes, instead of computing on (the
 // computation itself stops too: see the service's
-// TestAbandonedComputationStops). The 10 s bound is a liveness limit, not a
-// speed claim: the answer comes right after the 200 ms timeout.
+// TestAbandonedComputationStops). Nothing here reads the clock: without the
+// timeout the request would compute for minutes and answer 200.
 func TestTableRequestPastTimeoutAnswers503(t *testing.T) {
 	t.Parallel()
 	// The up-front work bound (PWSD_MAX_TABLE_WORK) would refuse this request
@@ -28,13 +28,9 @@ func TestTableRequestPastTimeoutAnswers503(t *testing.T) {
 		func(d *api.Deps) { d.Service = svc })
 	for _, m := range []string{"discrete", "max_separation"} {
 		t.Run(m, func(t *testing.T) {
-			start := time.Now()
 			res := ts.do(t, http.MethodGet, "/v1/tables/frequencies?epsilon=0.001&delta=0.000001&scheme=none&method="+m+"&frequency=100000", "", "")
 			if res.status != http.StatusServiceUnavailable {
 				t.Fatalf("status %d, want 503: %s", res.status, res.body)
-			}
-			if d := time.Since(start); d > 10*time.Second {
-				t.Fatalf("503 after %v", d)
 			}
 		})
 	}

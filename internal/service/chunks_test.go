@@ -249,11 +249,7 @@ func TestStopOptionalCancelsPrefetch(t *testing.T) {
 	s.prefetchChunks(tb, []estimate.G{identityG}, ks)
 	time.Sleep(50 * time.Millisecond)
 	s.StopOptional()
-	start := time.Now()
-	s.Wait()
-	if took := time.Since(start); took > 3*time.Second {
-		t.Errorf("Wait took %v after StopOptional", took)
-	}
+	s.Wait() // without the stop, it waits for all 2000 runs: the count below tells
 	if n := s.computed.Load(); n >= int64(len(ks)) {
 		t.Errorf("%d runs built: the prefetch was not stopped", n)
 	}

@@ -39,14 +39,36 @@ func testSpec(t *testing.T, dataset string, eps float64) SampleSpec {
 	return spec
 }
 
+// purgeWatcher is a store whose PurgeExpired reports every count it purged
+// on purged, so a test waits for the janitor's purge instead of sleeping
+// for a time a busy machine might not keep.
+type purgeWatcher struct {
+	store.Store
+	purged chan store.PurgeCount
+}
+
+func (w purgeWatcher) PurgeExpired(ctx context.Context, now time.Time) (store.PurgeCount, error) {
+	n, err := w.Store.PurgeExpired(ctx, now)
+	if err == nil && n.Samples > 0 {
+		select {
+		case w.purged <- n:
+		default:
+		}
+	}
+	return n, err
+}
+
 // TestSampleRetention: with SampleTTL a sample says when it expires, is not
 // found once expired, and the janitor deletes it from the store (a purge
 // after it finds nothing left), so the store does not grow without bound.
+// It waits for the janitor's purge (a liveness bound of a minute), never for
+// a fixed time.
 func TestSampleRetention(t *testing.T) {
-	// Serial: it sleeps past a 100 ms TTL and a 10 ms janitor period.
+	t.Parallel()
 	ctx := context.Background()
 	const ttl = 100 * time.Millisecond
-	svc, err := New(Config{Store: store.NewMemory(), SampleTTL: ttl})
+	watch := purgeWatcher{Store: store.NewMemory(), purged: make(chan store.PurgeCount, 1)}
+	svc, err := New(Config{Store: watch, SampleTTL: ttl})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +85,14 @@ func TestSampleRetention(t *testing.T) {
 	jctx, stop := context.WithCancel(ctx)
 	defer stop()
 	go svc.RunJanitor(jctx, 10*time.Millisecond)
-	time.Sleep(ttl + 100*time.Millisecond)
+	select {
+	case n := <-watch.purged:
+		if n.Samples != 1 {
+			t.Fatalf("the janitor purged %d samples, want the 1 expired", n.Samples)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the janitor purged nothing within a minute of the TTL")
+	}
 	if _, err := svc.getSample(ctx, smp.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("after expiry: %v, want ErrNotFound", err)
 	}

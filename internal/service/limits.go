@@ -207,12 +207,15 @@ func (s *Service) sampleFrequencyLimit(_ context.Context, _ SampleSpec, t *sanit
 
 // DefaultMaxReleaseWork is the default bound on one sample release's total
 // table work (PWSD_MAX_RELEASE_WORK), in window cells as releaseCost counts
-// them. Calibrated on this project's 2-core VM with the worst stretch the
-// per-stretch bound admits (TestWorstAdmittedReleaseFinishes: epsilon 0.017,
-// L = 533, about 1.1 s per 10^7 cells, i.e. about 110 ns per cell), it is
-// about half of the default PWSD_REQUEST_TIMEOUT (60 s): a release refused
-// for it could not have finished in time.
-const DefaultMaxReleaseWork = 250_000_000
+// them. Calibrated in CPU time on this project's 2-core machine kind with
+// the worst stretch the per-stretch bound admits
+// (TestWorstAdmittedReleaseFinishes: epsilon 0.0095, L = 890, about 270 ns
+// of CPU per cell at the reference calibration unit of 1.18 µs), it is
+// about 32 CPU-seconds, half of the default PWSD_REQUEST_TIMEOUT (60 s) on
+// one core: a release refused for it could not have finished in time, and
+// the Zipf matrix's largest release (eps 0.1, tau 1e-4) uses 40% of it
+// (TestZipfMatrixWithinReleaseWork).
+const DefaultMaxReleaseWork = 120_000_000
 
 // releaseStretches counts the frequencies of a release by chunk
 // (estimate.ChunkSize), remembering the first elements of each, so that
@@ -252,22 +255,11 @@ func (s *Service) releaseCost(spec SampleSpec, r *releaseStretches) error {
 		return nil
 	}
 	window := math.Ceil(sanitize.L(spec.Privacy)) + 1
-	restart := float64(sanitize.RestartCost(spec.Privacy))
-	ks := make([]int64, 0, len(r.elems))
-	for k := range r.elems {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	total := 0.0
 	var over checks.Errors
 	named := 0
-	for n, k := range ks {
-		if n == 0 || ks[n-1] != k-1 {
-			total += window * (restart + 2*window)
-		}
-		total += window * float64(r.size)
+	r.runningCost(spec.Privacy, func(k int64, total float64) {
 		if total <= float64(s.maxReleaseWork) {
-			continue
+			return
 		}
 		for _, i := range r.elems[k] {
 			if named < 20 {
@@ -275,6 +267,30 @@ func (s *Service) releaseCost(spec SampleSpec, r *releaseStretches) error {
 			}
 			named++
 		}
-	}
+	})
 	return over.Err()
+}
+
+// runningCost walks the release's chunks in ascending order, calling visit
+// with each chunk and the release's work up to and including it (in window
+// cells): each run of consecutive chunks costs a restart's warm-up and two
+// windows, each chunk its rows, all times the window L + 1. It returns the
+// total.
+func (r *releaseStretches) runningCost(p sanitize.Privacy, visit func(k int64, total float64)) float64 {
+	window := math.Ceil(sanitize.L(p)) + 1
+	restart := float64(sanitize.RestartCost(p))
+	ks := make([]int64, 0, len(r.elems))
+	for k := range r.elems {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	total := 0.0
+	for n, k := range ks {
+		if n == 0 || ks[n-1] != k-1 {
+			total += window * (restart + 2*window)
+		}
+		total += window * float64(r.size)
+		visit(k, total)
+	}
+	return total
 }
