@@ -225,13 +225,13 @@ func decodeProblem(err error, lineNo int, prefix string) *Problem {
 		ptr := string(sem.JSONPointer)
 		switch {
 		case errors.Is(err, jsonv2.ErrUnknownName):
-			return fe(http.StatusBadRequest, detailMalformed, ptr, "is not a known field")
-		case errors.As(err, &ie):
-			status := http.StatusUnprocessableEntity
-			if strings.Contains(ie.Msg, "JSON integer") {
-				status = http.StatusBadRequest
+			msg := "is not a known field"
+			if s := closestName(lastToken(ptr), jsonNames(sem.GoType)); s != "" {
+				msg += "; did you mean " + s + "?"
 			}
-			return fe(status, detailFor(status), ptr, ie.Msg)
+			return fe(http.StatusBadRequest, detailMalformed, ptr, msg)
+		case errors.As(err, &ie):
+			return fe(http.StatusUnprocessableEntity, detailInvalid, ptr, ie.Msg)
 		case errors.Is(err, strconv.ErrRange):
 			return fe(http.StatusUnprocessableEntity, detailInvalid, ptr, rangeMessage(sem.GoType))
 		case sem.GoType == reflect.TypeFor[panprivate.Event]():
@@ -241,7 +241,17 @@ func decodeProblem(err error, lineNo int, prefix string) *Problem {
 			}
 			return fe(http.StatusUnprocessableEntity, detailInvalid, ptr, msg)
 		case sem.GoType != nil:
-			return fe(http.StatusBadRequest, detailMalformed, ptr, "must be "+goKind(sem.GoType))
+			// A well-formed value of the wrong type is an invalid field, as
+			// every other field error (422), and the message says what was
+			// sent: "0.5" quoted is a string, not a number (issue 31).
+			msg := "must be " + goKind(sem.GoType)
+			switch sent := jsonKindName(sem.JSONKind); {
+			case sem.JSONKind == '0' && strings.Contains(msg, "integer"):
+				msg += ", not a number written with a fraction or exponent"
+			case sent != "":
+				msg += ", not " + sent
+			}
+			return fe(http.StatusUnprocessableEntity, detailInvalid, ptr, msg)
 		default:
 			return fe(http.StatusBadRequest, detailMalformed, ptr, "is not valid")
 		}
@@ -280,6 +290,59 @@ func rangeMessage(t reflect.Type) string {
 		return fmt.Sprintf("is out of range: must be from 0 to %d", uint64(1)<<(t.Bits()-1)*2-1)
 	}
 	return "is out of range"
+}
+
+// jsonKindName names the kind of a JSON value a client sent, with its
+// article ("" when unknown).
+func jsonKindName(k jsontext.Kind) string {
+	switch k {
+	case '"':
+		return "a string (write numbers and booleans without quotes)"
+	case '0':
+		return "a number"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	}
+	return ""
+}
+
+// lastToken is the last reference token of a JSON pointer, unescaped: the
+// member name an unknown-name error points at.
+func lastToken(ptr string) string {
+	i := strings.LastIndexByte(ptr, '/')
+	return strings.NewReplacer("~1", "/", "~0", "~").Replace(ptr[i+1:])
+}
+
+// jsonNames lists the JSON member names of struct type t (through
+// pointers), from their json tags: the names a misspelt member is matched
+// against. Nil for other types.
+func jsonNames(t reflect.Type) []string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	var names []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-":
+		case name != "":
+			names = append(names, name)
+		case f.Anonymous:
+			names = append(names, jsonNames(f.Type)...)
+		case f.IsExported():
+			names = append(names, f.Name)
+		}
+	}
+	return names
 }
 
 // goKind names a Go type's JSON kind in words.

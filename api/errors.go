@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/go-chi/chi/v5/middleware"
+
 	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/service"
 )
@@ -37,6 +39,7 @@ func (h *handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	var le *service.LimitError
 	var p *Problem
 	var be *service.BudgetError
+	var we *service.WarmingError
 	fields, isField := checks.Fields(err)
 	switch {
 	case errors.As(err, &p):
@@ -61,6 +64,12 @@ func (h *handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		// The client went away (mid-body or while waiting): not a server
 		// error; logged at info by requestLogger and counted as 499.
 		writeProblem(w, newProblem(http.StatusServiceUnavailable, "the request was cancelled; nothing was stored"))
+	case errors.As(err, &we):
+		unavailable(w, 5*time.Second, we.Msg)
+	case errors.Is(r.Context().Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
+		// Before the store's outage: a query cut by the request's deadline
+		// fails like an unreachable store, but the store is up (issue 31).
+		writeProblem(w, newProblem(http.StatusServiceUnavailable, "the request did not finish within PWSD_REQUEST_TIMEOUT; nothing was stored"))
 	case service.IsUnavailable(err):
 		h.outage.failed(err)
 		unavailable(w, 2*time.Second, "the store is unreachable; nothing was changed, retry later")
@@ -69,10 +78,10 @@ func (h *handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		writeProblem(w, newProblem(http.StatusUnprocessableEntity, "a value of the request cannot be stored or looked up (text with NUL or invalid UTF-8, or a value too large); nothing was changed"))
 	case service.IsUnverifiedRows(err):
 		writeProblem(w, newProblem(http.StatusUnprocessableEntity, "the sanitizer rows these privacy parameters need could not be verified where two restarted chains meet (the exact DP audit failed there); nothing was released or charged; use another epsilon or delta"))
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		writeProblem(w, newProblem(http.StatusServiceUnavailable, "the request did not finish within PWSD_REQUEST_TIMEOUT or was cancelled; nothing was stored"))
+	case errors.Is(err, context.Canceled):
+		writeProblem(w, newProblem(http.StatusServiceUnavailable, "the request was cancelled; nothing was stored"))
 	default:
-		h.log.Error("request failed", "route", routePattern(r), "error", err)
+		h.log.Error("request failed", "route", routePattern(r), "request_id", middleware.GetReqID(r.Context()), "error", err)
 		writeProblem(w, newProblem(http.StatusInternalServerError, "internal error"))
 	}
 }

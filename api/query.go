@@ -282,6 +282,12 @@ const maxNamedParams = 20
 // queryIndex) and single-valued ones given more than once; a route missing
 // from params takes none. HEAD uses the GET entry. Routes that do not match
 // (404, 405) pass through untouched.
+// maxQueryParams bounds the parameters of one query string (docs/api.md):
+// no route takes more than a few, and a repeating one (quantiles' q) a few
+// hundred. Above it the answer is a 400 that says so (issue 31: 10,001
+// parameters were blamed on percent-encoding, Go's own limit being 10,000).
+const maxQueryParams = 1000
+
 func checkQuery(root chi.Routes, params map[string]queryParams) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -296,6 +302,10 @@ func checkQuery(root chi.Routes, params map[string]queryParams) func(http.Handle
 			pattern := root.Find(chi.NewRouteContext(), method, r.URL.Path)
 			if pattern == "" {
 				next.ServeHTTP(w, r)
+				return
+			}
+			if n := strings.Count(r.URL.RawQuery, "&") + 1; n > maxQueryParams {
+				writeProblem(w, newProblem(http.StatusBadRequest, detailMalformed, FieldError{Field: "(query)", Message: fmt.Sprintf("has %d parameters; at most %d are accepted (no route takes more)", n, maxQueryParams)}))
 				return
 			}
 			v, err := url.ParseQuery(r.URL.RawQuery)
@@ -367,6 +377,13 @@ func paramName(n string) string {
 // closest suggests the declared parameter nearest to n (edit distance at
 // most 2, or the same letters without separators), or "".
 func closest(n string, spec queryParams) string {
+	return closestName(n, spec.single, spec.repeated)
+}
+
+// closestName is the name among the groups within edit distance 2 of n
+// (or equal to it but for case, '_', '-' and '.'), "" when none is: the
+// "did you mean" of an unknown query parameter or JSON member.
+func closestName(n string, groups ...[]string) string {
 	if len(n) > 64 {
 		return ""
 	}
@@ -374,7 +391,7 @@ func closest(n string, spec queryParams) string {
 	squash := func(s string) string {
 		return strings.NewReplacer("_", "", "-", "", ".", "").Replace(strings.ToLower(s))
 	}
-	for _, group := range [][]string{spec.single, spec.repeated} {
+	for _, group := range groups {
 		for _, c := range group {
 			d := editDistance(n, c)
 			if squash(n) == squash(c) {

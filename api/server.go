@@ -147,6 +147,7 @@ func NewRouter(d Deps) http.Handler {
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(middleware.Timeout(d.Limits.RequestTimeout))
 		r.Use(bodyLimit(d.Limits.MaxBodyBytes))
+		r.Use(requireContentType)
 		r.Use(d.Tokens.middleware(d.Logger, d.Limits.MaxReaderTableWork))
 		r.Use(h.outage.middleware)
 		h.routes(r, v1, newAdmission(d.Limits))
@@ -156,6 +157,21 @@ func NewRouter(d Deps) http.Handler {
 	})
 	r.MethodNotAllowed(methodNotAllowed(r))
 	return r
+}
+
+// requireContentType refuses a request that sends a body without saying
+// what it is (415): such a body was read as JSON whatever it held (issue
+// 31), so a CSV or NDJSON upload without its header failed with a JSON
+// syntax error that did not say why. Requests without a body (a stream
+// release, an intrusion) need no Content-Type.
+func requireContentType(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 && r.Header.Get("Content-Type") == "" && (r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch) {
+			writeProblem(w, newProblem(http.StatusUnsupportedMediaType, "the request has a body but no Content-Type header; send Content-Type: application/json (or the batch forms application/x-ndjson and text/csv where a route takes them)"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // bodyLimit caps request bodies: a declared length above the limit is

@@ -49,8 +49,10 @@ type Chunk struct {
 }
 
 // ChunkOf returns the index of the chunk of size size holding value or
-// frequency v > 0.
-func ChunkOf(v float64, size int64) int64 { return int64(math.Ceil(v/float64(size))) - 1 }
+// frequency v > 0. A value so small that v/size underflows to 0 (a
+// subnormal such as 5e-324) lies in chunk 0, whose range (0, size] holds
+// it: without the floor it was chunk -1, and an import of it a 500.
+func ChunkOf(v float64, size int64) int64 { return max(0, int64(math.Ceil(v/float64(size)))-1) }
 
 // Lo returns the bottom of the chunk's range (Lo, Hi].
 func (c *Chunk) Lo() float64 { return float64(c.Index * c.Size) }

@@ -112,6 +112,9 @@ func (s *Service) chunkSetsOf(ctx context.Context, t *sanitize.Table, gs []estim
 		}
 	}
 	runs := chunkRuns(missing, estimate.MaxChunkRun(t.Privacy(), size))
+	if err := s.checkChunkWork(ctx, t, gs, size, runs, missing); err != nil {
+		return nil, err
+	}
 	// Every chunk this call builds is marked as under construction until
 	// the call ends, so that a request arriving meanwhile waits for them
 	// rather than building them too.
@@ -245,6 +248,41 @@ func (s *Service) buildRun(ctx context.Context, t *sanitize.Table, gs []estimate
 	}
 	return v.([][]*estimate.Chunk), nil
 }
+
+// checkChunkWork bounds the chunks a request of its own work bound (a
+// reader's, WithWorkLimit) may build: the estimate, top, rank and quantile
+// GETs of a stored sample build the chunks of its keys that no cache holds
+// (after a restart, all of them), as much work as the release itself. Above
+// the request's bound the chunks are built in the background instead
+// (prefetchChunks) and the request is told to come back (*WarmingError,
+// 503 with Retry-After): a reader never starts more work than its bound,
+// and the sample stays answerable. Requests without a bound of their own
+// (writers) build what they need, as the release they made was admitted.
+// The work is counted as releaseCost counts it; public parameters only.
+func (s *Service) checkChunkWork(ctx context.Context, t *sanitize.Table, gs []estimate.G, size int64, runs [][2]int64, missing []int64) error {
+	own, ok := ctx.Value(workBoundKey{}).(workBound)
+	if !ok || len(runs) == 0 {
+		return nil
+	}
+	p := t.Privacy()
+	window := math.Ceil(sanitize.L(p)) + 1
+	restart := float64(sanitize.RestartCost(p))
+	work := 0.0
+	for _, run := range runs {
+		work += window * (restart + 2*window + float64(run[1]*size))
+	}
+	if work <= float64(own.cells) {
+		return nil
+	}
+	s.prefetchChunks(t, gs, missing)
+	return &WarmingError{Msg: fmt.Sprintf("the estimator chunks this answer reads are not cached, and computing them (about %.3g window cells) is more than a request of this token may start (%s = %d); they are being computed now: retry in a few seconds, or ask with a writer token", work, own.setting, own.cells)}
+}
+
+// WarmingError says a request was not served because what it reads is being
+// computed in the background (the API's 503 with Retry-After).
+type WarmingError struct{ Msg string }
+
+func (e *WarmingError) Error() string { return e.Msg }
 
 // prefetchChunks builds the chunks ks of gs (chunkSets) on a background
 // goroutine, one such build at a time (while one runs, others are dropped:

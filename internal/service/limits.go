@@ -200,9 +200,24 @@ func releaseWork(p sanitize.Privacy, estimates bool) (work, window float64) {
 }
 
 // sampleFrequencyLimit returns the largest frequency an element of a release
-// under spec may have (frequencyLimit: rows by restart serve every one).
-func (s *Service) sampleFrequencyLimit(_ context.Context, _ SampleSpec, t *sanitize.Table) int64 {
-	return frequencyLimit(t)
+// under spec may have (FrequencyLimit).
+func (s *Service) sampleFrequencyLimit(_ context.Context, spec SampleSpec, _ *sanitize.Table) int64 {
+	return FrequencyLimit(spec.Privacy)
+}
+
+// FrequencyLimit returns the largest frequency, and the largest sanitized
+// value, a release under p may hold: sanitize.MaxFrequency less a margin of
+// four estimator chunks and eight windows (L + 1). A key's MLE estimate and
+// its error bar read the chunk of its MLE frequency, whose rows reach about
+// a window past its value, and that chunk's tokens are settled only by rows
+// whose supports have moved past it, about two windows further up; all of
+// them must exist (rows stop at 2^33). Before this margin a release at 2^33
+// was charged and then answered 500 at every estimate GET (issue 31). The
+// margin is under 10^6 for every epsilon the work bounds admit, a part in
+// 10^4 of the range, and depends on public parameters only.
+func FrequencyLimit(p sanitize.Privacy) int64 {
+	window := int64(math.Ceil(sanitize.L(p))) + 1
+	return sanitize.MaxFrequency - 4*estimate.ChunkSize(p) - 8*window
 }
 
 // DefaultMaxReleaseWork is the default bound on one sample release's total
@@ -221,18 +236,19 @@ const DefaultMaxReleaseWork = 120_000_000
 // (estimate.ChunkSize), remembering the first elements of each, so that
 // its cost is known before any table is built (releaseCost).
 type releaseStretches struct {
+	field string // the element field a refusal names: "frequency", or an import's "value"
 	size  int64
 	elems map[int64][]int // chunk -> indices of its first elements
 	full  int64           // a chunk known to hold its 4 elements (-1: none)
 }
 
 func newReleaseStretches(p sanitize.Privacy) *releaseStretches {
-	return &releaseStretches{size: estimate.ChunkSize(p), elems: make(map[int64][]int), full: -1}
+	return &releaseStretches{field: "frequency", size: estimate.ChunkSize(p), elems: make(map[int64][]int), full: -1}
 }
 
-// add records element i of frequency f.
-func (r *releaseStretches) add(i int, f int64) {
-	k := estimate.ChunkOf(float64(f), r.size)
+// add records element i of frequency (or an import's sanitized value) f.
+func (r *releaseStretches) add(i int, f float64) {
+	k := estimate.ChunkOf(f, r.size)
 	if k == r.full {
 		return // repeated frequencies (Zipf tails): no map lookup
 	}
@@ -263,7 +279,7 @@ func (s *Service) releaseCost(spec SampleSpec, r *releaseStretches) error {
 		}
 		for _, i := range r.elems[k] {
 			if named < 20 {
-				over.Add(fmt.Sprintf("elements[%d].frequency", i), fmt.Sprintf("needs rows of its own: the release would need about %.3g window cells of table work (rows × (L+1), L = %.6g), above the limit of %d (PWSD_MAX_RELEASE_WORK); split the release, use a larger epsilon, or raise the setting", total, window-1, s.maxReleaseWork))
+				over.Add(fmt.Sprintf("elements[%d].%s", i, r.field), fmt.Sprintf("needs rows of its own: the release would need about %.3g window cells of table work (rows × (L+1), L = %.6g), above the limit of %d (PWSD_MAX_RELEASE_WORK); split the release, use a larger epsilon, or raise the setting", total, window-1, s.maxReleaseWork))
 			}
 			named++
 		}

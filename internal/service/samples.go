@@ -162,9 +162,9 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 			key, freq := b.key(e), b.freqs[e]
 			seen.add(key)
 			if freq > limit {
-				return nil, fieldErr(fmt.Sprintf("elements[%d].frequency", n), "exceeds %d, the largest frequency this release can sanitize: q_i < 1 beyond it, or the table work would pass PWSD_MAX_TABLE_WORK", limit)
+				return nil, fieldErr(fmt.Sprintf("elements[%d].frequency", n), "exceeds %d, the largest frequency a release at this epsilon and delta can sanitize and estimate (2^33 less a margin of a few windows L + 1; docs/api.md)", limit)
 			}
-			stretches.add(n, freq)
+			stretches.add(n, float64(freq))
 			n++
 			o, err := draw.Draw(freq)
 			if err != nil {

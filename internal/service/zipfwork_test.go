@@ -26,7 +26,7 @@ func TestZipfMatrixWithinReleaseWork(t *testing.T) {
 			p := sanitize.Privacy{Epsilon: eps, Delta: 1e-6}
 			r := newReleaseStretches(p)
 			for i, e := range sample {
-				r.add(i, e.Frequency)
+				r.add(i, float64(e.Frequency))
 			}
 			total := r.runningCost(p, func(int64, float64) {})
 			t.Logf("tau %g eps %g: %d keys, %d chunks, %.3g cells (%.2f%% of the default bound)", tau, eps, len(sample), len(r.elems), total, 100*total/DefaultMaxReleaseWork)
