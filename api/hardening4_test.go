@@ -18,8 +18,10 @@ import (
 // an empty cache, whatever the other wrote behind.
 type forgetfulTables struct{ store.Store }
 
-func (forgetfulTables) GetTable(context.Context, string) ([]byte, bool, error) { return nil, false, nil }
-func (forgetfulTables) PutTable(context.Context, string, []byte) error          { return nil }
+func (forgetfulTables) GetTable(context.Context, string) ([]byte, bool, error) {
+	return nil, false, nil
+}
+func (forgetfulTables) PutTable(context.Context, string, []byte) error { return nil }
 
 // TestReaderEstimateAfterRestart is issue 31's probe: a reader's estimate,
 // top, rank and quantile GETs of a stored sample after a restart with an

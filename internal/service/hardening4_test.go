@@ -143,7 +143,6 @@ func importSource(es []ImportedElement) ImportSource {
 	}
 }
 
-
 // TestImportWithinReleaseWork: PWSD_MAX_RELEASE_WORK applies to an import as
 // to a release (issue 31: an import of 2,000 values 10^6 apart ran 36 s
 // where the same release was a 422): values whose chunks cost more than the
