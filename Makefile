@@ -1,7 +1,7 @@
 # pwsd — see README.md. Two set-up commands: `make run` and `make test`.
 GO       ?= go
 BIN      ?= bin/pwsd
-SWAGARGS  = init -g openapi_info.go -d api,internal/service,internal/panprivate,internal/planner -o $(1) --packageName openapi --parseInternal --quiet
+SWAGARGS  = init -g openapi_info.go -d api,internal/service,internal/panprivate,internal/planner,internal/buildinfo -o $(1) --packageName openapi --parseInternal --quiet
 
 .PHONY: run build test vet openapi openapi-check bench bench-zipf bench-beam fuzz load clean beam
 

@@ -34,10 +34,12 @@ func newValidator() *validator.Validate {
 		}
 		return name
 	})
-	nameRE := regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
-	_ = v.RegisterValidation("dataset_name", func(fl validator.FieldLevel) bool { return nameRE.MatchString(fl.Field().String()) })
+	_ = v.RegisterValidation("dataset_name", func(fl validator.FieldLevel) bool { return datasetNameRE.MatchString(fl.Field().String()) })
 	return v
 }
+
+// datasetNameRE is what a dataset's name may be (the dataset_name rule).
+var datasetNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
 // mediaType returns the request's media type without parameters.
 func mediaType(r *http.Request) string {

@@ -40,6 +40,7 @@ func (h *handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	var p *Problem
 	var be *service.BudgetError
 	var we *service.WarmingError
+	var se *service.ScopeError
 	fields, isField := checks.Fields(err)
 	switch {
 	case errors.As(err, &p):
@@ -64,6 +65,8 @@ func (h *handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		// The client went away (mid-body or while waiting): not a server
 		// error; logged at info by requestLogger and counted as 499.
 		writeProblem(w, newProblem(http.StatusServiceUnavailable, "the request was cancelled; nothing was stored"))
+	case errors.As(err, &se):
+		writeProblem(w, newProblem(http.StatusForbidden, "the token may not change this resource; nothing was changed", FieldError{Field: se.Field, Message: se.Error()}))
 	case errors.As(err, &we):
 		unavailable(w, 5*time.Second, we.Msg)
 	case errors.Is(r.Context().Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded):

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pwsd/pwsd/api"
+	"github.com/pwsd/pwsd/internal/buildinfo"
 	"github.com/pwsd/pwsd/internal/service"
 	"github.com/pwsd/pwsd/internal/store"
 )
@@ -112,5 +115,91 @@ func TestNewUserMistakes(t *testing.T) {
 	r = ts.get(t, "/v1/tables/frequencies?"+q)
 	if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "10001 parameters; at most 1000") {
 		t.Errorf("10,001 query parameters: %d %.300s", r.status, r.body)
+	}
+}
+
+// TestWriterDatasetScopes: a writer token limited to datasets (the tokens
+// file's "datasets") may create, charge and release into only those (issue
+// 31: any writer could spend any dataset's budget); outside them the answer
+// is a 403 naming the field, and nothing changes. Reloading the tokens file
+// (what SIGHUP does) widens the scope at once; an invalid file changes
+// nothing.
+func TestWriterDatasetScopes(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "tokens.json")
+	write := func(teamDatasets string) {
+		t.Helper()
+		body := `{"tokens":[{"token":"admin-token-0123456789","role":"writer"},{"token":"team-token-0123456789","role":"writer","datasets":[` + teamDatasets + `]}]}`
+		if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`"a"`)
+	tokens, err := api.LoadTokens(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := []string{"Authorization", "Bearer admin-token-0123456789"}
+	team := []string{"Authorization", "Bearer team-token-0123456789"}
+	ts := newServer(t, nil, func(d *api.Deps) { d.Tokens = tokens })
+	for _, name := range []string{"a", "b"} {
+		if r := ts.postJSON(t, "/v1/datasets", `{"name":"`+name+`","epsilon_budget":10,"delta_budget":1e-3}`, admin...); r.status != http.StatusCreated {
+			t.Fatalf("dataset %s: %d %s", name, r.status, r.body)
+		}
+	}
+	sample := func(dataset string) string {
+		ds := ""
+		if dataset != "" {
+			ds = `"dataset":"` + dataset + `",`
+		}
+		return `{` + ds + `"privacy":{"epsilon":0.5,"delta":1e-6},"sampling":{"scheme":"none"},"elements":[{"key":"x","frequency":30}]}`
+	}
+	wantField(t, ts.postJSON(t, "/v1/samples", sample("b"), team...), http.StatusForbidden, "dataset")
+	wantField(t, ts.postJSON(t, "/v1/samples", sample(""), team...), http.StatusForbidden, "dataset")
+	wantField(t, ts.postJSON(t, "/v1/datasets/b/charges", `{"epsilon":0.1,"delta":1e-7}`, team...), http.StatusForbidden, "name")
+	wantField(t, ts.postJSON(t, "/v1/datasets", `{"name":"c","epsilon_budget":1,"delta_budget":1e-3}`, team...), http.StatusForbidden, "name")
+	wantField(t, ts.postJSON(t, "/v1/streams", `{"dataset":"b","estimator":"density","epsilon":0.5,"universe_size":1000,"sample_size":100}`, team...), http.StatusForbidden, "dataset")
+	var b struct {
+		Releases []json.RawMessage `json:"releases"`
+	}
+	if r := ts.get(t, "/v1/datasets/b", admin...); r.status != http.StatusOK || json.Unmarshal(r.body, &b) != nil || len(b.Releases) != 0 {
+		t.Fatalf("dataset b after refused requests: %d %s", r.status, r.body)
+	}
+	if r := ts.postJSON(t, "/v1/samples", sample("a"), team...); r.status != http.StatusCreated {
+		t.Fatalf("the team's own dataset: %d %s", r.status, r.body)
+	}
+	// A reload widens the scope; an invalid file keeps it.
+	write(`"a","b"`)
+	if err := tokens.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if r := ts.postJSON(t, "/v1/datasets/b/charges", `{"epsilon":0.1,"delta":1e-7}`, team...); r.status != http.StatusCreated {
+		t.Fatalf("after the reload: %d %s", r.status, r.body)
+	}
+	if err := os.WriteFile(file, []byte(`{"tokens":[{"token":"short","role":"writer"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := tokens.Reload(); err == nil {
+		t.Fatal("an invalid tokens file was accepted")
+	}
+	if r := ts.get(t, "/v1/datasets/b", team...); r.status != http.StatusOK {
+		t.Fatalf("the tokens in force changed after an invalid reload: %d", r.status)
+	}
+}
+
+// TestVersionRoute: GET /version and the pwsd_build_info metric name the
+// running build (the commit docs/operations.md promises), without a token.
+func TestVersionRoute(t *testing.T) {
+	t.Parallel()
+	build := buildinfo.Info{Version: "v9.9.9", Commit: "0123abcd", GoVersion: "go1.26.8"}
+	ts := newServer(t, nil, func(d *api.Deps) { d.Build = build; d.Tokens = writerReaderTokens(t); d.MetricsToken = "metrics-token-0123456789" })
+	r := ts.get(t, "/version")
+	var got buildinfo.Info
+	if r.status != http.StatusOK || json.Unmarshal(r.body, &got) != nil || got != build {
+		t.Fatalf("/version: %d %s", r.status, r.body)
+	}
+	m := ts.get(t, "/metrics", "Authorization", "Bearer metrics-token-0123456789")
+	if want := `pwsd_build_info{commit="0123abcd",go_version="go1.26.8",modified="false",version="v9.9.9"} 1`; !strings.Contains(string(m.body), want) {
+		t.Fatalf("/metrics lacks %s", want)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/pwsd/pwsd/internal/buildinfo"
 )
 
 // metrics counts requests and their latency by route pattern, method and
@@ -20,7 +22,7 @@ type metrics struct {
 	latency  *prometheus.HistogramVec
 }
 
-func newMetrics(reg *prometheus.Registry) *metrics {
+func newMetrics(reg *prometheus.Registry, build buildinfo.Info) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pwsd_http_requests_total", Help: "HTTP requests by route, method and status.",
@@ -30,6 +32,11 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}, []string{"route", "method", "status"}),
 	}
+	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "pwsd_build_info", Help: "The running build (always 1): version, VCS commit, modified tree, Go version; as GET /version.",
+	}, []string{"version", "commit", "modified", "go_version"})
+	info.WithLabelValues(build.Version, build.Commit, strconv.FormatBool(build.Modified), build.GoVersion).Set(1)
+	reg.MustRegister(info)
 	reg.MustRegister(m.requests, m.latency, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/go-playground/validator/v10"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pwsd/pwsd/internal/buildinfo"
 	"github.com/pwsd/pwsd/internal/service"
 )
 
@@ -100,6 +101,9 @@ type Deps struct {
 	// MetricsElsewhere means /metrics is served on its own listener
 	// (PWSD_METRICS_ADDR, see MetricsHandler) and not on the API address.
 	MetricsElsewhere bool
+	// Build is the running build, served at /version and as the
+	// pwsd_build_info metric (zero: buildinfo.Read()).
+	Build buildinfo.Info
 }
 
 // handler carries the dependencies into the handlers.
@@ -114,7 +118,10 @@ type handler struct {
 // NewRouter returns pwsd's HTTP handler with every route and middleware.
 func NewRouter(d Deps) http.Handler {
 	h := &handler{svc: d.Service, log: d.Logger, validate: newValidator(), limits: d.Limits, outage: &outage{log: d.Logger}}
-	m := newMetrics(d.Registry)
+	if d.Build == (buildinfo.Info{}) {
+		d.Build = buildinfo.Read()
+	}
+	m := newMetrics(d.Registry, d.Build)
 
 	v1 := v1Routes()
 	r := chi.NewRouter()
@@ -128,6 +135,7 @@ func NewRouter(d Deps) http.Handler {
 	r.Use(checkQuery(r, queryIndex("/v1", v1)))
 
 	r.Get("/healthz", h.adapt(h.healthz))
+	r.Get("/version", versionOf(d.Build))
 	r.Get("/readyz", h.adapt(h.readyz))
 	switch {
 	case d.MetricsElsewhere:

@@ -2742,6 +2742,27 @@ const docTemplate = `{
                     }
                 }
             }
+        },
+        "/version": {
+            "get": {
+                "description": "The module version, the VCS commit the binary was built from (` + "`" + `unknown` + "`" + ` for a build outside a git checkout), whether that tree had uncommitted changes, and the Go version: the same figures as the ` + "`" + `pwsd_build_info` + "`" + ` metric and ` + "`" + `pwsd --version` + "`" + `. Public: never needs a token.",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "operations"
+                ],
+                "summary": "The running build",
+                "operationId": "getVersion",
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/buildinfo.Info"
+                        }
+                    }
+                }
+            }
         }
     },
     "definitions": {
@@ -4024,6 +4045,35 @@ const docTemplate = `{
                 },
                 "sample": {
                     "type": "string"
+                }
+            }
+        },
+        "buildinfo.Info": {
+            "type": "object",
+            "properties": {
+                "commit": {
+                    "description": "VCS revision, \"unknown\" outside a checkout",
+                    "type": "string",
+                    "example": "9ca3bec6c0f1e2d3a4b5c6d7e8f9a0b1c2d3e4f5"
+                },
+                "commit_time": {
+                    "description": "the commit's time (RFC 3339), when known",
+                    "type": "string",
+                    "example": "2026-11-27T12:00:00Z"
+                },
+                "go_version": {
+                    "description": "the Go toolchain",
+                    "type": "string",
+                    "example": "go1.26.8"
+                },
+                "modified": {
+                    "description": "built from a tree with uncommitted changes",
+                    "type": "boolean"
+                },
+                "version": {
+                    "description": "module version, \"(devel)\" for a source build",
+                    "type": "string",
+                    "example": "(devel)"
                 }
             }
         },

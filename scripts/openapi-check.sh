@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-go tool swag init -g openapi_info.go -d api,internal/service,internal/panprivate,internal/planner --output "$tmp" --packageName openapi --parseInternal --quiet
+go tool swag init -g openapi_info.go -d api,internal/service,internal/panprivate,internal/planner,internal/buildinfo --output "$tmp" --packageName openapi --parseInternal --quiet
 go run ./openapi/gen -in "$tmp/swagger.json" -out "$tmp/openapi.json"
 for f in docs.go swagger.json swagger.yaml openapi.json; do
 	if ! diff -q "openapi/$f" "$tmp/$f" >/dev/null; then

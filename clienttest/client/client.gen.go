@@ -1771,6 +1771,32 @@ type GroupView struct {
 	StandardError float64 `json:"standard_error"`
 }
 
+// Info defines model for Info.
+type Info struct {
+	// Commit VCS revision, "unknown" outside a checkout
+	//
+	// Example: 9ca3bec6c0f1e2d3a4b5c6d7e8f9a0b1c2d3e4f5
+	Commit *string `json:"commit,omitempty"`
+
+	// CommitTime the commit's time (RFC 3339), when known
+	//
+	// Example: 2026-11-27T12:00:00Z
+	CommitTime *string `json:"commit_time,omitempty"`
+
+	// GoVersion the Go toolchain
+	//
+	// Example: go1.26.8
+	GoVersion *string `json:"go_version,omitempty"`
+
+	// Modified built from a tree with uncommitted changes
+	Modified *bool `json:"modified,omitempty"`
+
+	// Version module version, "(devel)" for a source build
+	//
+	// Example: (devel)
+	Version *string `json:"version,omitempty"`
+}
+
 // IntervalView defines model for IntervalView.
 type IntervalView struct {
 	// Level Confidence level of the interval (default 0.95, the level query parameter).
@@ -3898,6 +3924,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/tables/reporting (the `GetReportingTable` operationId).
 	GetReportingTable(ctx context.Context, params *GetReportingTableParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetVersion The running build
+	//
+	// The module version, the VCS commit the binary was built from (`unknown` for a build outside a git checkout), whether that tree had uncommitted changes, and the Go version: the same figures as the `pwsd_build_info` metric and `pwsd --version`. Public: never needs a token.
+	//
+	// Corresponds with GET /version (the `GetVersion` operationId).
+	GetVersion(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetHealth Liveness
@@ -4736,6 +4769,23 @@ func (c *Client) PrebuildTables(ctx context.Context, body PrebuildTablesJSONRequ
 // Corresponds with GET /v1/tables/reporting (the `GetReportingTable` operationId).
 func (c *Client) GetReportingTable(ctx context.Context, params *GetReportingTableParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetReportingTableRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetVersion The running build
+//
+// The module version, the VCS commit the binary was built from (`unknown` for a build outside a git checkout), whether that tree had uncommitted changes, and the Go version: the same figures as the `pwsd_build_info` metric and `pwsd --version`. Public: never needs a token.
+//
+// Corresponds with GET /version (the `GetVersion` operationId).
+func (c *Client) GetVersion(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetVersionRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -7965,6 +8015,33 @@ func NewGetReportingTableRequest(server string, params *GetReportingTableParams)
 	return req, nil
 }
 
+// NewGetVersionRequest constructs an http.Request for the GetVersion method
+func NewGetVersionRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/version")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -8444,6 +8521,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/tables/reporting (the `GetReportingTable` operationId).
 	GetReportingTableWithResponse(ctx context.Context, params *GetReportingTableParams, reqEditors ...RequestEditorFn) (*GetReportingTableResponse, error)
+
+	// GetVersionWithResponse The running build
+	//
+	// The module version, the VCS commit the binary was built from (`unknown` for a build outside a git checkout), whether that tree had uncommitted changes, and the Go version: the same figures as the `pwsd_build_info` metric and `pwsd --version`. Public: never needs a token.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /version (the `GetVersion` operationId).
+	GetVersionWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetVersionResponse, error)
 }
 
 // GetHealthResponse200Headers the declared response headers of an HTTP 200 response for GetHealth
@@ -14179,6 +14265,82 @@ func (r GetReportingTableResponse) ContentType() string {
 	return ""
 }
 
+// GetVersionResponse200Headers the declared response headers of an HTTP 200 response for GetVersion
+type GetVersionResponse200Headers struct {
+	XRequestId *string
+}
+
+// GetVersionResponse400Headers the declared response headers of an HTTP 400 response for GetVersion
+type GetVersionResponse400Headers struct {
+	XRequestId *string
+}
+
+// GetVersionResponse500Headers the declared response headers of an HTTP 500 response for GetVersion
+type GetVersionResponse500Headers struct {
+	XRequestId *string
+}
+
+type GetVersionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Info
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetVersionResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetVersionResponse400Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetVersionResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetVersionResponse) GetJSON200() *Info {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetVersionResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetVersionResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetVersionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetVersionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetVersionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetVersionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetHealthWithResponse Liveness
 //
 // 200 while the process serves requests; it does not touch the store (use readyz for that). Public: never needs a token.
@@ -14895,6 +15057,21 @@ func (c *ClientWithResponses) GetReportingTableWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseGetReportingTableResponse(rsp)
+}
+
+// GetVersionWithResponse The running build
+//
+// The module version, the VCS commit the binary was built from (`unknown` for a build outside a git checkout), whether that tree had uncommitted changes, and the Go version: the same figures as the `pwsd_build_info` metric and `pwsd --version`. Public: never needs a token.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /version (the `GetVersion` operationId).
+func (c *ClientWithResponses) GetVersionWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetVersionResponse, error) {
+	rsp, err := c.GetVersion(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetVersionResponse(rsp)
 }
 
 // ParseGetHealthResponse parses an HTTP response from a GetHealthWithResponse call
@@ -22368,6 +22545,79 @@ func ParseGetReportingTableResponse(rsp *http.Response) (*GetReportingTableRespo
 			headers.XRequestId = &value
 		}
 		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetVersionResponse parses an HTTP response from a GetVersionWithResponse call
+func ParseGetVersionResponse(rsp *http.Response) (*GetVersionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetVersionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Info
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetVersionResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetVersionResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetVersionResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
 	}
 
 	return response, nil

@@ -9,13 +9,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pwsd/pwsd/api"
+	"github.com/pwsd/pwsd/internal/buildinfo"
 	"github.com/pwsd/pwsd/internal/service"
 	"github.com/pwsd/pwsd/internal/store"
 )
@@ -100,8 +100,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		log.Info("rewrote stored rows to the current formats", "samples", rewritten.Samples, "streams", rewritten.Streams, "counters", rewritten.Counters)
 	}
 	go svc.RunJanitor(ctx, cfg.PurgeInterval)
+	go reloadTokensOnHUP(ctx, log, tokens, cfg.TokensFile)
 	reg := prometheus.NewRegistry()
-	deps := api.Deps{Service: svc, Logger: log, Registry: reg, Tokens: tokens, Limits: cfg.Limits,
+	deps := api.Deps{Service: svc, Logger: log, Registry: reg, Tokens: tokens, Limits: cfg.Limits, Build: buildinfo.Read(),
 		MetricsToken: cfg.MetricsToken, MetricsElsewhere: cfg.MetricsAddr != ""}
 	if tokens != nil && cfg.MetricsAddr == "" && cfg.MetricsToken == "" {
 		log.Warn("/metrics is not served: set PWSD_METRICS_ADDR or PWSD_METRICS_TOKEN to scrape it")
@@ -155,30 +156,32 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	return nil
 }
 
-// version describes the binary from its build information: the module
-// version (or "(devel)" for a source build), the VCS commit, whether the
-// tree was modified, and the Go version.
-func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "pwsd (no build information)"
-	}
-	v := bi.Main.Version
-	if v == "" {
-		v = "(devel)"
-	}
-	commit, modified, when := "unknown", "", ""
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			commit = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				modified = " (modified)"
+// version describes the binary (buildinfo: module version, commit, Go).
+func version() string { return buildinfo.Read().String() }
+
+// reloadTokensOnHUP reloads the tokens file on every SIGHUP until ctx ends
+// (docs/operations.md): a valid file replaces the tokens at once, an
+// invalid one is logged and the tokens in force stay. Without a tokens file
+// a SIGHUP is logged and ignored (it would otherwise end the process).
+func reloadTokensOnHUP(ctx context.Context, log *slog.Logger, tokens *api.Tokens, file string) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			switch {
+			case tokens == nil:
+				log.Warn("SIGHUP: no PWSD_API_TOKENS_FILE to reload; the API stays open")
+			default:
+				if err := tokens.Reload(); err != nil {
+					log.Error("SIGHUP: the tokens file could not be reloaded; the tokens in force stay", "file", file, "error", err)
+					continue
+				}
+				log.Info("SIGHUP: tokens reloaded", "file", file)
 			}
-		case "vcs.time":
-			when = " " + s.Value
 		}
 	}
-	return fmt.Sprintf("pwsd %s commit %s%s%s %s", v, commit, modified, when, bi.GoVersion)
 }

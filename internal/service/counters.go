@@ -50,6 +50,9 @@ type CounterOutputs struct {
 // CreateCounter validates cfg (an empty algorithm takes the lowest-error one
 // for the horizon) and stores a fresh counter, noised from initialisation.
 func (s *Service) CreateCounter(ctx context.Context, cfg panprivate.CounterConfig) (Counter, error) {
+	if err := inScope(ctx, "dataset", ""); err != nil { // counters belong to no dataset
+		return Counter{}, err
+	}
 	c, err := panprivate.NewCounter(cfg, s.noise, s.newRand())
 	if err != nil {
 		return Counter{}, err
@@ -96,6 +99,9 @@ func (s *Service) GetCounter(ctx context.Context, id string) (Counter, error) {
 // changes nothing. With post-processing the post-processed outputs come
 // beside the raw ones and the latest is kept with the counter.
 func (s *Service) CounterSteps(ctx context.Context, id string, bits []int) (CounterOutputs, error) {
+	if err := inScope(ctx, "id", ""); err != nil { // counters belong to no dataset
+		return CounterOutputs{}, err
+	}
 	for i, b := range bits {
 		if b != 0 && b != 1 {
 			return CounterOutputs{}, fieldErr(fmt.Sprintf("bits[%d]", i), "must be 0 or 1")

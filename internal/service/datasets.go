@@ -51,6 +51,9 @@ const maxEpsilonBudget = 1e6
 // float64 in (0, maxEpsilonBudget] (no subnormal such as 5e-324) and
 // 0 <= delta_budget <= 1 (-0 is taken as 0).
 func (s *Service) CreateDataset(ctx context.Context, name string, eps, delta float64) (Dataset, error) {
+	if err := inScope(ctx, "name", name); err != nil {
+		return Dataset{}, err
+	}
 	var es checks.Errors
 	if err := checks.NormalPositive("epsilon_budget", eps); err != nil {
 		es.AddErr("epsilon_budget", err)
@@ -104,6 +107,9 @@ type chargeConfig struct {
 // recorded. The charge is recorded
 // in the ledger as kind "external" with a fresh id as its ref.
 func (s *Service) ChargeDataset(ctx context.Context, dataset string, eps, delta float64, description string) (Charge, error) {
+	if err := inScope(ctx, "name", dataset); err != nil {
+		return Charge{}, err
+	}
 	var es checks.Errors
 	es.AddErr("epsilon", checks.NormalPositive("epsilon", eps))
 	delta, err := checks.UnitDelta("delta", delta)

@@ -66,6 +66,9 @@ type importClaim struct {
 // Nothing is charged (the charge was made before the release was
 // computed). On any error nothing is stored and the charge stays unused.
 func (s *Service) ImportSample(ctx context.Context, spec ImportSpec, maxElements int, src ImportSource) (*Sample, error) {
+	if err := inScope(ctx, "dataset", spec.Dataset); err != nil {
+		return nil, err
+	}
 	if spec.Dataset == "" {
 		return nil, fieldErr("dataset", "is required: an imported release names the dataset it was charged to")
 	}

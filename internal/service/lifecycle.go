@@ -123,6 +123,15 @@ func (s *Service) ListSamples(ctx context.Context, p Page) ([]*Sample, string, e
 
 // DeleteSample deletes a sample; its dataset's ledger keeps the charge.
 func (s *Service) DeleteSample(ctx context.Context, id string) error {
+	if _, scoped := ctx.Value(scopeKey{}).([]string); scoped {
+		smp, err := s.store.GetSample(ctx, id)
+		if err != nil {
+			return storeErr(err, "deleting sample")
+		}
+		if err := inScope(ctx, "id", smp.Dataset); err != nil {
+			return err
+		}
+	}
 	return storeErr(s.store.DeleteSample(ctx, id), "deleting sample")
 }
 
@@ -207,6 +216,15 @@ func (s *Service) ListStreams(ctx context.Context, p Page) ([]Stream, string, er
 // DeleteStream deletes a stream and its pan-private state; its dataset's
 // ledger keeps every charge.
 func (s *Service) DeleteStream(ctx context.Context, id string) error {
+	if _, scoped := ctx.Value(scopeKey{}).([]string); scoped {
+		rec, err := s.store.GetState(ctx, kindStream, id)
+		if err != nil {
+			return storeErr(err, "deleting stream")
+		}
+		if err := inScope(ctx, "id", rec.Dataset); err != nil {
+			return err
+		}
+	}
 	return storeErr(s.store.DeleteState(ctx, kindStream, id), "deleting stream")
 }
 
@@ -229,6 +247,9 @@ func (s *Service) ListCounters(ctx context.Context, p Page) ([]Counter, string, 
 
 // DeleteCounter deletes a counter and its state.
 func (s *Service) DeleteCounter(ctx context.Context, id string) error {
+	if err := inScope(ctx, "id", ""); err != nil { // counters belong to no dataset
+		return err
+	}
 	return storeErr(s.store.DeleteState(ctx, kindCounter, id), "deleting counter")
 }
 

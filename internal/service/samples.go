@@ -106,6 +106,9 @@ type ElementSource func() (key string, frequency int64, err error)
 // The result holds reported keys only, in random order: it reveals neither how
 // many elements came in nor which were dropped.
 func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements int, src ElementSource) (*Sample, error) {
+	if err := inScope(ctx, "dataset", spec.Dataset); err != nil {
+		return nil, err
+	}
 	if err := s.checkSampleWork(ctx, spec); err != nil {
 		return nil, err
 	}

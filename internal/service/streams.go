@@ -55,6 +55,9 @@ type Stream struct {
 // CreateStream validates spec and stores a fresh pan-private state. A
 // continual stream's whole output is charged to its dataset at creation.
 func (s *Service) CreateStream(ctx context.Context, spec StreamSpec) (Stream, error) {
+	if err := inScope(ctx, "dataset", spec.Dataset); err != nil {
+		return Stream{}, err
+	}
 	rng := s.newRand()
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	rec := &store.StateRecord{Kind: kindStream, ID: newID(), Dataset: spec.Dataset, CreatedAt: now, UpdatedAt: now}
@@ -257,6 +260,9 @@ func (s *Service) GetStream(ctx context.Context, id string) (Stream, error) {
 func (s *Service) ApplyEvents(ctx context.Context, id string, events []panprivate.Event) (Stream, error) {
 	var view Stream
 	err := s.store.UpdateState(ctx, kindStream, id, func(rec *store.StateRecord) (*store.Charge, error) {
+		if err := inScope(ctx, "id", rec.Dataset); err != nil {
+			return nil, err
+		}
 		cfg, st, err := s.streamOf(rec)
 		if err != nil {
 			return nil, err
@@ -307,6 +313,9 @@ func (s *Service) ReleaseStream(ctx context.Context, id string, level float64) (
 	var out StreamRelease
 	var charged *store.Charge
 	err := s.store.UpdateState(ctx, kindStream, id, func(rec *store.StateRecord) (*store.Charge, error) {
+		if err := inScope(ctx, "id", rec.Dataset); err != nil {
+			return nil, err
+		}
 		cfg, st, err := s.streamOf(rec)
 		if err != nil {
 			return nil, err
@@ -342,6 +351,9 @@ func (s *Service) ReleaseStream(ctx context.Context, id string, level float64) (
 func (s *Service) IntrudeStream(ctx context.Context, id string) (panprivate.State, error) {
 	var out panprivate.State
 	err := s.store.UpdateState(ctx, kindStream, id, func(rec *store.StateRecord) (*store.Charge, error) {
+		if err := inScope(ctx, "id", rec.Dataset); err != nil {
+			return nil, err
+		}
 		_, st, err := s.streamOf(rec)
 		if err != nil {
 			return nil, err
