@@ -192,7 +192,11 @@ func TestWriterDatasetScopes(t *testing.T) {
 func TestVersionRoute(t *testing.T) {
 	t.Parallel()
 	build := buildinfo.Info{Version: "v9.9.9", Commit: "0123abcd", GoVersion: "go1.26.8"}
-	ts := newServer(t, nil, func(d *api.Deps) { d.Build = build; d.Tokens = writerReaderTokens(t); d.MetricsToken = "metrics-token-0123456789" })
+	ts := newServer(t, nil, func(d *api.Deps) {
+		d.Build = build
+		d.Tokens = writerReaderTokens(t)
+		d.MetricsToken = "metrics-token-0123456789"
+	})
 	r := ts.get(t, "/version")
 	var got buildinfo.Info
 	if r.status != http.StatusOK || json.Unmarshal(r.body, &got) != nil || got != build {
