@@ -4,7 +4,10 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags="-s -w" -o /out/pwsd ./cmd/pwsd
+# The context keeps .git (see .dockerignore) so that Go stamps the commit
+# into the binary: GET /version and pwsd_build_info report it.
+RUN git config --global --add safe.directory /src && \
+	CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags="-s -w" -o /out/pwsd ./cmd/pwsd
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/pwsd /usr/local/bin/pwsd

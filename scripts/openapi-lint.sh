@@ -3,7 +3,8 @@
 # (spectral:oas), pinned in tools/lint/package-lock.json and configured by
 # tools/lint/redocly.yaml and spectral.yaml: any error or warning fails.
 # Installs the linters with `npm ci` when tools/lint/node_modules lacks them
-# (the npm registry must then be reachable). First it checks that the lint
+# (the npm registry must then be reachable); with --install-only it stops
+# there. First it checks that the lint
 # can fail: a copy of the document without one operationId must be refused.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +14,8 @@ if [ ! -x "$bin/redocly" ] || [ ! -x "$bin/spectral" ]; then
 	command -v npm >/dev/null || { echo "openapi-lint: npm is needed to install the linters (tools/lint)" >&2; exit 1; }
 	(cd "$lint" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
 fi
+# --install-only: install and stop (make test installs beside go vet).
+[ "${1:-}" = "--install-only" ] && exit 0
 export REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true NO_UPDATE_NOTIFIER=1
 
 # lint FILE: 0 when both linters find nothing, else 1 with their findings on stderr.

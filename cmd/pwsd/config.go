@@ -109,7 +109,7 @@ func usage() string {
 	var b strings.Builder
 	b.WriteString("pwsd — private weighted sampling and pan-private streaming service\n\n")
 	b.WriteString("Usage:\n  pwsd                 serve HTTP (configuration from the environment)\n")
-	b.WriteString("  pwsd figures --out DIR  regenerate the paper's figures as SVG\n  pwsd --version       module version, commit and Go version\n  pwsd --help          this text\n\nEnvironment:\n")
+	b.WriteString("  pwsd figures --out DIR  regenerate the paper's figures as SVG\n  pwsd healthcheck     exit 0 when the pwsd on PWSD_ADDR answers /healthz (container healthchecks)\n  pwsd --version       module version, commit and Go version\n  pwsd --help          this text\n\nEnvironment:\n")
 	for _, v := range envVars {
 		def := v.def
 		if def == "" {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -86,5 +87,23 @@ func TestE2ETokensReloadOnSIGHUP(t *testing.T) {
 	}
 	if st != http.StatusOK || json.Unmarshal(body, &v) != nil || v.Commit == "" || !strings.HasPrefix(v.GoVersion, "go") {
 		t.Fatalf("/version: %d %s", st, body)
+	}
+}
+
+// TestE2EHealthcheckCommand: `pwsd healthcheck` (the compose healthcheck)
+// succeeds against a running pwsd on PWSD_ADDR and fails where none listens.
+func TestE2EHealthcheckCommand(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	p := start(t, bin)
+	ok := exec.Command(bin, "healthcheck")
+	ok.Env = append(os.Environ(), "PWSD_ADDR="+p.addr)
+	if out, err := ok.CombinedOutput(); err != nil {
+		t.Fatalf("healthcheck against a running pwsd: %v %s", err, out)
+	}
+	bad := exec.Command(bin, "healthcheck")
+	bad.Env = append(os.Environ(), "PWSD_ADDR="+freePort(t))
+	if out, err := bad.CombinedOutput(); err == nil {
+		t.Fatalf("healthcheck where nothing listens succeeded: %s", out)
 	}
 }

@@ -38,6 +38,8 @@ func run(args []string) error {
 			return nil
 		case "figures":
 			return runFigures(args[1:])
+		case "healthcheck":
+			return healthcheck(os.Getenv("PWSD_ADDR"))
 		default:
 			return fmt.Errorf("unknown argument %q\n\n%s", args[0], usage())
 		}
@@ -184,4 +186,31 @@ func reloadTokensOnHUP(ctx context.Context, log *slog.Logger, tokens *api.Tokens
 			}
 		}
 	}
+}
+
+// healthcheck asks the pwsd listening on addr (PWSD_ADDR; ":8080" when
+// empty) for GET /healthz over loopback and fails unless it answers 200
+// within 3 s: the container healthcheck of docker-compose.yml, whose
+// distroless image has no shell or curl.
+func healthcheck(addr string) error {
+	if addr == "" {
+		addr = ":8080"
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("healthcheck: PWSD_ADDR %q: %w", addr, err)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	client := &http.Client{Timeout: 3 * time.Second}
+	res, err := client.Get("http://" + net.JoinHostPort(host, port) + "/healthz")
+	if err != nil {
+		return fmt.Errorf("healthcheck: %w", err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("healthcheck: /healthz answered %d", res.StatusCode)
+	}
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 // reference builder's estimates on Algorithm 4 rows, for every token 1..n,
 // on a grid of parameters (and never falls back on them).
 func TestDenseBDMatchesRef(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	for _, pc := range []struct {
 		eps, delta float64

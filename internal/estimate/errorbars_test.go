@@ -102,6 +102,7 @@ func trueQuantile(w []int64, q float64) float64 {
 // 6 of them), while a variance missing either part, or an SE off by a factor
 // 1.3, fails.
 func TestErrorBarsBySimulation(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	const (
 		keys     = 400
@@ -389,6 +390,7 @@ func TestGroupKey(t *testing.T) {
 // Before the fix supported_from was ln 2/tau (from q_i, about 4,000 here),
 // above almost every sampled key, and every answer was flagged.
 func TestSampledZipfReliable(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	const (
 		keys     = 10_000
@@ -449,6 +451,7 @@ func TestSampledZipfReliable(t *testing.T) {
 // With supported_from read from pi_i/q_i and the share rule alone it was
 // passed as reliable.
 func TestWorkedExampleMissingMassFlagged(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	p := mustPrivacy(0.5, 1e-6)
 	w := make([]int64, 2000)

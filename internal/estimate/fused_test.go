@@ -32,6 +32,7 @@ func buildGeneral(t *testing.T, src RowSource, spec Spec, ref bool) *Table {
 // every frequency's statistics and the tail, for Algorithm 5 and Algorithm
 // 4 rows, MLE and biased-down, sampled and stationary parameters.
 func TestFusedBuilderMatchesRef(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	for _, pc := range []struct {
 		eps, delta float64

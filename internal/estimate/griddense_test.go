@@ -42,6 +42,7 @@ func sameTable(t *testing.T, got, want *Table) {
 // cases (q = 1 from some row on: copies share their masses) and ones that
 // never become stationary. It must take the dense path (no fallback).
 func TestBuildGridMatchesRef(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	cases := append(slices.Clone(builderCases),
 		builderCase{0.5, 1e-6, sanitize.SchemePPSWOR, 0.01, 1, G{Kind: GIdentity}, 6000},

@@ -17,6 +17,7 @@ import (
 // and row ranges, with a sufficient margin and with margin 0 (which forces
 // the fallback to a band starting at row 1).
 func TestRowEstimatesMatchFullBuild(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	g := G{Kind: GIdentity}
 	type span struct{ from, to int64 }

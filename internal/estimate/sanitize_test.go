@@ -123,6 +123,7 @@ func TestRealTablesMatchBruteForce(t *testing.T) {
 // biased-down, and the unbiased estimator is exactly unbiased up to its
 // stability limit.
 func TestRealTablesGuarantees(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	const n = 400
 	for _, p := range []sanitize.Privacy{mustPrivacy(0.5, 1e-6), mustPrivacy(1, 1e-4)} {

@@ -25,6 +25,7 @@ import (
 // better than 6% (so a 30% error fails) and, for biased-down, the bias must
 // exceed 10 standard errors of the mean (so dropping it fails).
 func TestSimulationMatchesEq12(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	const (
 		keys = 100_000

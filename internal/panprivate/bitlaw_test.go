@@ -107,6 +107,7 @@ func TestBitSamplerFrequencies(t *testing.T) {
 // empirically over 12000 sampled users per count within 5 SE), which lies
 // between P0 and P1 and so satisfies the e^eps ratio bound against n = 0.
 func TestCroppedMeanStateLaw(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	const (
 		tt     = 4

@@ -165,6 +165,7 @@ func TestContinualClaim71(t *testing.T) {
 // normalisation (e.g. the paper's eps^2 instead of eps^2/2) is off by
 // density/2 >= 0.2 at the midpoint, far outside the tolerance.
 func TestContinualDensityTracksTruth(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	const eps = 0.4
 	n := 200000

@@ -309,6 +309,7 @@ func counterTreeNodes(s int64, L int) int64 {
 // the Chernoff bound 2b(k ln(4/3) + ln(2/beta)) for a sum of k = 2 nodes(t)
 // Lap(b) draws, beta = 1e-9 per output.
 func TestTreeCounterErrorBound(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	runs := 300
 	if testing.Short() || counterRaceEnabled {
@@ -416,6 +417,7 @@ func TestTreeBeatsSimple(t *testing.T) {
 // that lost its counts would fail here too (the exact bookkeeping is checked
 // by TestCountersExactWithoutNoise).
 func TestCascadingTheoremBound(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	const T = 1 << 15
 	runs := 10

@@ -13,6 +13,7 @@ import (
 // t^2/(m g^2) avg pi(1-pi) + 2 t^2/(eps m)^2 + sampling variance
 // (pi = P0 + g min(n, t)/t, g = P1 - P0) within 5 SE.
 func TestCroppedMeanUnbiasedWithExactMSE(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	const (
 		n    = 4000

@@ -46,6 +46,7 @@ func densityTheoremBound(alg Algorithm, eps, d float64, m, n int) float64 {
 // exact MSE behind Theorems 3.2 and 4.2 (plus the sampling term) within 5
 // standard errors, and stays below the theorems' bounds.
 func TestDensityMSEMatchesTheorems(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	const (
 		n    = 5000
@@ -97,6 +98,7 @@ func ppdsTheoremBound(eps, d float64, nL, n int) float64 {
 // within its theorem's bound at the level it ends at (plus the sampling
 // term), averaged over runs, and that its release is unbiased within 5 SE.
 func TestPPDSMSEWithinTheorem(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	const (
 		n    = 5000

@@ -130,6 +130,7 @@ func TestReleaseErrorBarsCover(t *testing.T) {
 // (1+rho)-close stream (counts powers of 2, rho = 1), where the recursion of
 // Fig. 3 targets the fraction of users appearing at least k times.
 func TestHeavyHitterErrorBarsCover(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	const n, runs = 4000, 200
 	rng := dprand.Seeded(41)
@@ -158,6 +159,7 @@ func TestHeavyHitterErrorBarsCover(t *testing.T) {
 // theorem states its variance, so the bound is conservative and the ratio
 // to the empirical error is logged, not held to [0.8, 1.25].
 func TestIncidenceErrorBarsCover(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	const n, runs = 6000, 200
 	evs := streamFromCounts(dprand.Seeded(51), incidenceCounts(n, map[int]float64{0: 0.4, 1: 0.35, 2: 0.25}))

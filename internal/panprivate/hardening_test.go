@@ -59,6 +59,7 @@ func TestStateHoldsNoEventCount(t *testing.T) {
 // state stays within 8 MB and an intrusion answer within 24 MB (the sizes
 // README states); one more cell is refused naming sample_size.
 func TestStreamCaps(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the largest states")

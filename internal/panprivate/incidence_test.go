@@ -85,6 +85,7 @@ func incidenceCounts(n int, w map[int]float64) []int {
 // 0.1 of the truth on average, also with a sample of half the universe and
 // the default prime range (the minimum of noisy estimates is biased down).
 func TestIncidenceSanity(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	const n = 30000
 	clean := streamFromCounts(dprand.Seeded(62), incidenceCounts(n, map[int]float64{0: 0.4, 1: 0.35, 2: 0.25}))

@@ -224,6 +224,7 @@ func TestIntrusionShiftsDistributions(t *testing.T) {
 // (Dwork's gap shrinks by eps/4 per intrusion, leaving its releases after
 // two intrusions too noisy to test.)
 func TestEstimatorAccountsForIntrusions(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	const (
 		n    = 10000
@@ -267,6 +268,7 @@ func TestEstimatorAccountsForIntrusions(t *testing.T) {
 // TestCroppedMeanAndIncidenceAccountForIntrusions checks unbiasedness after
 // an intrusion for a stream whose users each appear within one phase.
 func TestCroppedMeanAndIncidenceAccountForIntrusions(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	const n = 8000
 	counts := make([]int, n)

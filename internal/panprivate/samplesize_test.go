@@ -64,6 +64,7 @@ func TestOptimalSampleSizeIsMinimal(t *testing.T) {
 // needs several times fewer samples than Dwork, and m* grows as epsilon,
 // alpha or beta shrink.
 func TestOptimalSampleSizeShape(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	for _, eps := range []float64{0.05, 0.2, 0.5} {
 		dw, _ := OptimalSampleSize(AlgorithmDwork, eps, 0.05, 0.05)

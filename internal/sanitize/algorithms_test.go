@@ -191,6 +191,7 @@ func TestAlgorithm5EqualsAlgorithm4IntegralL(t *testing.T) {
 // only refines the tokens. (Tolerance: break points of Algorithm 5 are on a
 // 2^-20 grid, which moves mass by up to ~1e-7 times the local density.)
 func TestAlgorithm5RefinesAlgorithm4(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	for _, pr := range [][2]float64{{0.1, 1e-6}, {0.7, 1e-4}, {2, 1e-9}} {
 		p := mustPrivacy(t, pr[0], pr[1])
@@ -221,6 +222,7 @@ func TestAlgorithm5RefinesAlgorithm4(t *testing.T) {
 // tie) and two values inside the same elementary interval tie in
 // distribution (they count half); Algorithm 4's values are the tokens j.
 func TestAlgorithm5OrdersPairsAtLeastAsWellAsAlgorithm4(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	const n = 45
 	for _, pr := range [][2]float64{{0.3, 1e-3}, {1, 1e-4}, {0.1, 0.02}} {

@@ -81,6 +81,7 @@ func auditTable(t *testing.T, tb *Table, n int64) float64 {
 // the stationary point where it is cheap, so the shifted rows are audited
 // too. The largest excess over delta is logged.
 func TestDPAuditGrid(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	epss := []float64{0.01, 0.1, 0.5, 1, 2, 5}
 	deltas := []float64{1e-12, 1e-9, 1e-6, 1e-3, 0.1, 1}

@@ -160,6 +160,7 @@ func rowsFrom(t testing.TB, tb *Table, from, to int64) []Row {
 // gives, in every position of a block, and that the junctions it relies on
 // are verified first.
 func TestRestartRandomAccess(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	c := restartCase{name: "ppswor", p: mustPrivacy(t, 0.05, 1e-6), s: mustSampling(t, SchemePPSWOR, 1e-5, 1, nil), m: MethodMaxSeparation}
 	ct, _, _ := c.tables(t, testPlan) // walked from row 0, through every junction

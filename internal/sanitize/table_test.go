@@ -40,6 +40,7 @@ func equalRows(a, b Row) bool {
 // bit for bit the row computed explicitly one step at a time, and
 // StationaryFrom is never below the point where q becomes constant.
 func TestStationaryShortcutMatchesExplicitRows(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	cases := []struct {
 		eps, delta float64
@@ -147,6 +148,7 @@ func TestTableRejectsBadInput(t *testing.T) {
 // checkpoint), stops when fn returns false, and survives checkpoint
 // thinning on a long run.
 func TestRowsMatchesRow(t *testing.T) {
+	oracleOnly(t)
 	t.Parallel()
 	p := mustPrivacy(t, 0.5, 1e-4)
 	s := mustSampling(t, SchemePPSWOR, 1e-4, 1, nil) // q < 1 up to ~3.9e5: no shortcut
