@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -57,6 +58,9 @@ func run(args []string) error {
 // serve runs the server until ctx ends, then drains in-flight requests and
 // closes the store.
 func serve(ctx context.Context, cfg config, log *slog.Logger) error {
+	if cfg.MemoryLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(cfg.MemoryLimit)
+	}
 	var st store.Store
 	if cfg.DatabaseURL == "" {
 		log.Info("using the embedded in-memory store; set PWSD_DATABASE_URL for PostgreSQL")

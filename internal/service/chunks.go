@@ -467,6 +467,9 @@ func elementValues(els []store.Element) []float64 {
 	return values
 }
 
+// prebuildBatch is how many chunks PrebuildChunks builds at a time.
+const prebuildBatch = 256
+
 // Prebuilt says what PrebuildChunks found and built.
 type Prebuilt struct {
 	ChunkSize int64 // frequencies per chunk (estimate.ChunkSize)
@@ -513,8 +516,14 @@ func (s *Service) PrebuildChunks(ctx context.Context, spec SampleSpec, maxFreque
 			}
 		}
 	}
-	if _, err := s.chunkSets(ctx, t, []estimate.G{identityG, countG}, ks); err != nil {
-		return Prebuilt{}, err
+	// Built a batch at a time: each batch's chunks go to the caches (memory
+	// and store) and are let go before the next, so a prebuild holds one
+	// batch, not every chunk up to max_frequency (issue 31: 8 concurrent
+	// prebuilds of 626,483 frequencies peaked at 2.6 GB).
+	for lo := 0; lo < len(ks); lo += prebuildBatch {
+		if _, err := s.chunkSets(ctx, t, []estimate.G{identityG, countG}, ks[lo:min(lo+prebuildBatch, len(ks))]); err != nil {
+			return Prebuilt{}, err
+		}
 	}
 	return Prebuilt{ChunkSize: size, Chunks: n, Built: missing}, nil
 }
