@@ -166,7 +166,10 @@ func TestPlannerPageInBrowser(t *testing.T) {
 	defer cancel()
 	ctx, cancel := chromedp.NewContext(actx)
 	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
+	// Liveness bounds only (docs/testing.md): the page and its plots are
+	// awaited as events; under -race on a busy 2-core machine the plots take
+	// tens of seconds, and only a hang reaches these bounds.
+	ctx, cancel = context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 
 	const rendered = `(() => {
@@ -178,7 +181,7 @@ func TestPlannerPageInBrowser(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/planner")); err != nil {
 		t.Fatalf("browser: %v", err)
 	}
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](rendered, chromedp.WithPollingTimeout(80*time.Second))); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](rendered, chromedp.WithPollingTimeout(5*time.Minute))); err != nil {
 		t.Fatalf("first load did not draw the numbers and plots (without a click): %v", err)
 	}
 	L, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.ID("num-L")))
@@ -232,7 +235,7 @@ func TestPlannerPageInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("num-L").textContent.trim() !== `+strconv.Quote(strings.TrimSpace(L))+` && `+rendered,
-		chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+		chromedp.WithPollingTimeout(4*time.Minute))); err != nil {
 		t.Fatalf("Update did not redraw L (was %s): %v", L, err)
 	}
 	t.Logf("planner page: first load L = %s", L)

@@ -24,7 +24,7 @@ import (
 // itself: no token, no admission, no query parameter (none is declared for
 // them, so checkQuery refuses any). They are not in v1Routes.
 var operationalRoutes = []string{
-	"GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json", "GET /swagger.json",
+	"GET /healthz", "GET /readyz", "GET /version", "GET /metrics", "GET /openapi.json", "GET /swagger.json",
 	"GET /docs", "GET /docs/*", "GET /planner",
 }
 
