@@ -94,7 +94,7 @@ func NormalInterval(estimate, se, level, lo, hi float64) Interval {
 }
 
 // Reliability says how much of an answer rests on keys that the release
-// mostly hides.
+// mostly hides, and on how many keys its uncertainty rests.
 type Reliability struct {
 	// SupportedFrom is the frequency below which sampled keys are mostly
 	// withheld by the privacy mechanism (pi_i/q_i < 1/2); 0 when no
@@ -105,11 +105,32 @@ type Reliability struct {
 	// with MLE frequency < 2*SupportedFrom, divided by sum of |a_j| over all
 	// selected reported keys (1 when SupportedFrom = 0).
 	NearOrBelowShare float64
-	// Reliable is false when that share exceeds UnreliableShare.
+	// EffectiveKeys is the effective number of keys the answer's
+	// uncertainty rests on, (sum_j v_j)^2 / sum_j v_j^2 over the selected
+	// reported keys' variance terms v_j (the terms of the plug-in variance):
+	// k for k keys of equal variance, near 1 when one key carries it. 0
+	// with no key; the number of keys when every v_j is 0.
+	EffectiveKeys float64
+	// Reliable is false when no key was selected, when EffectiveKeys is
+	// below MinEffectiveKeys, when the interval has no finite upper end, or
+	// when the privacy threshold's rules (UnreliableShare, MissingMassSEs)
+	// flag the answer.
 	Reliable bool
-	// Note explains an unreliable answer in one sentence; empty otherwise.
+	// Note explains an unreliable answer in plain words; empty otherwise.
 	Note string
 }
+
+// MinEffectiveKeys is the sampling half of the reliability rule: an answer
+// whose uncertainty rests on fewer effective keys (Reliability.EffectiveKeys)
+// is not called reliable. With so few keys the plug-in variance is itself a
+// one- or two-term estimate (its own relative error is about
+// sqrt(2/n_eff)), and whether the truth lies inside the interval depends on
+// keys the sample did not catch more than on the ones it did. The gamma
+// interval keeps its level down to a few keys (docs/api.md, "Reading an
+// estimate", gives the simulated coverage by number of keys); below two
+// effective keys, one key carries the answer and no interval built from it is
+// honest. One selected key always falls below it.
+const MinEffectiveKeys = 2
 
 // UnreliableShare is the share of an answer carried by keys near or below
 // the supported frequency above which the answer is flagged unreliable: more
@@ -121,9 +142,11 @@ type Reliability struct {
 // missing from the answer (a bias the interval does not contain), and a large
 // share near the threshold signals that such keys are many. The threshold is
 // the privacy one (pi_i/q_i, SupportedFrom), not the sampling one: sampling
-// is unbiased under the inverse weights and its variance is in the standard
-// error. A fifth keeps sums over heavy keys reliable, whatever the sampling,
-// and flags counts over Zipf data and sums where light keys matter.
+// is unbiased under the inverse weights, its variance is in the standard
+// error and its skew in the gamma interval, and the number of keys the answer
+// rests on is MinEffectiveKeys' rule. A fifth keeps sums over heavy keys
+// reliable, whatever the sampling, and flags counts over Zipf data and sums
+// where light keys matter.
 const UnreliableShare = 0.2
 
 // MissingMassSEs flags the second way an answer misleads: when the reported
@@ -146,12 +169,16 @@ type SumError struct {
 	Variance      float64
 	StandardError float64
 	Interval      Interval
-	Reliability   Reliability
+	// UnseenWeight is the weight of the one unseen key the interval's
+	// upper end allows for (UnseenWeight); +Inf when none can be stated.
+	UnseenWeight float64
+	Reliability  Reliability
 }
 
 // SumWithError estimates sum_x L(x) g(w_x) over the selected reported keys
-// (eq. 10: s^ = sum_x a_{j_x}) with a standard error, a normal confidence
-// interval at level (0 < level < 1) and a reliability statement.
+// (eq. 10: s^ = sum_x a_{j_x}) with a standard error, a confidence interval
+// at level (0 < level < 1) and a reliability statement; p and smp are the
+// release's privacy and sampling.
 //
 // Variance. Keys are sanitized (and, under ppswor/priority/custom sampling,
 // sampled) independently, so Var[s^] = sum over ALL selected keys, reported
@@ -162,7 +189,7 @@ type SumError struct {
 // The true frequencies are unknown and unreported keys are invisible, so we
 // use the Horvitz-Thompson plug-in
 //
-//	Var^ = sum_{x reported, selected} V(i^_x) / pi_{i^_x},   i^_x = MLEFrequency of x,
+//	Var^ = sum_{x reported, selected} v_x,   v_x = V(i^_x) / pi_{i^_x},   i^_x = MLEFrequency of x,
 //
 // which is exactly unbiased for sum_x V(w_x) if i^_x = w_x (each key appears
 // with probability pi_{w_x} and is weighted by its inverse), and close to it
@@ -172,20 +199,35 @@ type SumError struct {
 // explode, Appendix F) because it is nonnegative and stable; where it is not
 // accurate (mass below SupportedFrom) the answer is flagged unreliable.
 //
-// The interval is s^ -/+ z SE with z = Phi^{-1}((1 + level)/2), its lower end
-// clamped at 0 (every g is nonnegative, so the statistic is). It covers the
-// sampling and sanitizer noise, not the estimator's bias: small where keys
-// are well above SupportedFrom (see Stats(i).Bias), but keys well below it
-// are almost never reported and their mass is missing from the estimate —
-// the reliability block flags answers where that matters. smp is the
-// sampling scheme t was built for (SupportedFrom).
-func SumWithError(t Lookup, keys []ReportedKey, level float64, smp sanitize.Sampling) (SumError, error) {
+// Interval. Under sampling the sum is a sum of a few large inverse-
+// probability weights (about 1/tau each under ppswor), Poisson-like: skewed
+// to the right, with a plug-in variance smallest exactly when the estimate
+// is low. A normal interval then misses, almost always below the truth. The
+// interval is GammaInterval(s^, Var^, w): Fay and Feuer's gamma interval for
+// weighted Poisson sums, with w = UnseenWeight(g, p, smp, SupportedFrom,
+// top), the Poisson-equivalent weight of one key the release did not show
+// (top: where sampling leaves no key unseen; under custom sampling, twice
+// the largest selected MLE frequency or the list's length). Over many keys
+// it tends to the normal interval s^ -/+ z SE, shifted up by about w. It
+// covers the sampling and sanitizer noise, not the estimator's bias: small
+// where keys are well above SupportedFrom (see Stats(i).Bias), but keys well
+// below it are almost never reported and their mass is missing from the
+// estimate — the reliability block flags answers where that matters.
+//
+// Reliability: no selected key, fewer than MinEffectiveKeys effective keys,
+// no finite upper end, or the privacy threshold's rules (UnreliableShare,
+// MissingMassSEs) make the answer unreliable, with a note saying why.
+func SumWithError(t Lookup, keys []ReportedKey, level float64, p sanitize.Privacy, smp sanitize.Sampling) (SumError, error) {
 	if !(level > 0 && level < 1) {
 		return SumError{}, errors.New("estimate: interval level must lie strictly between 0 and 1")
 	}
+	g, ok := lookupG(t)
+	if !ok {
+		return SumError{}, errors.New("estimate: SumWithError needs a *Table or *ChunkSet")
+	}
 	out := SumError{Selected: len(keys)}
 	from := t.SupportedFrom(smp)
-	var total, near float64
+	var total, near, sumV2, top float64
 	for _, k := range keys {
 		a, err := t.Estimate(k.Value)
 		if err != nil {
@@ -193,12 +235,15 @@ func SumWithError(t Lookup, keys []ReportedKey, level float64, smp sanitize.Samp
 		}
 		out.Estimate += a
 		i := max(int64(math.Round(k.Frequency)), 1)
+		top = max(top, 2*float64(i))
 		st, err := t.Stats(i)
 		if err != nil {
 			return SumError{}, err
 		}
 		if st.Reported > 0 {
-			out.Variance += st.Variance / st.Reported
+			v := st.Variance / st.Reported
+			out.Variance += v
+			sumV2 += v * v
 		}
 		total += math.Abs(a)
 		if from == 0 || float64(i) < 2*float64(from) {
@@ -206,32 +251,72 @@ func SumWithError(t Lookup, keys []ReportedKey, level float64, smp sanitize.Samp
 		}
 	}
 	out.StandardError = math.Sqrt(out.Variance)
-	out.Interval = NormalInterval(out.Estimate, out.StandardError, level, 0, math.Inf(1))
+	if smp.Scheme == sanitize.SchemeCustom {
+		top = max(top, float64(len(smp.Probabilities)))
+	} else {
+		top = math.Inf(1)
+	}
+	out.UnseenWeight = UnseenWeight(g, p, smp, from, top)
+	out.Interval = GammaInterval(out.Estimate, out.Variance, out.UnseenWeight, level)
 	rel := Reliability{SupportedFrom: from, Reliable: true}
+	switch {
+	case out.Variance > 0:
+		rel.EffectiveKeys = out.Variance * out.Variance / sumV2
+	default:
+		rel.EffectiveKeys = float64(len(keys))
+	}
 	if total > 0 {
 		rel.NearOrBelowShare = near / total
 	}
 	if from == 0 && len(keys) > 0 {
 		rel.NearOrBelowShare = 1
 	}
-	if rel.NearOrBelowShare > UnreliableShare {
-		rel.Reliable = false
-		if from == 0 {
-			rel.Note = "no frequency in range is reported by the privacy mechanism with probability 1/2 or more (given that it was sampled): the whole answer extrapolates from few reports with large inverse-probability weights"
-		} else {
-			rel.Note = fmt.Sprintf("%.0f%% of this answer comes from keys with estimated frequency below %d, twice the frequency %d below which the privacy mechanism withholds most keys: "+
-				"it extrapolates from few reports with large weights, its standard error is itself uncertain, and keys well below %d, almost never reported, are missing from it (a bias the interval does not contain)", 100*rel.NearOrBelowShare, 2*from, from, from)
-		}
-	} else if near > MissingMassSEs*out.StandardError {
-		rel.Reliable = false
-		rel.Note = fmt.Sprintf("keys with estimated frequency below %d, twice the frequency %d below which the privacy mechanism withholds most keys, carry %.4g of this answer, more than %g standard errors: "+
-			"the population reaches down to that threshold and likely continues below it, where keys are almost never reported; their mass is missing from the answer (a bias the interval does not contain)", 2*from, from, near, float64(MissingMassSEs))
-	}
+	rel.Reliable, rel.Note = reliabilityNote(out, rel, near)
 	out.Reliability = rel
-	for _, v := range []float64{out.Estimate, out.Variance, out.Interval.Lower, out.Interval.Upper} {
+	for _, v := range []float64{out.Estimate, out.Variance, out.Interval.Lower} {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return SumError{}, ErrNotFinite
 		}
 	}
+	if math.IsNaN(out.Interval.Upper) {
+		return SumError{}, ErrNotFinite
+	}
 	return out, nil
+}
+
+// reliabilityNote applies the reliability rules in order and returns
+// whether the answer is reliable and, if not, why in plain words.
+func reliabilityNote(out SumError, rel Reliability, near float64) (bool, string) {
+	from := rel.SupportedFrom
+	switch {
+	case out.Selected == 0:
+		return false, fmt.Sprintf("no selected key is in the release: 0 is what the release shows, not a measurement. Keys the client's sampling or the privacy mechanism left out may hold a total up to the interval's upper end (%.4g: one unseen key can weigh %.4g, its inverse inclusion probability)", out.Interval.Upper, out.UnseenWeight)
+	case rel.EffectiveKeys < MinEffectiveKeys:
+		return false, fmt.Sprintf("this answer rests on %d selected key(s), whose uncertainty amounts to about %.1f key(s): a key the sample missed or caught by chance moves it by about %.4g, and with so few keys neither the standard error nor the interval can be trusted", out.Selected, rel.EffectiveKeys, max(out.UnseenWeight, out.StandardError))
+	case math.IsInf(out.Interval.Upper, 1):
+		return false, "under this sampling keys of any frequency can go unseen, each with a weight no public parameter bounds: the interval has no upper end"
+	}
+	if rel.NearOrBelowShare > UnreliableShare {
+		if from == 0 {
+			return false, "no frequency in range is reported by the privacy mechanism with probability 1/2 or more (given that it was sampled): the whole answer extrapolates from few reports with large inverse-probability weights"
+		}
+		return false, fmt.Sprintf("%.0f%% of this answer comes from keys with estimated frequency below %d, twice the frequency %d below which the privacy mechanism withholds most keys: "+
+			"it extrapolates from few reports with large weights, its standard error is itself uncertain, and keys well below %d, almost never reported, are missing from it (a bias the interval does not contain)", 100*rel.NearOrBelowShare, 2*from, from, from)
+	}
+	if near > MissingMassSEs*out.StandardError {
+		return false, fmt.Sprintf("keys with estimated frequency below %d, twice the frequency %d below which the privacy mechanism withholds most keys, carry %.4g of this answer, more than %g standard errors: "+
+			"the population reaches down to that threshold and likely continues below it, where keys are almost never reported; their mass is missing from the answer (a bias the interval does not contain)", 2*from, from, near, float64(MissingMassSEs))
+	}
+	return true, ""
+}
+
+// lookupG returns the frequency function of a *Table or *ChunkSet.
+func lookupG(t Lookup) (G, bool) {
+	switch t := t.(type) {
+	case *Table:
+		return t.G, true
+	case *ChunkSet:
+		return t.G, true
+	}
+	return G{}, false
 }

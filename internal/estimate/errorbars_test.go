@@ -153,7 +153,7 @@ func TestErrorBarsBySimulation(t *testing.T) {
 					}
 					items[k] = WeightedPair{Pair: Pair{Key: fmt.Sprint(x), Value: key.Frequency}, Weight: wt}
 				}
-				se, err := SumWithError(h.identity, sel, 0.95, sc.s)
+				se, err := SumWithError(h.identity, sel, 0.95, p, sc.s)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -257,7 +257,7 @@ func TestZipfCountUnreliable(t *testing.T) {
 		{"identity mle", h.identity, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			se, err := SumWithError(c.tab, rel.keys, 0.95, s)
+			se, err := SumWithError(c.tab, rel.keys, 0.95, p, s)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -311,7 +311,9 @@ func TestMLEFrequencyIsArgmax(t *testing.T) {
 }
 
 // TestSumWithErrorHandCase checks the formula on a table of one frequency
-// by hand: Var^ = sum V(i^)/pi(i^), interval s -/+ 1.96 SE clamped at 0.
+// by hand: Var^ = sum V(i^)/pi(i^); without sampling the unseen weight is 0
+// and the interval is the gamma one of mean s and variance Var^, within a
+// few percent of s -/+ 1.96 SE for these three keys (gamma shape 19,000).
 func TestSumWithErrorHandCase(t *testing.T) {
 	t.Parallel()
 	rows := alg4Rows(0.7, 1e-3, qNone, 120)
@@ -338,7 +340,7 @@ func TestSumWithErrorHandCase(t *testing.T) {
 		est += a
 	}
 	noSampling := mustSampling(sanitize.SchemeNone, 0, nil)
-	got, err := SumWithError(id, keys, 0.95, noSampling)
+	got, err := SumWithError(id, keys, 0.95, mustPrivacy(0.7, 1e-3), noSampling)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,12 +348,18 @@ func TestSumWithErrorHandCase(t *testing.T) {
 		t.Fatalf("variance %g want %g, estimate %g want %g", got.Variance, want, got.Estimate, est)
 	}
 	z := 1.959963984540054
-	if !relClose(got.Interval.Upper, est+z*math.Sqrt(want), 1e-9) || !relClose(got.Interval.Lower, math.Max(0, est-z*math.Sqrt(want)), 1e-9) {
-		t.Fatalf("interval %+v", got.Interval)
+	if got.UnseenWeight != 0 || got.Reliability.EffectiveKeys < 2 || got.Reliability.EffectiveKeys > 3+1e-9 {
+		t.Fatalf("unseen weight %g, effective keys %g: want 0 and between 2 and 3", got.UnseenWeight, got.Reliability.EffectiveKeys)
+	}
+	if gi := GammaInterval(est, want, 0, 0.95); got.Interval != gi {
+		t.Fatalf("interval %+v, want the gamma interval %+v", got.Interval, gi)
+	}
+	if hw := z * math.Sqrt(want); math.Abs(got.Interval.Upper-est-hw) > 0.02*hw || math.Abs(est-got.Interval.Lower-hw) > 0.02*hw {
+		t.Fatalf("interval %+v, want within 2%% of the normal %g -/+ %g", got.Interval, est, hw)
 	}
 	for _, bad := range []float64{0, 1, -0.5, math.NaN()} {
 		t.Run(fmt.Sprintf("level=%g", bad), func(t *testing.T) {
-			if _, err := SumWithError(id, keys, bad, noSampling); err == nil {
+			if _, err := SumWithError(id, keys, bad, mustPrivacy(0.7, 1e-3), noSampling); err == nil {
 				t.Errorf("level %g accepted", bad)
 			}
 		})
@@ -418,7 +426,7 @@ func TestSampledZipfReliable(t *testing.T) {
 			truth   float64
 			covered *int
 		}{{h.identity, truthSum, &covSum}, {h.count, keys, &covCount}} {
-			se, err := SumWithError(c.tab, rel.keys, 0.95, s)
+			se, err := SumWithError(c.tab, rel.keys, 0.95, p, s)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -470,7 +478,7 @@ func TestWorkedExampleMissingMassFlagged(t *testing.T) {
 				sel = append(sel, key)
 			}
 		}
-		se, err := SumWithError(h.identity, sel, 0.95, s)
+		se, err := SumWithError(h.identity, sel, 0.95, p, s)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,14 +29,14 @@ func ExampleSumWithError() {
 		fmt.Printf("token %g: estimate %.2f\n", v, a)
 		keys = append(keys, estimate.ReportedKey{Value: v, Frequency: f})
 	}
-	sum, _ := estimate.SumWithError(identity, keys, 0.95, sanitize.Sampling{Scheme: sanitize.SchemeNone})
+	sum, _ := estimate.SumWithError(identity, keys, 0.95, p, sanitize.Sampling{Scheme: sanitize.SchemeNone})
 	fmt.Printf("sum %.2f ± %.2f (95%%: [%.2f, %.2f]), reliable: %v\n",
 		sum.Estimate, sum.StandardError, sum.Interval.Lower, sum.Interval.Upper, sum.Reliability.Reliable)
 	// Output:
 	// token 40: estimate 46.00
 	// token 95: estimate 101.00
 	// token 180: estimate 186.00
-	// sum 333.00 ± 2.41 (95%: [328.28, 337.72]), reliable: true
+	// sum 333.00 ± 2.41 (95%: [328.30, 337.74]), reliable: true
 }
 
 // Stats gives the exact error of one key's estimate at a true frequency:

@@ -144,13 +144,13 @@ func (s *Service) EstimateSample(ctx context.Context, id string, g estimate.G, e
 		return SampleEstimate{}, err
 	}
 	var out SampleEstimate
-	if out.SumError, err = sumWithError(et, all, level, smp.Spec.Sampling); err != nil {
+	if out.SumError, err = sumWithError(et, all, level, smp.Spec.Privacy, smp.Spec.Sampling); err != nil {
 		return SampleEstimate{}, err
 	}
 	if by.enabled() {
 		out.Groups = make([]GroupEstimate, 0, len(groups))
 		for _, name := range slices.Sorted(maps.Keys(groups)) {
-			se, err := sumWithError(et, groups[name], level, smp.Spec.Sampling)
+			se, err := sumWithError(et, groups[name], level, smp.Spec.Privacy, smp.Spec.Sampling)
 			if err != nil {
 				return SampleEstimate{}, err
 			}
@@ -214,8 +214,8 @@ func (s *Service) sampleLookup(ctx context.Context, smp *Sample, g estimate.G, e
 
 // sumWithError maps estimate.SumWithError's errors: a non-finite result is a
 // 422 naming g (the frequency function that overflowed), never a 500.
-func sumWithError(t estimate.Lookup, keys []estimate.ReportedKey, level float64, smp sanitize.Sampling) (estimate.SumError, error) {
-	se, err := estimate.SumWithError(t, keys, level, smp)
+func sumWithError(t estimate.Lookup, keys []estimate.ReportedKey, level float64, p sanitize.Privacy, smp sanitize.Sampling) (estimate.SumError, error) {
+	se, err := estimate.SumWithError(t, keys, level, p, smp)
 	if errors.Is(err, estimate.ErrNotFinite) {
 		return se, fieldErr("g", "gives an estimate or standard error that is not a finite number for this sample; use a smaller power or cap")
 	}
