@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/pwsd/pwsd/internal/dprand"
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
 
@@ -135,5 +136,82 @@ func TestUnseenWeight(t *testing.T) {
 				t.Errorf("UnseenWeight = %g, want %g", got, c.want)
 			}
 		})
+	}
+}
+
+// TestPoissonSample: the simulations' sampler keeps each key with
+// probability q_{w_k} exactly. Over 20,000 draws of 60 keys (q from 0.95 down
+// to 0.001) every key's inclusion rate is within 4.5 binomial standard
+// deviations of q (false-alarm rate about 4e-4 over the 60 keys); a sampler
+// that forgot the thinning step would keep the light keys at the heavier
+// keys' rate, dozens of deviations off.
+func TestPoissonSample(t *testing.T) {
+	t.Parallel()
+	w := make([]int64, 60)
+	for k := range w {
+		w[k] = max(1, int64(3000/(k+1)/(k+1)))
+	}
+	s := mustSampling(sanitize.SchemePPSWOR, 1e-3, nil)
+	const draws = 20_000
+	counts := make([]int, len(w))
+	rng := dprand.Seeded(77)
+	for range draws {
+		for _, k := range poissonSample(w, s, rng) {
+			counts[k]++
+		}
+	}
+	for k, c := range counts {
+		q := s.Q(w[k])
+		if sd := math.Sqrt(draws * q * (1 - q)); math.Abs(float64(c)-draws*q) > 4.5*sd+1e-9 {
+			t.Errorf("key %d (w %d): kept %d of %d, want %.1f (q %.4f, sd %.1f)", k, w[k], c, draws, draws*q, q, sd)
+		}
+	}
+}
+
+// TestFewKeysNeverReliable: an answer over no selected key is 0 with the
+// interval [0, ln(40) w] (no key seen: the Poisson upper limit 3.69 of one
+// unseen weight w) and is not reliable; nor is one over a single key,
+// whatever its frequency; two keys of similar weight can be.
+func TestFewKeysNeverReliable(t *testing.T) {
+	t.Parallel()
+	p := mustPrivacy(1, 1e-6)
+	s := mustSampling(sanitize.SchemePPSWOR, 1e-3, nil)
+	h := newHonestTables(t, p, s, sanitize.MethodMaxSeparation, 4000)
+	zero, err := SumWithError(h.identity, nil, 0.95, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if zero.Reliability.Reliable || zero.Reliability.Note == "" || zero.Interval.Lower != 0 ||
+		!relClose(zero.Interval.Upper, math.Log(40)*zero.UnseenWeight, 1e-9) || zero.UnseenWeight < 900 {
+		t.Errorf("no key: %+v, want unreliable with a note and [0, ln40 w], w about 1/tau", zero)
+	}
+	rng := dprand.Seeded(5)
+	var keys []ReportedKey
+	for len(keys) < 2 {
+		outs, err := h.st.DrawAll([]int64{500}, rng, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if outs[0].Reported {
+			f, err := MLEFrequency(h.identity, h.count, outs[0].Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, ReportedKey{Value: outs[0].Value, Frequency: f})
+		}
+	}
+	one, err := SumWithError(h.identity, keys[:1], 0.95, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.Reliability.Reliable || one.Reliability.EffectiveKeys != 1 || one.Reliability.Note == "" {
+		t.Errorf("one key: %+v, want unreliable, one effective key, a note", one.Reliability)
+	}
+	two, err := SumWithError(h.identity, keys, 0.95, p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if two.Reliability.EffectiveKeys < 1.9 || two.Reliability.EffectiveKeys > 2 {
+		t.Errorf("two keys of frequency 500: %g effective keys, want about 2", two.Reliability.EffectiveKeys)
 	}
 }
