@@ -112,8 +112,8 @@ type Reliability struct {
 	// with no key; the number of keys when every v_j is 0.
 	EffectiveKeys float64
 	// Reliable is false when no key was selected, when EffectiveKeys is
-	// below MinEffectiveKeys, when the interval has no finite upper end, or
-	// when the privacy threshold's rules (UnreliableShare, MissingMassSEs)
+	// below MinEffectiveKeys, when one unseen key would weigh more than
+	// UnseenSEs standard errors, or when the privacy threshold's rules (UnreliableShare, MissingMassSEs)
 	// flag the answer.
 	Reliable bool
 	// Note explains an unreliable answer in plain words; empty otherwise.
@@ -187,7 +187,7 @@ type SumError struct {
 	StandardError float64
 	Interval      Interval
 	// UnseenWeight is the weight of the one unseen key the interval's
-	// upper end allows for (UnseenWeight); +Inf when none can be stated.
+	// upper end allows for (UnseenWeight).
 	UnseenWeight float64
 	Reliability  Reliability
 }
@@ -225,14 +225,16 @@ type SumError struct {
 // top), the Poisson-equivalent weight of one key the release did not show
 // (top: where sampling leaves no key unseen; under custom sampling, twice
 // the largest selected MLE frequency or the list's length). Over many keys
-// it tends to the normal interval s^ -/+ z SE, shifted up by about w. It
+// it tends to the normal interval s^ -/+ z SE, shifted up by about w. An
+// estimate, variance, interval or w that is not finite (g overflowing)
+// returns ErrNotFinite. It
 // covers the sampling and sanitizer noise, not the estimator's bias: small
 // where keys are well above SupportedFrom (see Stats(i).Bias), but keys well
 // below it are almost never reported and their mass is missing from the
 // estimate — the reliability block flags answers where that matters.
 //
 // Reliability: no selected key, fewer than MinEffectiveKeys effective keys,
-// no finite upper end, an unseen key worth more than UnseenSEs standard
+// an unseen key worth more than UnseenSEs standard
 // errors, or the privacy threshold's rules (UnreliableShare, MissingMassSEs)
 // make the answer unreliable, with a note saying why.
 func SumWithError(t Lookup, keys []ReportedKey, level float64, p sanitize.Privacy, smp sanitize.Sampling) (SumError, error) {
@@ -291,13 +293,10 @@ func SumWithError(t Lookup, keys []ReportedKey, level float64, p sanitize.Privac
 	}
 	rel.Reliable, rel.Note = reliabilityNote(out, rel, near)
 	out.Reliability = rel
-	for _, v := range []float64{out.Estimate, out.Variance, out.Interval.Lower} {
+	for _, v := range []float64{out.Estimate, out.Variance, out.Interval.Lower, out.Interval.Upper, out.UnseenWeight} {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return SumError{}, ErrNotFinite
 		}
-	}
-	if math.IsNaN(out.Interval.Upper) {
-		return SumError{}, ErrNotFinite
 	}
 	return out, nil
 }
@@ -311,8 +310,6 @@ func reliabilityNote(out SumError, rel Reliability, near float64) (bool, string)
 		return false, fmt.Sprintf("no selected key is in the release: 0 is what the release shows, not a measurement. Keys the client's sampling or the privacy mechanism left out may hold a total up to the interval's upper end (%.4g: one unseen key can weigh %.4g, its inverse inclusion probability)", out.Interval.Upper, out.UnseenWeight)
 	case rel.EffectiveKeys < MinEffectiveKeys:
 		return false, fmt.Sprintf("this answer rests on %d selected key(s), whose uncertainty amounts to about %.1f key(s): a key the sample missed or caught by chance moves it by about %.4g, and with so few keys neither the standard error nor the interval can be trusted", out.Selected, rel.EffectiveKeys, max(out.UnseenWeight, out.StandardError))
-	case math.IsInf(out.Interval.Upper, 1):
-		return false, "under this sampling keys of any frequency can go unseen, each with a weight no public parameter bounds: the interval has no upper end"
 	case out.UnseenWeight > UnseenSEs*out.StandardError:
 		return false, fmt.Sprintf("one key the client's sampling could have missed would add about %.4g to this answer, more than %g standard errors (%.4g): the light keys it stands for are sampled too rarely for the keys seen to show how many there are, so the interval's upper end reflects the sampling rate, not the data", out.UnseenWeight, float64(UnseenSEs), out.StandardError)
 	}
