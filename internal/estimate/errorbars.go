@@ -307,11 +307,11 @@ func reliabilityNote(out SumError, rel Reliability, near float64) (bool, string)
 	from := rel.SupportedFrom
 	switch {
 	case out.Selected == 0:
-		return false, fmt.Sprintf("no selected key is in the release: 0 is what the release shows, not a measurement. Keys the client's sampling or the privacy mechanism left out may hold a total up to the interval's upper end (%.4g: one unseen key can weigh %.4g, its inverse inclusion probability)", out.Interval.Upper, out.UnseenWeight)
+		return false, fmt.Sprintf("no selected key is in the release: 0 is what the release shows, not a measurement. Keys the client's sampling left out may hold a total up to the interval's upper end, %.0f (one key the sampling missed can weigh %.0f)", out.Interval.Upper, out.UnseenWeight)
 	case rel.EffectiveKeys < MinEffectiveKeys:
-		return false, fmt.Sprintf("this answer rests on %d selected key(s), whose uncertainty amounts to about %.1f key(s): a key the sample missed or caught by chance moves it by about %.4g, and with so few keys neither the standard error nor the interval can be trusted", out.Selected, rel.EffectiveKeys, max(out.UnseenWeight, out.StandardError))
+		return false, fmt.Sprintf("this answer rests on %d selected key(s), whose uncertainty amounts to about %.1f key(s): a key the sample missed or caught by chance moves it by about %.0f, and with so few keys neither the standard error nor the interval can be trusted", out.Selected, rel.EffectiveKeys, max(out.UnseenWeight, out.StandardError))
 	case out.UnseenWeight > UnseenSEs*out.StandardError:
-		return false, fmt.Sprintf("one key the client's sampling could have missed would add about %.4g to this answer, more than %g standard errors (%.4g): the light keys it stands for are sampled too rarely for the keys seen to show how many there are, so the interval's upper end reflects the sampling rate, not the data", out.UnseenWeight, float64(UnseenSEs), out.StandardError)
+		return false, fmt.Sprintf("one key the client's sampling could have missed would add about %.0f to this answer, more than %g standard errors (%.0f): the light keys it stands for are sampled too rarely for the keys seen to show how many there are, so the interval's upper end reflects the sampling rate, not the data", out.UnseenWeight, float64(UnseenSEs), out.StandardError)
 	}
 	if rel.NearOrBelowShare > UnreliableShare {
 		if from == 0 {
