@@ -238,16 +238,43 @@ type SumError struct {
 // errors, or the privacy threshold's rules (UnreliableShare, MissingMassSEs)
 // make the answer unreliable, with a note saying why.
 func SumWithError(t Lookup, keys []ReportedKey, level float64, p sanitize.Privacy, smp sanitize.Sampling) (SumError, error) {
+	w, err := SumUnseenWeight(t, keys, p, smp)
+	if err != nil {
+		return SumError{}, err
+	}
+	return SumWithErrorAt(t, keys, level, smp, w)
+}
+
+// SumUnseenWeight is the unseen weight SumWithError uses for a sum of t's g
+// over keys: UnseenWeight from supported_from up to where sampling leaves no
+// key unseen (ppswor, priority) or, under custom sampling, up to twice the
+// largest MLE frequency among keys or the list's length, whichever is
+// larger. It costs a few thousand evaluations of q: a group-by computes it
+// once, over all the selected keys, for every group (SumWithErrorAt).
+func SumUnseenWeight(t Lookup, keys []ReportedKey, p sanitize.Privacy, smp sanitize.Sampling) (float64, error) {
+	g, ok := lookupG(t)
+	if !ok {
+		return 0, errors.New("estimate: the unseen weight needs a *Table or *ChunkSet")
+	}
+	top := math.Inf(1)
+	if smp.Scheme == sanitize.SchemeCustom {
+		top = float64(len(smp.Probabilities))
+		for _, k := range keys {
+			top = max(top, 2*math.Round(k.Frequency))
+		}
+	}
+	return UnseenWeight(g, p, smp, t.SupportedFrom(smp), top), nil
+}
+
+// SumWithErrorAt is SumWithError with the unseen weight w given
+// (SumUnseenWeight), for groups that share it.
+func SumWithErrorAt(t Lookup, keys []ReportedKey, level float64, smp sanitize.Sampling, w float64) (SumError, error) {
 	if !(level > 0 && level < 1) {
 		return SumError{}, errors.New("estimate: interval level must lie strictly between 0 and 1")
 	}
-	g, ok := lookupG(t)
-	if !ok {
-		return SumError{}, errors.New("estimate: SumWithError needs a *Table or *ChunkSet")
-	}
-	out := SumError{Selected: len(keys)}
+	out := SumError{Selected: len(keys), UnseenWeight: w}
 	from := t.SupportedFrom(smp)
-	var total, near, sumV2, top float64
+	var total, near, sumV2 float64
 	for _, k := range keys {
 		a, err := t.Estimate(k.Value)
 		if err != nil {
@@ -255,7 +282,6 @@ func SumWithError(t Lookup, keys []ReportedKey, level float64, p sanitize.Privac
 		}
 		out.Estimate += a
 		i := max(int64(math.Round(k.Frequency)), 1)
-		top = max(top, 2*float64(i))
 		st, err := t.Stats(i)
 		if err != nil {
 			return SumError{}, err
@@ -271,12 +297,6 @@ func SumWithError(t Lookup, keys []ReportedKey, level float64, p sanitize.Privac
 		}
 	}
 	out.StandardError = math.Sqrt(out.Variance)
-	if smp.Scheme == sanitize.SchemeCustom {
-		top = max(top, float64(len(smp.Probabilities)))
-	} else {
-		top = math.Inf(1)
-	}
-	out.UnseenWeight = UnseenWeight(g, p, smp, from, top)
 	out.Interval = GammaInterval(out.Estimate, out.Variance, out.UnseenWeight, level)
 	rel := Reliability{SupportedFrom: from, Reliable: true}
 	switch {
