@@ -45,27 +45,9 @@ type ReliabilityView struct {
 	Note string `json:"note,omitempty"`
 }
 
-// GroupView is the estimate of one group of a group-by.
-type GroupView struct {
-	Group         string          `json:"group"`
-	Selected      int             `json:"selected"`
-	Estimate      float64         `json:"estimate"`
-	StandardError float64         `json:"standard_error"`
-	Interval      IntervalView    `json:"interval"`
-	UnseenWeight  float64         `json:"unseen_weight"`
-	Reliability   ReliabilityView `json:"reliability"`
-}
-
-// EstimateView is a linear statistic estimated from a sanitized sample, with
-// its standard error (plug-in Horvitz-Thompson over the exact per-frequency
-// variances: sampling and sanitizer noise), a gamma interval (Fay-Feuer)
-// whose upper end allows for one key of weight unseen_weight that the
-// sampling missed, and a reliability statement; with group_by, the same for
-// every group.
-type EstimateView struct {
-	Sample        string       `json:"sample"`
-	G             string       `json:"g"`
-	Estimator     string       `json:"estimator"`
+// SumView is a sum estimated from a sanitized sample with its error bars:
+// the fields an estimate and each of its groups share.
+type SumView struct {
 	Selected      int          `json:"selected"`
 	Estimate      float64      `json:"estimate"`
 	StandardError float64      `json:"standard_error"`
@@ -76,6 +58,25 @@ type EstimateView struct {
 	// sampling): the interval's upper end allows for one such key.
 	UnseenWeight float64         `json:"unseen_weight"`
 	Reliability  ReliabilityView `json:"reliability"`
+}
+
+// GroupView is the estimate of one group of a group-by.
+type GroupView struct {
+	Group string `json:"group"`
+	SumView
+}
+
+// EstimateView is a linear statistic estimated from a sanitized sample, with
+// its standard error (plug-in Horvitz-Thompson over the exact per-frequency
+// variances: sampling and sanitizer noise), a gamma interval (Fay-Feuer)
+// whose upper end allows for one key of weight unseen_weight that the
+// sampling missed, and a reliability statement; with group_by, the same for
+// every group.
+type EstimateView struct {
+	Sample    string `json:"sample"`
+	G         string `json:"g"`
+	Estimator string `json:"estimator"`
+	SumView
 	// GroupBy echoes the grouping ("prefix"), absent without one.
 	GroupBy   string      `json:"group_by,omitempty"`
 	Delimiter string      `json:"delimiter,omitempty"`
@@ -150,6 +151,11 @@ func reliabilityView(r estimate.Reliability) ReliabilityView {
 	return ReliabilityView{Reliable: r.Reliable, SupportedFrom: r.SupportedFrom, NearOrBelowShare: r.NearOrBelowShare, EffectiveKeys: r.EffectiveKeys, Note: r.Note}
 }
 
+func sumView(se estimate.SumError) SumView {
+	return SumView{Selected: se.Selected, Estimate: se.Estimate, StandardError: se.StandardError,
+		Interval: intervalView(se.Interval), UnseenWeight: se.UnseenWeight, Reliability: reliabilityView(se.Reliability)}
+}
+
 // maxGroupLength bounds length= of a prefix group-by.
 const maxGroupLength = 1 << 16
 
@@ -216,14 +222,12 @@ func (h *handler) estimateSample(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v := EstimateView{Sample: id, G: g.String(), Estimator: string(e), Selected: est.Selected, Estimate: est.Estimate,
-		StandardError: est.StandardError, Interval: intervalView(est.Interval), UnseenWeight: est.UnseenWeight, Reliability: reliabilityView(est.Reliability)}
+	v := EstimateView{Sample: id, G: g.String(), Estimator: string(e), SumView: sumView(est.SumError)}
 	if by != (service.GroupBy{}) {
 		v.GroupBy, v.Delimiter, v.Length = "prefix", by.Delimiter, by.Length
 		v.Groups = make([]GroupView, len(est.Groups))
 		for i, gr := range est.Groups {
-			v.Groups[i] = GroupView{Group: gr.Group, Selected: gr.Selected, Estimate: gr.Estimate, StandardError: gr.StandardError,
-				Interval: intervalView(gr.Interval), UnseenWeight: gr.UnseenWeight, Reliability: reliabilityView(gr.Reliability)}
+			v.Groups[i] = GroupView{Group: gr.Group, SumView: sumView(gr.SumError)}
 		}
 	}
 	if e == "unbiased" {

@@ -3188,6 +3188,7 @@ const docTemplate = `{
                     "type": "number"
                 },
                 "unseen_weight": {
+                    "description": "UnseenWeight is the weight one key the client's sampling missed\ncould carry (g(i)(1-q_i)/q_i at its largest above supported_from,\ndoubled where the privacy mechanism may also withhold it; 0 without\nsampling): the interval's upper end allows for one such key.",
                     "type": "number"
                 }
             }

@@ -1776,7 +1776,10 @@ type GroupView struct {
 	// StandardError Standard error of the group's estimate.
 	StandardError float64 `json:"standard_error"`
 
-	// UnseenWeight The weight one key the client's sampling missed could carry; the group's interval allows for one such key.
+	// UnseenWeight UnseenWeight is the weight one key the client's sampling missed
+	// could carry (g(i)(1-q_i)/q_i at its largest above supported_from,
+	// doubled where the privacy mechanism may also withhold it; 0 without
+	// sampling): the interval's upper end allows for one such key.
 	UnseenWeight float64 `json:"unseen_weight"`
 }
 

@@ -46,7 +46,6 @@ var propertyDocs = map[string]string{
 	"SanitizedElement.contribution":     "This key's term in the estimate of a sum of frequencies under the sample's estimator (with sampling it includes 1/q: not a frequency).",
 	"GroupView.group":                   "The group: the part of the key before the delimiter, or its first length characters.",
 	"GroupView.interval":                "Confidence interval of the group's estimate (the gamma interval, as the overall one).",
-	"GroupView.unseen_weight":           "The weight one key the client's sampling missed could carry; the group's interval allows for one such key.",
 	"GroupView.reliability":             "How much of the group's estimate rests on keys the release mostly hides.",
 	"GroupView.standard_error":          "Standard error of the group's estimate.",
 	"L":                                 "L(epsilon, delta): the frequency scale below which keys are rarely reported.",
