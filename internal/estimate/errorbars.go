@@ -331,7 +331,7 @@ func reliabilityNote(out SumError, rel Reliability, near float64) (bool, string)
 	case rel.EffectiveKeys < MinEffectiveKeys:
 		return false, fmt.Sprintf("this answer rests on %d selected key(s), whose uncertainty amounts to about %.1f key(s): a key the sample missed or caught by chance moves it by about %.0f, and with so few keys neither the standard error nor the interval can be trusted", out.Selected, rel.EffectiveKeys, max(out.UnseenWeight, out.StandardError))
 	case out.UnseenWeight > UnseenSEs*out.StandardError:
-		return false, fmt.Sprintf("one key the client's sampling could have missed would add about %.0f to this answer, more than %g standard errors (%.0f): the light keys it stands for are sampled too rarely for the keys seen to show how many there are, so the interval's upper end reflects the sampling rate, not the data", out.UnseenWeight, float64(UnseenSEs), out.StandardError)
+		return false, fmt.Sprintf("one key the client's sampling could have missed would add about %.0f to this answer, more than %s (%.0f): the light keys it stands for are sampled too rarely for the keys seen to show how many there are, so the interval's upper end reflects the sampling rate, not the data", out.UnseenWeight, standardErrors(UnseenSEs), UnseenSEs*out.StandardError)
 	}
 	if rel.NearOrBelowShare > UnreliableShare {
 		if from == 0 {
@@ -341,10 +341,18 @@ func reliabilityNote(out SumError, rel Reliability, near float64) (bool, string)
 			"it extrapolates from few reports with large weights, its standard error is itself uncertain, and keys well below %d, almost never reported, are missing from it (a bias the interval does not contain)", 100*rel.NearOrBelowShare, 2*from, from, from)
 	}
 	if near > MissingMassSEs*out.StandardError {
-		return false, fmt.Sprintf("keys with estimated frequency below %d, twice the frequency %d below which the privacy mechanism withholds most keys, carry %.4g of this answer, more than %g standard errors: "+
-			"the population reaches down to that threshold and likely continues below it, where keys are almost never reported; their mass is missing from the answer (a bias the interval does not contain)", 2*from, from, near, float64(MissingMassSEs))
+		return false, fmt.Sprintf("keys with estimated frequency below %d, twice the frequency %d below which the privacy mechanism withholds most keys, carry %.4g of this answer, more than %s (%.4g): "+
+			"the population reaches down to that threshold and likely continues below it, where keys are almost never reported; their mass is missing from the answer (a bias the interval does not contain)", 2*from, from, near, standardErrors(MissingMassSEs), MissingMassSEs*out.StandardError)
 	}
 	return true, ""
+}
+
+// standardErrors words n standard errors for a note.
+func standardErrors(n float64) string {
+	if n == 1 {
+		return "one standard error"
+	}
+	return fmt.Sprintf("%g standard errors", n)
 }
 
 // lookupG returns the frequency function of a *Table or *ChunkSet.
