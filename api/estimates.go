@@ -19,10 +19,14 @@ type IntervalView struct {
 }
 
 // ReliabilityView says how much of an answer rests on keys the release
-// mostly hides.
+// mostly hides, and on how many keys its uncertainty rests.
 type ReliabilityView struct {
-	// Reliable is false when more than a fifth of the answer comes from
-	// keys near or below SupportedFrom.
+	// Reliable is false, with a note, when no key was selected; when the
+	// uncertainty rests on fewer than 2 effective keys; when one key the
+	// sampling could have missed (unseen_weight) would move the answer by
+	// more than 2 standard errors; when more than a fifth of the answer, or
+	// more than one standard error of it, comes from keys near or below
+	// SupportedFrom.
 	Reliable bool `json:"reliable"`
 	// SupportedFrom is the frequency below which sampled keys are mostly
 	// withheld by the privacy mechanism (pi_i/q_i < 1/2; sampling is in the
@@ -32,33 +36,47 @@ type ReliabilityView struct {
 	// NearOrBelowShare is the estimated share of the answer carried by
 	// reported keys whose MLE frequency is below 2*supported_from.
 	NearOrBelowShare float64 `json:"near_or_below_share"`
+	// EffectiveKeys is the effective number of keys the answer's
+	// uncertainty rests on: (sum v_j)^2 / sum v_j^2 over the selected
+	// reported keys' variance terms v_j; k for k keys of equal variance, 1
+	// when one key carries it, 0 with no key.
+	EffectiveKeys float64 `json:"effective_keys"`
 	// Note explains an unreliable answer.
 	Note string `json:"note,omitempty"`
 }
 
+// SumView is a sum estimated from a sanitized sample with its error bars:
+// the fields an estimate and each of its groups share.
+type SumView struct {
+	Selected      int          `json:"selected"`
+	Estimate      float64      `json:"estimate"`
+	StandardError float64      `json:"standard_error"`
+	Interval      IntervalView `json:"interval"`
+	// UnseenWeight is the weight one key the client's sampling missed
+	// could carry (g(i)(1-q_i)/q_i at its largest above supported_from,
+	// doubled where the privacy mechanism may also withhold it; 0 without
+	// sampling): the interval's upper end allows for one such key.
+	UnseenWeight float64         `json:"unseen_weight"`
+	Reliability  ReliabilityView `json:"reliability"`
+}
+
 // GroupView is the estimate of one group of a group-by.
 type GroupView struct {
-	Group         string          `json:"group"`
-	Selected      int             `json:"selected"`
-	Estimate      float64         `json:"estimate"`
-	StandardError float64         `json:"standard_error"`
-	Interval      IntervalView    `json:"interval"`
-	Reliability   ReliabilityView `json:"reliability"`
+	Group string `json:"group"`
+	SumView
 }
 
 // EstimateView is a linear statistic estimated from a sanitized sample, with
 // its standard error (plug-in Horvitz-Thompson over the exact per-frequency
-// variances: sampling and sanitizer noise), a normal interval and a
-// reliability statement; with group_by, the same for every group.
+// variances: sampling and sanitizer noise), a gamma interval (Fay-Feuer)
+// whose upper end allows for one key of weight unseen_weight that the
+// sampling missed, and a reliability statement; with group_by, the same for
+// every group.
 type EstimateView struct {
-	Sample        string          `json:"sample"`
-	G             string          `json:"g"`
-	Estimator     string          `json:"estimator"`
-	Selected      int             `json:"selected"`
-	Estimate      float64         `json:"estimate"`
-	StandardError float64         `json:"standard_error"`
-	Interval      IntervalView    `json:"interval"`
-	Reliability   ReliabilityView `json:"reliability"`
+	Sample    string `json:"sample"`
+	G         string `json:"g"`
+	Estimator string `json:"estimator"`
+	SumView
 	// GroupBy echoes the grouping ("prefix"), absent without one.
 	GroupBy   string      `json:"group_by,omitempty"`
 	Delimiter string      `json:"delimiter,omitempty"`
@@ -130,7 +148,12 @@ func intervalView(i estimate.Interval) IntervalView {
 }
 
 func reliabilityView(r estimate.Reliability) ReliabilityView {
-	return ReliabilityView{Reliable: r.Reliable, SupportedFrom: r.SupportedFrom, NearOrBelowShare: r.NearOrBelowShare, Note: r.Note}
+	return ReliabilityView{Reliable: r.Reliable, SupportedFrom: r.SupportedFrom, NearOrBelowShare: r.NearOrBelowShare, EffectiveKeys: r.EffectiveKeys, Note: r.Note}
+}
+
+func sumView(se estimate.SumError) SumView {
+	return SumView{Selected: se.Selected, Estimate: se.Estimate, StandardError: se.StandardError,
+		Interval: intervalView(se.Interval), UnseenWeight: se.UnseenWeight, Reliability: reliabilityView(se.Reliability)}
 }
 
 // maxGroupLength bounds length= of a prefix group-by.
@@ -141,7 +164,7 @@ const maxGroupLength = 1 << 16
 //	@Summary		Estimate sum_x L(x) g(w_x) from a sanitized sample, with error bars
 //	@ID			getSampleEstimate
 //	@Description	Selection L(x) by key (repeatable), key_prefix and key_regex (RE2, length-limited); none selects all keys. Estimators: mle (default), biased_down (never over-estimates in expectation), unbiased (exactly unbiased, but can be negative with huge variance). 422 for a keys-only sample.
-//	@Description	standard_error: square root of the plug-in Horvitz-Thompson variance sum over selected reported keys of V(i)/pi_i at the key's MLE frequency i, V(i) the exact per-frequency variance of the estimator (sampling and sanitizer noise). interval: estimate -/+ z*standard_error at level (default 0.95), lower end clamped at 0. reliability: supported_from (pi_i/q_i >= 1/2 from there: the privacy mechanism reports most sampled keys; sampling is in the weights and the standard error), the share of the answer carried by keys with MLE frequency below 2*supported_from, reliable=false with a note when that share exceeds 1/5. The interval covers sampling and sanitizer noise, not the bias from keys well below supported_from, which are almost never reported.
+//	@Description	standard_error: square root of the plug-in Horvitz-Thompson variance sum over selected reported keys of V(i)/pi_i at the key's MLE frequency i, V(i) the exact per-frequency variance of the estimator (sampling and sanitizer noise). interval at level (default 0.95): the Fay-Feuer gamma interval for weighted Poisson sums (lower: the gamma with the estimate's mean and variance; upper: the same with one more key of weight unseen_weight, what one key the client's sampling missed could weigh), which keeps its level when a few heavily weighted keys carry the answer; over many keys it is the normal interval estimate -/+ z*standard_error. reliability: reliable=false with a note when no key is selected, when effective_keys ((sum v_j)^2/sum v_j^2 over the keys' variance terms) is below 2, when unseen_weight exceeds 2 standard errors (counts under heavy sampling), or when keys with MLE frequency below 2*supported_from (pi_i/q_i >= 1/2 from supported_from on) carry more than 1/5 of the answer or more than one standard error. The interval covers sampling and sanitizer noise, not the bias from keys well below supported_from, which are almost never reported.
 //	@Description	group_by=prefix with delimiter=D (the part of the key before the first D; the whole key without D) or length=N (its first N characters) answers every group that has a selected reported key.
 //	@Tags			samples
 //	@Produce		json
@@ -199,14 +222,12 @@ func (h *handler) estimateSample(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v := EstimateView{Sample: id, G: g.String(), Estimator: string(e), Selected: est.Selected, Estimate: est.Estimate,
-		StandardError: est.StandardError, Interval: intervalView(est.Interval), Reliability: reliabilityView(est.Reliability)}
+	v := EstimateView{Sample: id, G: g.String(), Estimator: string(e), SumView: sumView(est.SumError)}
 	if by != (service.GroupBy{}) {
 		v.GroupBy, v.Delimiter, v.Length = "prefix", by.Delimiter, by.Length
 		v.Groups = make([]GroupView, len(est.Groups))
 		for i, gr := range est.Groups {
-			v.Groups[i] = GroupView{Group: gr.Group, Selected: gr.Selected, Estimate: gr.Estimate, StandardError: gr.StandardError,
-				Interval: intervalView(gr.Interval), Reliability: reliabilityView(gr.Reliability)}
+			v.Groups[i] = GroupView{Group: gr.Group, SumView: sumView(gr.SumError)}
 		}
 	}
 	if e == "unbiased" {

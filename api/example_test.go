@@ -141,7 +141,7 @@ func ExampleNewRouter_estimate() {
 	fmt.Println("interval around the estimate:", lower < est["estimate"].(float64) && est["estimate"].(float64) < upper)
 	// Output:
 	// status: 200
-	// fields: [estimate estimator g interval reliability sample selected standard_error]
+	// fields: [estimate estimator g interval reliability sample selected standard_error unseen_weight]
 	// selected: 2 g: identity estimator: mle
 	// standard error positive: true level: 0.9
 	// interval around the estimate: true

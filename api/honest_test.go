@@ -345,3 +345,66 @@ func TestIntegerFrequenciesAsIntegers(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimateFewKeysNotReliable (issue 32) over HTTP: a ppswor release at
+// tau 1e-3 whose selections hold no key, one key, or a group of one key is
+// never called reliable; the answer states effective_keys and unseen_weight
+// (about 2/tau for g = identity, the same for every group of the request)
+// and an interval whose upper end allows for an unseen key: never "0 ± 0,
+// reliable".
+func TestEstimateFewKeysNotReliable(t *testing.T) {
+	t.Parallel()
+	ts := newServer(t, nil)
+	var els []string
+	for i := 0; i < 40; i++ {
+		els = append(els, fmt.Sprintf(`{"key":"k/%03d","frequency":%d}`, i, 300+10*i))
+	}
+	els = append(els, `{"key":"solo/x","frequency":400}`)
+	r := ts.postJSON(t, "/v1/samples", `{"privacy":{"epsilon":1,"delta":1e-6},"sampling":{"scheme":"ppswor","threshold":1e-3},"elements":[`+strings.Join(els, ",")+`]}`)
+	if r.status != http.StatusCreated {
+		t.Fatalf("POST: %d %.300s", r.status, r.body)
+	}
+	var s sampleResp
+	r.json(t, &s)
+	type rel struct {
+		Reliable      bool    `json:"reliable"`
+		EffectiveKeys float64 `json:"effective_keys"`
+		Note          string  `json:"note"`
+	}
+	type answer struct {
+		Selected     int     `json:"selected"`
+		Estimate     float64 `json:"estimate"`
+		UnseenWeight float64 `json:"unseen_weight"`
+		Interval     struct{ Lower, Upper float64 }
+		Reliability  rel `json:"reliability"`
+		Groups       []struct {
+			Group        string  `json:"group"`
+			Selected     int     `json:"selected"`
+			UnseenWeight float64 `json:"unseen_weight"`
+			Reliability  rel     `json:"reliability"`
+		} `json:"groups"`
+	}
+	for _, c := range []struct {
+		query    string
+		selected int
+	}{
+		{"key_prefix=none/", 0},
+		{"key=solo/x", 1},
+	} {
+		var a answer
+		g := ts.get(t, "/v1/samples/"+s.ID+"/estimate?"+c.query)
+		g.json(t, &a)
+		if a.Selected != c.selected || a.Reliability.Reliable || a.Reliability.Note == "" || a.Reliability.EffectiveKeys != float64(c.selected) ||
+			!(a.UnseenWeight > 1500 && a.UnseenWeight < 2001) || !(a.Interval.Upper > a.Estimate+a.UnseenWeight) {
+			t.Errorf("%s: %.600s, want %d selected, not reliable, with a note, unseen weight about 2/tau and an upper end beyond it", c.query, g.body, c.selected)
+		}
+	}
+	var a answer
+	g := ts.get(t, "/v1/samples/"+s.ID+"/estimate?group_by=prefix&delimiter=/")
+	g.json(t, &a)
+	for _, gr := range a.Groups {
+		if gr.UnseenWeight != a.UnseenWeight || (gr.Selected <= 1 && gr.Reliability.Reliable) {
+			t.Errorf("group %s: %+v, want the request's unseen weight %g and, with %d key, not reliable", gr.Group, gr, a.UnseenWeight, gr.Selected)
+		}
+	}
+}

@@ -1545,7 +1545,7 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
-                "description": "Selection L(x) by key (repeatable), key_prefix and key_regex (RE2, length-limited); none selects all keys. Estimators: mle (default), biased_down (never over-estimates in expectation), unbiased (exactly unbiased, but can be negative with huge variance). 422 for a keys-only sample.\nstandard_error: square root of the plug-in Horvitz-Thompson variance sum over selected reported keys of V(i)/pi_i at the key's MLE frequency i, V(i) the exact per-frequency variance of the estimator (sampling and sanitizer noise). interval: estimate -/+ z*standard_error at level (default 0.95), lower end clamped at 0. reliability: supported_from (pi_i/q_i \u003e= 1/2 from there: the privacy mechanism reports most sampled keys; sampling is in the weights and the standard error), the share of the answer carried by keys with MLE frequency below 2*supported_from, reliable=false with a note when that share exceeds 1/5. The interval covers sampling and sanitizer noise, not the bias from keys well below supported_from, which are almost never reported.\ngroup_by=prefix with delimiter=D (the part of the key before the first D; the whole key without D) or length=N (its first N characters) answers every group that has a selected reported key.",
+                "description": "Selection L(x) by key (repeatable), key_prefix and key_regex (RE2, length-limited); none selects all keys. Estimators: mle (default), biased_down (never over-estimates in expectation), unbiased (exactly unbiased, but can be negative with huge variance). 422 for a keys-only sample.\nstandard_error: square root of the plug-in Horvitz-Thompson variance sum over selected reported keys of V(i)/pi_i at the key's MLE frequency i, V(i) the exact per-frequency variance of the estimator (sampling and sanitizer noise). interval at level (default 0.95): the Fay-Feuer gamma interval for weighted Poisson sums (lower: the gamma with the estimate's mean and variance; upper: the same with one more key of weight unseen_weight, what one key the client's sampling missed could weigh), which keeps its level when a few heavily weighted keys carry the answer; over many keys it is the normal interval estimate -/+ z*standard_error. reliability: reliable=false with a note when no key is selected, when effective_keys ((sum v_j)^2/sum v_j^2 over the keys' variance terms) is below 2, when unseen_weight exceeds 2 standard errors (counts under heavy sampling), or when keys with MLE frequency below 2*supported_from (pi_i/q_i \u003e= 1/2 from supported_from on) carry more than 1/5 of the answer or more than one standard error. The interval covers sampling and sanitizer noise, not the bias from keys well below supported_from, which are almost never reported.\ngroup_by=prefix with delimiter=D (the part of the key before the first D; the whole key without D) or length=N (its first N characters) answers every group that has a selected reported key.",
                 "produces": [
                     "application/json"
                 ],
@@ -3095,6 +3095,10 @@ const docTemplate = `{
                 },
                 "standard_error": {
                     "type": "number"
+                },
+                "unseen_weight": {
+                    "description": "UnseenWeight is the weight one key the client's sampling missed\ncould carry (g(i)(1-q_i)/q_i at its largest above supported_from,\ndoubled where the privacy mechanism may also withhold it; 0 without\nsampling): the interval's upper end allows for one such key.",
+                    "type": "number"
                 }
             }
         },
@@ -3202,6 +3206,10 @@ const docTemplate = `{
                     "type": "integer"
                 },
                 "standard_error": {
+                    "type": "number"
+                },
+                "unseen_weight": {
+                    "description": "UnseenWeight is the weight one key the client's sampling missed\ncould carry (g(i)(1-q_i)/q_i at its largest above supported_from,\ndoubled where the privacy mechanism may also withhold it; 0 without\nsampling): the interval's upper end allows for one such key.",
                     "type": "number"
                 }
             }
@@ -3469,6 +3477,10 @@ const docTemplate = `{
         "api.ReliabilityView": {
             "type": "object",
             "properties": {
+                "effective_keys": {
+                    "description": "EffectiveKeys is the effective number of keys the answer's\nuncertainty rests on: (sum v_j)^2 / sum v_j^2 over the selected\nreported keys' variance terms v_j; k for k keys of equal variance, 1\nwhen one key carries it, 0 with no key.",
+                    "type": "number"
+                },
                 "near_or_below_share": {
                     "description": "NearOrBelowShare is the estimated share of the answer carried by\nreported keys whose MLE frequency is below 2*supported_from.",
                     "type": "number"
@@ -3478,7 +3490,7 @@ const docTemplate = `{
                     "type": "string"
                 },
                 "reliable": {
-                    "description": "Reliable is false when more than a fifth of the answer comes from\nkeys near or below SupportedFrom.",
+                    "description": "Reliable is false, with a note, when no key was selected; when the\nuncertainty rests on fewer than 2 effective keys; when one key the\nsampling could have missed (unseen_weight) would move the answer by\nmore than 2 standard errors; when more than a fifth of the answer, or\nmore than one standard error of it, comes from keys near or below\nSupportedFrom.",
                     "type": "boolean"
                 },
                 "supported_from": {

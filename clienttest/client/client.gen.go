@@ -1624,7 +1624,7 @@ type EstimateView struct {
 	// Groups With group_by: one estimate per group of reported keys (groups add up to the whole).
 	Groups *[]GroupView `json:"groups,omitempty"`
 
-	// Interval Confidence interval of the estimate (covers sampling and sanitizer noise, not the bias of keys below supported_from).
+	// Interval Confidence interval of the estimate: Fay-Feuer's gamma interval for weighted Poisson sums, which keeps its level when a few heavily weighted keys carry the answer (covers sampling and sanitizer noise, not the bias of keys below supported_from).
 	Interval IntervalView `json:"interval"`
 
 	// Length With group_by=prefix: the number of leading characters that make a group.
@@ -1644,6 +1644,12 @@ type EstimateView struct {
 
 	// StandardError Standard error of the estimate: plug-in over the exact per-frequency variances (sampling and sanitizer noise).
 	StandardError float64 `json:"standard_error"`
+
+	// UnseenWeight UnseenWeight is the weight one key the client's sampling missed
+	// could carry (g(i)(1-q_i)/q_i at its largest above supported_from,
+	// doubled where the privacy mechanism may also withhold it; 0 without
+	// sampling): the interval's upper end allows for one such key.
+	UnseenWeight float64 `json:"unseen_weight"`
 }
 
 // EstimateViewEstimator The estimator used: mle, biased_down or unbiased.
@@ -1758,7 +1764,7 @@ type GroupView struct {
 	// Group The group: the part of the key before the delimiter, or its first length characters.
 	Group string `json:"group"`
 
-	// Interval Confidence interval of the group's estimate.
+	// Interval Confidence interval of the group's estimate (the gamma interval, as the overall one).
 	Interval IntervalView `json:"interval"`
 
 	// Reliability How much of the group's estimate rests on keys the release mostly hides.
@@ -1769,6 +1775,12 @@ type GroupView struct {
 
 	// StandardError Standard error of the group's estimate.
 	StandardError float64 `json:"standard_error"`
+
+	// UnseenWeight UnseenWeight is the weight one key the client's sampling missed
+	// could carry (g(i)(1-q_i)/q_i at its largest above supported_from,
+	// doubled where the privacy mechanism may also withhold it; 0 without
+	// sampling): the interval's upper end allows for one such key.
+	UnseenWeight float64 `json:"unseen_weight"`
 }
 
 // Info defines model for Info.
@@ -1804,10 +1816,10 @@ type IntervalView struct {
 	// Example: 0.95
 	Level float64 `json:"level"`
 
-	// Lower Lower end of the normal interval estimate - z*standard_error, clipped to the estimand's range (at 0 for the sums of a sample).
+	// Lower Lower end: for a sample's sums the Fay-Feuer gamma interval's (the gamma with the estimate's mean and variance, at least 0); for streams and counters the normal interval's, estimate - z*standard_error clipped to the estimand's range.
 	Lower float64 `json:"lower"`
 
-	// Upper Upper end of the normal interval estimate + z*standard_error, clipped to the estimand's range (a stream's range.max).
+	// Upper Upper end: for a sample's sums the Fay-Feuer gamma interval's (the gamma with one more key of weight unseen_weight); for streams and counters the normal interval's, estimate + z*standard_error clipped to the estimand's range (range.max).
 	Upper float64 `json:"upper"`
 }
 
@@ -2103,6 +2115,12 @@ type ReleaseViewKind string
 
 // ReliabilityView defines model for ReliabilityView.
 type ReliabilityView struct {
+	// EffectiveKeys EffectiveKeys is the effective number of keys the answer's
+	// uncertainty rests on: (sum v_j)^2 / sum v_j^2 over the selected
+	// reported keys' variance terms v_j; k for k keys of equal variance, 1
+	// when one key carries it, 0 with no key.
+	EffectiveKeys float64 `json:"effective_keys"`
+
 	// NearOrBelowShare NearOrBelowShare is the estimated share of the answer carried by
 	// reported keys whose MLE frequency is below 2*supported_from.
 	NearOrBelowShare float64 `json:"near_or_below_share"`
@@ -2110,8 +2128,12 @@ type ReliabilityView struct {
 	// Note Note explains an unreliable answer.
 	Note *string `json:"note,omitempty"`
 
-	// Reliable Reliable is false when more than a fifth of the answer comes from
-	// keys near or below SupportedFrom.
+	// Reliable Reliable is false, with a note, when no key was selected; when the
+	// uncertainty rests on fewer than 2 effective keys; when one key the
+	// sampling could have missed (unseen_weight) would move the answer by
+	// more than 2 standard errors; when more than a fifth of the answer, or
+	// more than one standard error of it, comes from keys near or below
+	// SupportedFrom.
 	Reliable bool `json:"reliable"`
 
 	// SupportedFrom SupportedFrom is the frequency below which sampled keys are mostly
@@ -3771,7 +3793,7 @@ type ClientInterface interface {
 	// GetSampleEstimate Estimate sum_x L(x) g(w_x) from a sanitized sample, with error bars
 	//
 	// Selection L(x) by key (repeatable), key_prefix and key_regex (RE2, length-limited); none selects all keys. Estimators: mle (default), biased_down (never over-estimates in expectation), unbiased (exactly unbiased, but can be negative with huge variance). 422 for a keys-only sample.
-	// standard_error: square root of the plug-in Horvitz-Thompson variance sum over selected reported keys of V(i)/pi_i at the key's MLE frequency i, V(i) the exact per-frequency variance of the estimator (sampling and sanitizer noise). interval: estimate -/+ z*standard_error at level (default 0.95), lower end clamped at 0. reliability: supported_from (pi_i/q_i >= 1/2 from there: the privacy mechanism reports most sampled keys; sampling is in the weights and the standard error), the share of the answer carried by keys with MLE frequency below 2*supported_from, reliable=false with a note when that share exceeds 1/5. The interval covers sampling and sanitizer noise, not the bias from keys well below supported_from, which are almost never reported.
+	// standard_error: square root of the plug-in Horvitz-Thompson variance sum over selected reported keys of V(i)/pi_i at the key's MLE frequency i, V(i) the exact per-frequency variance of the estimator (sampling and sanitizer noise). interval at level (default 0.95): the Fay-Feuer gamma interval for weighted Poisson sums (lower: the gamma with the estimate's mean and variance; upper: the same with one more key of weight unseen_weight, what one key the client's sampling missed could weigh), which keeps its level when a few heavily weighted keys carry the answer; over many keys it is the normal interval estimate -/+ z*standard_error. reliability: reliable=false with a note when no key is selected, when effective_keys ((sum v_j)^2/sum v_j^2 over the keys' variance terms) is below 2, when unseen_weight exceeds 2 standard errors (counts under heavy sampling), or when keys with MLE frequency below 2*supported_from (pi_i/q_i >= 1/2 from supported_from on) carry more than 1/5 of the answer or more than one standard error. The interval covers sampling and sanitizer noise, not the bias from keys well below supported_from, which are almost never reported.
 	// group_by=prefix with delimiter=D (the part of the key before the first D; the whole key without D) or length=N (its first N characters) answers every group that has a selected reported key.
 	//
 	// Corresponds with GET /v1/samples/{id}/estimate (the `GetSampleEstimate` operationId).
@@ -4425,7 +4447,7 @@ func (c *Client) GetSample(ctx context.Context, id string, params *GetSamplePara
 // GetSampleEstimate Estimate sum_x L(x) g(w_x) from a sanitized sample, with error bars
 //
 // Selection L(x) by key (repeatable), key_prefix and key_regex (RE2, length-limited); none selects all keys. Estimators: mle (default), biased_down (never over-estimates in expectation), unbiased (exactly unbiased, but can be negative with huge variance). 422 for a keys-only sample.
-// standard_error: square root of the plug-in Horvitz-Thompson variance sum over selected reported keys of V(i)/pi_i at the key's MLE frequency i, V(i) the exact per-frequency variance of the estimator (sampling and sanitizer noise). interval: estimate -/+ z*standard_error at level (default 0.95), lower end clamped at 0. reliability: supported_from (pi_i/q_i >= 1/2 from there: the privacy mechanism reports most sampled keys; sampling is in the weights and the standard error), the share of the answer carried by keys with MLE frequency below 2*supported_from, reliable=false with a note when that share exceeds 1/5. The interval covers sampling and sanitizer noise, not the bias from keys well below supported_from, which are almost never reported.
+// standard_error: square root of the plug-in Horvitz-Thompson variance sum over selected reported keys of V(i)/pi_i at the key's MLE frequency i, V(i) the exact per-frequency variance of the estimator (sampling and sanitizer noise). interval at level (default 0.95): the Fay-Feuer gamma interval for weighted Poisson sums (lower: the gamma with the estimate's mean and variance; upper: the same with one more key of weight unseen_weight, what one key the client's sampling missed could weigh), which keeps its level when a few heavily weighted keys carry the answer; over many keys it is the normal interval estimate -/+ z*standard_error. reliability: reliable=false with a note when no key is selected, when effective_keys ((sum v_j)^2/sum v_j^2 over the keys' variance terms) is below 2, when unseen_weight exceeds 2 standard errors (counts under heavy sampling), or when keys with MLE frequency below 2*supported_from (pi_i/q_i >= 1/2 from supported_from on) carry more than 1/5 of the answer or more than one standard error. The interval covers sampling and sanitizer noise, not the bias from keys well below supported_from, which are almost never reported.
 // group_by=prefix with delimiter=D (the part of the key before the first D; the whole key without D) or length=N (its first N characters) answers every group that has a selected reported key.
 //
 // Corresponds with GET /v1/samples/{id}/estimate (the `GetSampleEstimate` operationId).
@@ -8342,7 +8364,7 @@ type ClientWithResponsesInterface interface {
 	// GetSampleEstimateWithResponse Estimate sum_x L(x) g(w_x) from a sanitized sample, with error bars
 	//
 	// Selection L(x) by key (repeatable), key_prefix and key_regex (RE2, length-limited); none selects all keys. Estimators: mle (default), biased_down (never over-estimates in expectation), unbiased (exactly unbiased, but can be negative with huge variance). 422 for a keys-only sample.
-	// standard_error: square root of the plug-in Horvitz-Thompson variance sum over selected reported keys of V(i)/pi_i at the key's MLE frequency i, V(i) the exact per-frequency variance of the estimator (sampling and sanitizer noise). interval: estimate -/+ z*standard_error at level (default 0.95), lower end clamped at 0. reliability: supported_from (pi_i/q_i >= 1/2 from there: the privacy mechanism reports most sampled keys; sampling is in the weights and the standard error), the share of the answer carried by keys with MLE frequency below 2*supported_from, reliable=false with a note when that share exceeds 1/5. The interval covers sampling and sanitizer noise, not the bias from keys well below supported_from, which are almost never reported.
+	// standard_error: square root of the plug-in Horvitz-Thompson variance sum over selected reported keys of V(i)/pi_i at the key's MLE frequency i, V(i) the exact per-frequency variance of the estimator (sampling and sanitizer noise). interval at level (default 0.95): the Fay-Feuer gamma interval for weighted Poisson sums (lower: the gamma with the estimate's mean and variance; upper: the same with one more key of weight unseen_weight, what one key the client's sampling missed could weigh), which keeps its level when a few heavily weighted keys carry the answer; over many keys it is the normal interval estimate -/+ z*standard_error. reliability: reliable=false with a note when no key is selected, when effective_keys ((sum v_j)^2/sum v_j^2 over the keys' variance terms) is below 2, when unseen_weight exceeds 2 standard errors (counts under heavy sampling), or when keys with MLE frequency below 2*supported_from (pi_i/q_i >= 1/2 from supported_from on) carry more than 1/5 of the answer or more than one standard error. The interval covers sampling and sanitizer noise, not the bias from keys well below supported_from, which are almost never reported.
 	// group_by=prefix with delimiter=D (the part of the key before the first D; the whole key without D) or length=N (its first N characters) answers every group that has a selected reported key.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -14759,7 +14781,7 @@ func (c *ClientWithResponses) GetSampleWithResponse(ctx context.Context, id stri
 // GetSampleEstimateWithResponse Estimate sum_x L(x) g(w_x) from a sanitized sample, with error bars
 //
 // Selection L(x) by key (repeatable), key_prefix and key_regex (RE2, length-limited); none selects all keys. Estimators: mle (default), biased_down (never over-estimates in expectation), unbiased (exactly unbiased, but can be negative with huge variance). 422 for a keys-only sample.
-// standard_error: square root of the plug-in Horvitz-Thompson variance sum over selected reported keys of V(i)/pi_i at the key's MLE frequency i, V(i) the exact per-frequency variance of the estimator (sampling and sanitizer noise). interval: estimate -/+ z*standard_error at level (default 0.95), lower end clamped at 0. reliability: supported_from (pi_i/q_i >= 1/2 from there: the privacy mechanism reports most sampled keys; sampling is in the weights and the standard error), the share of the answer carried by keys with MLE frequency below 2*supported_from, reliable=false with a note when that share exceeds 1/5. The interval covers sampling and sanitizer noise, not the bias from keys well below supported_from, which are almost never reported.
+// standard_error: square root of the plug-in Horvitz-Thompson variance sum over selected reported keys of V(i)/pi_i at the key's MLE frequency i, V(i) the exact per-frequency variance of the estimator (sampling and sanitizer noise). interval at level (default 0.95): the Fay-Feuer gamma interval for weighted Poisson sums (lower: the gamma with the estimate's mean and variance; upper: the same with one more key of weight unseen_weight, what one key the client's sampling missed could weigh), which keeps its level when a few heavily weighted keys carry the answer; over many keys it is the normal interval estimate -/+ z*standard_error. reliability: reliable=false with a note when no key is selected, when effective_keys ((sum v_j)^2/sum v_j^2 over the keys' variance terms) is below 2, when unseen_weight exceeds 2 standard errors (counts under heavy sampling), or when keys with MLE frequency below 2*supported_from (pi_i/q_i >= 1/2 from supported_from on) carry more than 1/5 of the answer or more than one standard error. The interval covers sampling and sanitizer noise, not the bias from keys well below supported_from, which are almost never reported.
 // group_by=prefix with delimiter=D (the part of the key before the first D; the whole key without D) or length=N (its first N characters) answers every group that has a selected reported key.
 //
 // Returns a wrapper object for the known response body format(s).

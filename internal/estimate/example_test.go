@@ -2,6 +2,7 @@ package estimate_test
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
@@ -29,14 +30,14 @@ func ExampleSumWithError() {
 		fmt.Printf("token %g: estimate %.2f\n", v, a)
 		keys = append(keys, estimate.ReportedKey{Value: v, Frequency: f})
 	}
-	sum, _ := estimate.SumWithError(identity, keys, 0.95, sanitize.Sampling{Scheme: sanitize.SchemeNone})
+	sum, _ := estimate.SumWithError(identity, keys, 0.95, p, sanitize.Sampling{Scheme: sanitize.SchemeNone})
 	fmt.Printf("sum %.2f ± %.2f (95%%: [%.2f, %.2f]), reliable: %v\n",
 		sum.Estimate, sum.StandardError, sum.Interval.Lower, sum.Interval.Upper, sum.Reliability.Reliable)
 	// Output:
 	// token 40: estimate 46.00
 	// token 95: estimate 101.00
 	// token 180: estimate 186.00
-	// sum 333.00 ± 2.41 (95%: [328.28, 337.72]), reliable: true
+	// sum 333.00 ± 2.41 (95%: [328.30, 337.74]), reliable: true
 }
 
 // Stats gives the exact error of one key's estimate at a true frequency:
@@ -54,4 +55,36 @@ func ExampleTable_Stats() {
 	// Output:
 	// i=3: reported with probability 0.0111, expected estimate 0.12, bias -2.88, variance 1.20
 	// i=100: reported with probability 1.0000, expected estimate 99.80, bias -0.20, variance 1.93
+}
+
+// A sum resting on a few keys: ppswor sampling at tau = 1e-4 keeps a key of
+// frequency i with probability 1 - e^(-i/10^4), so each light key the
+// release shows stands for about 1/tau = 10^4 of the sum. With three keys
+// the estimate is a sum of three large weights, skewed to the right: the
+// gamma interval reaches further up than the normal one (and not as far
+// down), and allows for one key the sampling missed (unseen weight). With
+// one key nothing says how many others the sampling missed, and with none
+// the answer is 0 but not reliable.
+func ExampleSumWithError_fewKeys() {
+	p, _ := sanitize.NewPrivacy(1, 1e-6)
+	smp, _ := sanitize.NewSampling(sanitize.SchemePPSWOR, 1e-4, 1, nil)
+	tb, _ := sanitize.NewTable(p, smp, sanitize.MethodDiscrete)
+	identity, _ := estimate.Build(tb, estimate.Spec{MaxFrequency: 4000, G: estimate.G{Kind: estimate.GIdentity}, Estimator: estimate.MLE})
+	count, _ := estimate.Build(tb, estimate.Spec{MaxFrequency: 4000, G: estimate.G{Kind: estimate.GCount}, Estimator: estimate.MLE})
+	var keys []estimate.ReportedKey
+	for _, v := range []float64{480, 1190, 2590} {
+		f, _ := estimate.MLEFrequency(identity, count, v)
+		keys = append(keys, estimate.ReportedKey{Value: v, Frequency: f})
+	}
+	for _, n := range []int{3, 1, 0} {
+		s, _ := estimate.SumWithError(identity, keys[:n], 0.95, p, smp)
+		normal := estimate.NormalInterval(s.Estimate, s.StandardError, 0.95, 0, math.Inf(1))
+		fmt.Printf("%d keys: %.0f ± %.0f, gamma [%.0f, %.0f] (normal [%.0f, %.0f]), effective keys %.2f, unseen weight %.0f, reliable %v\n",
+			n, s.Estimate, s.StandardError, s.Interval.Lower, s.Interval.Upper, normal.Lower, normal.Upper,
+			s.Reliability.EffectiveKeys, s.UnseenWeight, s.Reliability.Reliable)
+	}
+	// Output:
+	// 3 keys: 32217 ± 17300, gamma [7709, 115355] (normal [0, 66125]), effective keys 3.00, unseen weight 19993, reliable true
+	// 1 keys: 10247 ± 9999, gamma [302, 87144] (normal [0, 29845]), effective keys 1.00, unseen weight 19993, reliable false
+	// 0 keys: 0 ± 0, gamma [0, 73752] (normal [0, 0]), effective keys 0.00, unseen weight 19993, reliable false
 }

@@ -2,6 +2,7 @@ package panprivate
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 
 	"github.com/pwsd/pwsd/internal/binenc"
@@ -135,31 +136,54 @@ func (d *ppds) Release(noise dprand.Laplacer) (Release, error) {
 	return d.noisyRelease(noise, d.estimate, 1/(d.cfg.Epsilon*float64(d.qualifying())), d.law.releaseCost(d.cfg.Epsilon), d.errorModel())
 }
 
-// errorModel states the release's variance at the level the release most
-// likely reads (docs/errorbars-streams.md, §ppds): the qualifying users at
+// ppdsLevelSDs is the margin, in binomial standard deviations, by which
+// boundLevel keeps the largest possible sample below m: the sample at a
+// level is a sum of independent bits, each 1 with probability at most P1, so
+// it exceeds its worst-case mean by 4 standard deviations with probability
+// about 3e-5 at any one time (normal tail; less by Chernoff's bound).
+const ppdsLevelSDs = 4
+
+// boundLevel is the highest level the stream's history can force (with
+// the ppdsLevelSDs margin), from public values only (n, m, P1): the smallest
+// level L whose n_L qualifying users, every one of them appeared (P(bit) =
+// P1, the largest probability any bit has: intrusions re-draw from the base
+// pair, and only shift the pair in use inside it), keep the sample below m:
+// n_L P1 + 4 sqrt(n_L P1 (1-P1)) < m. The level is a running maximum (evict
+// only raises it): it rises whenever a fluctuation fills the sample, and
+// deletions never lower it, so a stream whose users all appeared and were
+// then deleted reads at the level its peak forced, whatever its final
+// density. No stream the API accepts raises the level above boundLevel
+// except by a fluctuation beyond the margin.
+func (d *ppds) boundLevel() uint {
+	n, m := d.cfg.UniverseSize, float64(d.cfg.SampleSize)
+	p1 := float64(d.law.base[1]) / probUnit
+	top := ppdsMaxLevel(n)
+	for l := uint(0); l < top; l++ {
+		nl := float64(n >> l)
+		if nl*p1+ppdsLevelSDs*math.Sqrt(nl*p1*(1-p1)) < m {
+			return l
+		}
+	}
+	return top
+}
+
+// errorModel states the release's standard error at boundLevel and marks
+// it a bound (docs/errorbars-streams.md, §ppds): the qualifying users at
 // level L are a uniform random n_L-subset of the universe (perm is random),
-// so the variance is the density variance of a sample of n_L users
-// (Theorem 5.2 bounds it for fixed L), with release noise 1/(eps n_L). The
-// actual level is part of the state, which a release must not reveal, so
-// n_L is predicted from public values: the smallest level whose expected
-// distinct sample n_L (P0 + gap d) stays below m, at d the clamped estimate
-// (the rule that sets the level, in expectation).
+// so at a fixed level the variance is the density variance of a sample of
+// n_L users (Theorem 5.2) with release noise 1/(eps n_L), both decreasing in
+// n_L. The actual level is part of the state, which a release must not
+// reveal, and depends on the whole history (the level the final density
+// predicts understated the error by half after deletions, issue 32), so the
+// error is stated at the highest level the history can force: exact when the
+// stream reached that level, conservative when it stayed lower.
 func (d *ppds) errorModel() errorModel {
 	n := d.cfg.UniverseSize
-	predicted := func(dens float64) uint64 {
-		pbar := d.law.p(false) + d.law.gap()*dens
-		top := ppdsMaxLevel(n)
-		for l := uint(0); l < top; l++ {
-			if float64(n>>l)*pbar < float64(d.cfg.SampleSize) {
-				return n >> l
-			}
-		}
-		return n >> top
-	}
-	return errorModel{lo: 0, hi: 1,
-		variance: func(x float64) float64 { return d.densityVariance(x, predicted(x), n) },
-		noiseScale: func(x float64) float64 {
-			scale, _ := d.releaseScale(1/(d.cfg.Epsilon*float64(predicted(x))), d.law.releaseCost(d.cfg.Epsilon))
+	nl := n >> d.boundLevel()
+	return errorModel{lo: 0, hi: 1, bound: true,
+		variance: func(x float64) float64 { return d.densityVariance(x, nl, n) },
+		noiseScale: func(float64) float64 {
+			scale, _ := d.releaseScale(1/(d.cfg.Epsilon*float64(nl)), d.law.releaseCost(d.cfg.Epsilon))
 			return scale
 		}}
 }

@@ -116,7 +116,8 @@ var countG = estimate.G{Kind: estimate.GCount}
 // EstimateSample estimates sum_x L(x) g(w_x) from a stored sample: the sum of
 // the per-token estimates a_j of the selected reported keys (eq. 10), with
 // the standard error, interval (at level) and reliability of
-// estimate.SumWithError, overall and per group when by is set.
+// estimate.SumWithError, overall and per group when by is set (the groups
+// share the selection's unseen weight).
 func (s *Service) EstimateSample(ctx context.Context, id string, g estimate.G, e estimate.Estimator, sel Selection, level float64, by GroupBy) (SampleEstimate, error) {
 	smp, err := s.frequencySample(ctx, id)
 	if err != nil {
@@ -144,13 +145,17 @@ func (s *Service) EstimateSample(ctx context.Context, id string, g estimate.G, e
 		return SampleEstimate{}, err
 	}
 	var out SampleEstimate
-	if out.SumError, err = sumWithError(et, all, level, smp.Spec.Sampling); err != nil {
+	unseen, err := estimate.SumUnseenWeight(et, all, smp.Spec.Privacy, smp.Spec.Sampling)
+	if err != nil {
+		return SampleEstimate{}, estimateErr(err)
+	}
+	if out.SumError, err = sumWithError(et, all, level, smp.Spec.Sampling, unseen); err != nil {
 		return SampleEstimate{}, err
 	}
 	if by.enabled() {
 		out.Groups = make([]GroupEstimate, 0, len(groups))
 		for _, name := range slices.Sorted(maps.Keys(groups)) {
-			se, err := sumWithError(et, groups[name], level, smp.Spec.Sampling)
+			se, err := sumWithError(et, groups[name], level, smp.Spec.Sampling, unseen)
 			if err != nil {
 				return SampleEstimate{}, err
 			}
@@ -212,10 +217,12 @@ func (s *Service) sampleLookup(ctx context.Context, smp *Sample, g estimate.G, e
 	return sets[0], nil
 }
 
-// sumWithError maps estimate.SumWithError's errors: a non-finite result is a
-// 422 naming g (the frequency function that overflowed), never a 500.
-func sumWithError(t estimate.Lookup, keys []estimate.ReportedKey, level float64, smp sanitize.Sampling) (estimate.SumError, error) {
-	se, err := estimate.SumWithError(t, keys, level, smp)
+// sumWithError maps estimate.SumWithErrorAt's errors: a non-finite result is
+// a 422 naming g (the frequency function that overflowed), never a 500. The
+// unseen weight is the whole selection's (estimate.SumUnseenWeight), shared
+// by its groups.
+func sumWithError(t estimate.Lookup, keys []estimate.ReportedKey, level float64, smp sanitize.Sampling, unseen float64) (estimate.SumError, error) {
+	se, err := estimate.SumWithErrorAt(t, keys, level, smp, unseen)
 	if errors.Is(err, estimate.ErrNotFinite) {
 		return se, fieldErr("g", "gives an estimate or standard error that is not a finite number for this sample; use a smaller power or cap")
 	}
