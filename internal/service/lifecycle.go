@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pwsd/pwsd/internal/accounting"
 	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/panprivate"
 	"github.com/pwsd/pwsd/internal/store"
@@ -181,8 +182,12 @@ func (s *Service) ListDatasets(ctx context.Context, p Page) ([]Dataset, string, 
 
 // datasetOf is the service view of a stored dataset and its ledger.
 func datasetOf(d store.Dataset, rel []store.Release) Dataset {
-	return Dataset{Name: d.Name, EpsilonBudget: d.EpsilonBudget, DeltaBudget: d.DeltaBudget,
-		SpentEpsilon: d.SpentEpsilon, SpentDelta: d.SpentDelta, CreatedAt: d.CreatedAt, Releases: ledgerOf(rel)}
+	acct := d.Accounting
+	if acct == "" {
+		acct = store.AccountingBasic
+	}
+	return Dataset{Name: d.Name, EpsilonBudget: d.EpsilonBudget, DeltaBudget: d.DeltaBudget, Accounting: acct,
+		SpentEpsilon: d.SpentEpsilon, SpentDelta: d.SpentDelta, ComposedEpsilon: d.SpentEpsilon, CreatedAt: d.CreatedAt, Releases: ledgerOf(rel)}
 }
 
 func statePos(r *store.StateRecord) (time.Time, string) { return r.CreatedAt, r.ID }
@@ -271,6 +276,9 @@ type BudgetError struct {
 	RequestedEpsilon, RequestedDelta float64
 	BudgetEpsilon, BudgetDelta       float64
 	SpentEpsilon, SpentDelta         float64
+	// Composed is true when SpentEpsilon is the dataset's ledger composed
+	// by PLD at BudgetDelta (SpentDelta stays the sum of deltas).
+	Composed bool
 }
 
 // remainingEpsilon is what is left of the epsilon budget.
@@ -282,6 +290,10 @@ func (e *BudgetError) remainingDelta() float64 { return max(0, e.BudgetDelta-e.S
 // Error says what was asked, spent and remains; it names the dataset
 // (the client's own name) and no request data.
 func (e *BudgetError) Error() string {
+	if e.Composed {
+		return fmt.Sprintf("the release asks epsilon %g and delta %g but dataset %q has spent epsilon %g (its releases composed by privacy loss distributions, at delta %g) and delta %g of its budget (%g, %g), and the release composed with them would exceed epsilon %g",
+			e.RequestedEpsilon, e.RequestedDelta, e.Dataset, e.SpentEpsilon, e.BudgetDelta, e.SpentDelta, e.BudgetEpsilon, e.BudgetDelta, e.BudgetEpsilon)
+	}
 	return fmt.Sprintf("the release asks epsilon %g and delta %g but dataset %q has spent epsilon %g and delta %g of its budget (%g, %g): remaining epsilon %g and delta %g",
 		e.RequestedEpsilon, e.RequestedDelta, e.Dataset, e.SpentEpsilon, e.SpentDelta, e.BudgetEpsilon, e.BudgetDelta, e.remainingEpsilon(), e.remainingDelta())
 }
@@ -298,8 +310,13 @@ func (s *Service) checkBudget(ctx context.Context, dataset string, eps, delta fl
 	if err != nil {
 		return notFoundAs(storeErr(err, fmt.Sprintf("dataset %q", dataset)), "dataset", dataset)
 	}
-	if !store.Fits(d, eps, delta) {
-		return budgetErrorOf(d, eps, delta)
+	c := &store.Charge{Dataset: dataset, Epsilon: eps, Delta: delta, Mechanism: accounting.MechanismGeneric}
+	err = store.Admit(d, c, func() (*accounting.PLD, error) { return s.store.ComposedLedger(ctx, dataset) })
+	if errors.Is(err, store.ErrBudget) {
+		return s.budgetErrorOfComposed(ctx, d, eps, delta)
+	}
+	if err != nil {
+		return storeErr(err, "checking the budget")
 	}
 	return nil
 }
@@ -315,12 +332,21 @@ func (s *Service) budgetError(ctx context.Context, err error, what, dataset stri
 	if gerr != nil {
 		return ErrBudget
 	}
-	return budgetErrorOf(d, eps, delta)
+	return s.budgetErrorOfComposed(ctx, d, eps, delta)
 }
 
-func budgetErrorOf(d store.Dataset, eps, delta float64) *BudgetError {
-	return &BudgetError{Dataset: d.Name, RequestedEpsilon: eps, RequestedDelta: delta, BudgetEpsilon: d.EpsilonBudget,
+// budgetErrorOfComposed is the *BudgetError of a refused charge of (eps,
+// delta) to d, with what d has spent under its accounting.
+func (s *Service) budgetErrorOfComposed(ctx context.Context, d store.Dataset, eps, delta float64) *BudgetError {
+	e := &BudgetError{Dataset: d.Name, RequestedEpsilon: eps, RequestedDelta: delta, BudgetEpsilon: d.EpsilonBudget,
 		BudgetDelta: d.DeltaBudget, SpentEpsilon: d.SpentEpsilon, SpentDelta: d.SpentDelta}
+	if d.Accounting == store.AccountingPLD {
+		if pld, err := s.store.ComposedLedger(ctx, d.Name); err == nil {
+			e.Composed = true
+			e.SpentEpsilon = accounting.Spent(pld, d.SpentEpsilon, d.SpentDelta, d.DeltaBudget)
+		}
+	}
+	return e
 }
 
 // counterOf decodes a counter record into its public view.

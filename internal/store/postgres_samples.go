@@ -16,7 +16,7 @@ import (
 func (p *Postgres) CreateSample(ctx context.Context, s *Sample, c *Charge) error {
 	return pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		if c != nil {
-			if err := charge(ctx, tx, c); err != nil {
+			if err := p.charge(ctx, tx, c); err != nil {
 				return err
 			}
 		}

@@ -19,7 +19,7 @@ func (p *Postgres) CreateState(ctx context.Context, r *StateRecord, c *Charge) e
 	}
 	return pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		if c != nil {
-			if err := charge(ctx, tx, c); err != nil {
+			if err := p.charge(ctx, tx, c); err != nil {
 				return err
 			}
 		}
@@ -80,7 +80,7 @@ func (p *Postgres) UpdateState(ctx context.Context, kind, id string, fn func(*St
 			return err
 		}
 		if c != nil {
-			if err := charge(ctx, tx, c); err != nil {
+			if err := p.charge(ctx, tx, c); err != nil {
 				return err
 			}
 		}
