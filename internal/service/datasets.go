@@ -27,7 +27,7 @@ type Dataset struct {
 	// ComposedEpsilon is the epsilon spent at DeltaBudget under Accounting:
 	// for PLD accounting the smaller of the composed PLD's epsilon and (when
 	// SpentDelta fits) SpentEpsilon; for basic accounting SpentEpsilon. Set
-	// by GetDataset (ListDatasets leaves it at SpentEpsilon).
+	// by GetDataset and ListDatasets.
 	ComposedEpsilon float64
 	CreatedAt       time.Time
 	Releases        []LedgerEntry
@@ -109,12 +109,8 @@ func (s *Service) GetDataset(ctx context.Context, name string) (Dataset, error) 
 		return Dataset{}, storeErr(err, "reading dataset")
 	}
 	out := datasetOf(d, rel)
-	if out.Accounting == store.AccountingPLD {
-		pld, err := s.store.ComposedLedger(ctx, name)
-		if err != nil {
-			return Dataset{}, storeErr(err, "composing the ledger")
-		}
-		out.ComposedEpsilon = accounting.Spent(pld, d.SpentEpsilon, d.SpentDelta, d.DeltaBudget)
+	if err := s.compose(ctx, &out); err != nil {
+		return Dataset{}, err
 	}
 	return out, nil
 }

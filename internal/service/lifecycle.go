@@ -176,8 +176,25 @@ func (s *Service) ListDatasets(ctx context.Context, p Page) ([]Dataset, string, 
 	out := make([]Dataset, len(rows))
 	for i, r := range rows {
 		out[i] = datasetOf(r.d, r.rel)
+		if err := s.compose(ctx, &out[i]); err != nil {
+			return nil, "", err
+		}
 	}
 	return out, next, nil
+}
+
+// compose sets d.ComposedEpsilon for a PLD dataset from its composed ledger
+// (the store's cache extended by the releases recorded since).
+func (s *Service) compose(ctx context.Context, d *Dataset) error {
+	if d.Accounting != store.AccountingPLD {
+		return nil
+	}
+	pld, err := s.store.ComposedLedger(ctx, d.Name)
+	if err != nil {
+		return storeErr(err, "composing the ledger")
+	}
+	d.ComposedEpsilon = accounting.Spent(pld, d.SpentEpsilon, d.SpentDelta, d.DeltaBudget)
+	return nil
 }
 
 // datasetOf is the service view of a stored dataset and its ledger.
@@ -277,8 +294,10 @@ type BudgetError struct {
 	BudgetEpsilon, BudgetDelta       float64
 	SpentEpsilon, SpentDelta         float64
 	// Composed is true when SpentEpsilon is the dataset's ledger composed
-	// by PLD at BudgetDelta (SpentDelta stays the sum of deltas).
-	Composed bool
+	// by PLD at BudgetDelta, below BasicEpsilon, the sum of its epsilons
+	// (SpentDelta stays the sum of deltas).
+	Composed     bool
+	BasicEpsilon float64
 }
 
 // remainingEpsilon is what is left of the epsilon budget.
@@ -291,8 +310,9 @@ func (e *BudgetError) remainingDelta() float64 { return max(0, e.BudgetDelta-e.S
 // (the client's own name) and no request data.
 func (e *BudgetError) Error() string {
 	if e.Composed {
-		return fmt.Sprintf("the release asks epsilon %g and delta %g but dataset %q has spent epsilon %g (its releases composed by privacy loss distributions, at delta %g) and delta %g of its budget (%g, %g), and the release composed with them would exceed epsilon %g",
-			e.RequestedEpsilon, e.RequestedDelta, e.Dataset, e.SpentEpsilon, e.BudgetDelta, e.SpentDelta, e.BudgetEpsilon, e.BudgetDelta, e.BudgetEpsilon)
+		return fmt.Sprintf("the release asks epsilon %g and delta %g but dataset %q has spent epsilon %.6g and delta %g of its budget (%g, %g): remaining epsilon %.6g and delta %g (epsilon composed by privacy loss distributions at delta %g, against %g by adding epsilons; the release composed with the ledger would exceed epsilon %g)",
+			e.RequestedEpsilon, e.RequestedDelta, e.Dataset, e.SpentEpsilon, e.SpentDelta, e.BudgetEpsilon, e.BudgetDelta, e.remainingEpsilon(), e.remainingDelta(),
+			e.BudgetDelta, e.BasicEpsilon, e.BudgetEpsilon)
 	}
 	return fmt.Sprintf("the release asks epsilon %g and delta %g but dataset %q has spent epsilon %g and delta %g of its budget (%g, %g): remaining epsilon %g and delta %g",
 		e.RequestedEpsilon, e.RequestedDelta, e.Dataset, e.SpentEpsilon, e.SpentDelta, e.BudgetEpsilon, e.BudgetDelta, e.remainingEpsilon(), e.remainingDelta())
@@ -342,8 +362,9 @@ func (s *Service) budgetErrorOfComposed(ctx context.Context, d store.Dataset, ep
 		BudgetDelta: d.DeltaBudget, SpentEpsilon: d.SpentEpsilon, SpentDelta: d.SpentDelta}
 	if d.Accounting == store.AccountingPLD {
 		if pld, err := s.store.ComposedLedger(ctx, d.Name); err == nil {
-			e.Composed = true
-			e.SpentEpsilon = accounting.Spent(pld, d.SpentEpsilon, d.SpentDelta, d.DeltaBudget)
+			if spent := accounting.Spent(pld, d.SpentEpsilon, d.SpentDelta, d.DeltaBudget); spent < d.SpentEpsilon {
+				e.Composed, e.BasicEpsilon, e.SpentEpsilon = true, d.SpentEpsilon, spent
+			}
 		}
 	}
 	return e
