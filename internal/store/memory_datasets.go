@@ -20,12 +20,16 @@ func (m *Memory) chargeLocked(c *Charge, now time.Time) error {
 	if !ok {
 		return fmt.Errorf("charging dataset: %w", ErrNotFound)
 	}
-	if err := admit(*d, c, func() (*accounting.PLD, error) { return m.composedLocked(c.Dataset) }); err != nil {
+	after, err := admit(*d, c, func() (*accounting.PLD, error) { return m.composedLocked(c.Dataset) })
+	if err != nil {
 		return err
 	}
 	d.SpentEpsilon += c.Epsilon
 	d.SpentDelta += c.Delta
 	m.ledger[c.Dataset] = append(m.ledger[c.Dataset], Release{Kind: c.Kind, Ref: c.Ref, Epsilon: c.Epsilon, Delta: c.Delta, CreatedAt: now, Mechanism: c.mechanism()})
+	if after != nil {
+		m.composed.Put(c.Dataset, int64(len(m.ledger[c.Dataset])), after)
+	}
 	return nil
 }
 

@@ -18,30 +18,60 @@ import (
 // charge applies c inside tx with the dataset row locked: the budget check
 // (basic, or the PLD of the ledger composed with c) and the write happen
 // under one lock, so concurrent charges from any number of instances are
-// decided one after the other.
-func (p *Postgres) charge(ctx context.Context, tx pgx.Tx, c *Charge) error {
+// decided one after the other. The returned function, run once tx has
+// committed, caches the ledger composed with c (nil when nothing is to be
+// cached).
+func (p *Postgres) charge(ctx context.Context, tx pgx.Tx, c *Charge) (func(), error) {
 	if err := checkID(c.Dataset); err != nil {
-		return fmt.Errorf("charging dataset: %w", err)
+		return nil, fmt.Errorf("charging dataset: %w", err)
 	}
 	d := Dataset{Name: c.Dataset}
 	err := tx.QueryRow(ctx, `SELECT epsilon_budget, delta_budget, spent_epsilon, spent_delta, accounting FROM datasets WHERE name = $1 FOR UPDATE`, c.Dataset).
 		Scan(&d.EpsilonBudget, &d.DeltaBudget, &d.SpentEpsilon, &d.SpentDelta, &d.Accounting)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("charging dataset: %w", ErrNotFound)
+		return nil, fmt.Errorf("charging dataset: %w", ErrNotFound)
 	}
 	if err != nil {
-		return fmt.Errorf("locking dataset: %w", err)
+		return nil, fmt.Errorf("locking dataset: %w", err)
 	}
-	if err := admit(d, c, func() (*accounting.PLD, error) { return p.composed(ctx, tx, c.Dataset) }); err != nil {
-		return err
+	after, err := admit(d, c, func() (*accounting.PLD, error) { return p.composed(ctx, tx, c.Dataset) })
+	if err != nil {
+		return nil, err
 	}
 	if _, err := tx.Exec(ctx, `UPDATE datasets SET spent_epsilon = spent_epsilon + $2, spent_delta = spent_delta + $3 WHERE name = $1`, c.Dataset, c.Epsilon, c.Delta); err != nil {
-		return fmt.Errorf("charging dataset: %w", err)
+		return nil, fmt.Errorf("charging dataset: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO releases (dataset, kind, ref, epsilon, delta, mechanism) VALUES ($1, $2, $3, $4, $5, $6)`, c.Dataset, c.Kind, c.Ref, c.Epsilon, c.Delta, c.mechanism()); err != nil {
-		return fmt.Errorf("recording release: %w", err)
+	var id int64
+	if err := tx.QueryRow(ctx, `INSERT INTO releases (dataset, kind, ref, epsilon, delta, mechanism) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+		c.Dataset, c.Kind, c.Ref, c.Epsilon, c.Delta, c.mechanism()).Scan(&id); err != nil {
+		return nil, fmt.Errorf("recording release: %w", err)
 	}
-	return nil
+	if after == nil {
+		return nil, nil
+	}
+	return func() { p.ledgers.Put(c.Dataset, id, after) }, nil
+}
+
+// chargeTx runs write in a transaction that first charges c (nil: none)
+// and, once the transaction has committed, caches the composed ledger.
+func (p *Postgres) chargeTx(ctx context.Context, c func(tx pgx.Tx) (*Charge, error), write func(tx pgx.Tx) error) error {
+	var committed func()
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		ch, err := c(tx)
+		if err != nil {
+			return err
+		}
+		if ch != nil {
+			if committed, err = p.charge(ctx, tx, ch); err != nil {
+				return err
+			}
+		}
+		return write(tx)
+	})
+	if err == nil && committed != nil {
+		committed()
+	}
+	return err
 }
 
 // composed returns the PLD of name's ledger as q sees it: the cached

@@ -308,35 +308,37 @@ const ledgerCachePoints = 1 << 22
 // admit decides a charge c against d whose ledger composes to composed()
 // (called only when needed): it fits when basic composition fits, or when
 // d composes by PLD and the ledger composed with c spends at most the
-// epsilon budget at the delta budget.
-func admit(d Dataset, c *Charge, composed func() (*accounting.PLD, error)) error {
+// epsilon budget at the delta budget. When the PLD decided, admit returns
+// the ledger composed with c, for the caller to cache once the charge is
+// committed (so that the next charge composes one release, not two).
+func admit(d Dataset, c *Charge, composed func() (*accounting.PLD, error)) (*accounting.PLD, error) {
 	if !finite(c.Epsilon) || !finite(c.Delta) || c.Epsilon < 0 || c.Delta < 0 {
-		return ErrBudget
+		return nil, ErrBudget
 	}
 	if fits(d, c.Epsilon, c.Delta) {
-		return nil
+		return nil, nil
 	}
 	if d.accounting() != AccountingPLD {
-		return ErrBudget
+		return nil, ErrBudget
 	}
 	ac := accounting.Charge{Mechanism: c.mechanism(), Epsilon: c.Epsilon, Delta: c.Delta}
 	if ac.Validate() != nil {
 		// e.g. an epsilon above 50: only basic composition can charge it.
-		return ErrBudget
+		return nil, ErrBudget
 	}
 	before, err := composed()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	after, err := accounting.ComposeCharges(before, []accounting.Charge{ac})
 	if err != nil {
-		return fmt.Errorf("composing the ledger: %w", err)
+		return nil, fmt.Errorf("composing the ledger: %w", err)
 	}
 	spent := accounting.Spent(after, d.SpentEpsilon+c.Epsilon, d.SpentDelta+c.Delta, d.DeltaBudget)
 	if spent > d.EpsilonBudget*(1+budgetSlack) {
-		return ErrBudget
+		return nil, ErrBudget
 	}
-	return nil
+	return after, nil
 }
 
 // Admit returns nil when charging c to d fits its budget and ErrBudget when
@@ -345,7 +347,8 @@ func admit(d Dataset, c *Charge, composed func() (*accounting.PLD, error)) error
 // composition would refuse. It lets a caller refuse early what the store
 // would refuse; the charge itself stays atomic in the store.
 func Admit(d Dataset, c *Charge, composed func() (*accounting.PLD, error)) error {
-	return admit(d, c, composed)
+	_, err := admit(d, c, composed)
+	return err
 }
 
 // composeReleases extends the composed PLD of a ledger (nil: nothing yet)
