@@ -18,9 +18,31 @@ const unitRoundoff = 0x1p-53
 // bound on the L1 norm of its rounding error. Negative entries an FFT
 // leaves are set to 0 (which only adds mass); the bound covers the rest.
 func convolve(a, b []float64) ([]float64, float64) {
-	ia, ib := nonzero(a), nonzero(b)
+	if len(a) < len(b) {
+		a, b = b, a
+	}
+	// a is the longer: iterate it directly, skipping zeros, against the
+	// nonzero entries of b (a ledger's composition with one more release
+	// costs a pass over the ledger per nonzero of the release).
+	ib := nonzero(b)
 	n := len(a) + len(b) - 1
-	if len(ia)*len(ib) <= directWork {
+	if len(a)*len(ib) <= directWork {
+		out := make([]float64, n)
+		nnzA := 0
+		for i, ai := range a {
+			if ai == 0 {
+				continue
+			}
+			nnzA++
+			for _, j := range ib {
+				out[i+j] += ai * b[j]
+			}
+		}
+		return out, directError(nnzA, len(ib))
+	}
+	// Both long: still direct when both are sparse (a self-composition of
+	// a generic release has k+1 nonzero losses spread over k*eps/step).
+	if ia := nonzero(a); len(ia)*len(ib) <= directWork {
 		out := make([]float64, n)
 		for _, i := range ia {
 			ai := a[i]
@@ -28,11 +50,7 @@ func convolve(a, b []float64) ([]float64, float64) {
 				out[i+j] += ai * b[j]
 			}
 		}
-		// Each entry is a sum of at most m = min(|ia|, |ib|) nonnegative
-		// products: its relative error is at most (m+1) u, so the L1 error
-		// is at most (m+1) u times the total mass (<= 1).
-		m := min(len(ia), len(ib))
-		return out, float64(m+1) * unitRoundoff * 1.01
+		return out, directError(len(ia), len(ib))
 	}
 	size := 1 << bits.Len(uint(n-1))
 	fft := fourier.NewFFT(size)
@@ -78,6 +96,14 @@ func convolve(a, b []float64) ([]float64, float64) {
 	}
 	out[lo] += low
 	return out, errL1
+}
+
+// directError bounds the L1 rounding error of a direct convolution of
+// inputs with nnzA and nnzB nonzero entries and total masses at most 1: each
+// entry is a sum of at most m = min(nnzA, nnzB) nonnegative products, with
+// relative error at most (m+1) u.
+func directError(nnzA, nnzB int) float64 {
+	return float64(min(nnzA, nnzB)+1) * unitRoundoff * 1.01
 }
 
 // nonzero returns the indices of v's nonzero entries.
