@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,26 +40,18 @@ func TestPLDChargesAcrossInstances(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var ok, refused atomic.Int32
+	var tally storetest.Tally
 	var wg sync.WaitGroup
 	for i := range 100 {
 		wg.Go(func() {
 			id := fmt.Sprint("s", i)
-			err := stores[i%3].CreateSample(ctx, &store.Sample{ID: id, Dataset: "d", CreatedAt: time.Now(), Header: []byte(`{}`)},
-				&store.Charge{Dataset: "d", Kind: "sample", Ref: id, Epsilon: 0.25, Delta: 1e-8, Mechanism: "generic"})
-			switch {
-			case err == nil:
-				ok.Add(1)
-			case errors.Is(err, store.ErrBudget):
-				refused.Add(1)
-			default:
-				t.Error(err)
-			}
+			tally.Add(t, stores[i%3].CreateSample(ctx, &store.Sample{ID: id, Dataset: "d", CreatedAt: time.Now(), Header: []byte(`{}`)},
+				&store.Charge{Dataset: "d", Kind: "sample", Ref: id, Epsilon: 0.25, Delta: 1e-8, Mechanism: "generic"}))
 		})
 	}
 	wg.Wait()
-	if ok.Load() != 24 || refused.Load() != 76 {
-		t.Fatalf("%d admitted, %d refused; want 24 and 76", ok.Load(), refused.Load())
+	if ok, refused := tally.Admitted.Load(), tally.Refused.Load(); ok != 24 || refused != 76 {
+		t.Fatalf("%d admitted, %d refused; want 24 and 76", ok, refused)
 	}
 	for i, pg := range stores {
 		_, rel, err := pg.GetDataset(ctx, "d")

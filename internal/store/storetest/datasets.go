@@ -260,6 +260,22 @@ func testChargeLimits(t *testing.T, s store.Store) {
 	}
 }
 
+// Tally counts the outcomes of concurrent charges: admitted, or refused
+// with store.ErrBudget; any other error fails the test.
+type Tally struct{ Admitted, Refused atomic.Int32 }
+
+// Add counts err, the outcome of one charge.
+func (c *Tally) Add(t testing.TB, err error) {
+	switch {
+	case err == nil:
+		c.Admitted.Add(1)
+	case errors.Is(err, store.ErrBudget):
+		c.Refused.Add(1)
+	default:
+		t.Error(err)
+	}
+}
+
 // testConcurrentMixedCharges: 12 sample creations, 12 stream creations
 // and 12 stream releases, all at once, each charging (0.1, 1e-6) to a
 // budget of (1, 1e-5): exactly 10 succeed, the other 26 are refused with
@@ -272,27 +288,19 @@ func testConcurrentMixedCharges(t *testing.T, s store.Store) {
 	for i := range each {
 		paths[2].prepare(t, s, fmt.Sprint("u", i), "d")
 	}
-	var ok, refused atomic.Int32
+	var tally Tally
 	var wg sync.WaitGroup
 	for pi, p := range paths {
 		for i := range each {
 			ref := fmt.Sprint([]string{"s", "c", "u"}[pi], i)
 			wg.Go(func() {
-				err := p.release(ctx, s, ref, &store.Charge{Dataset: "d", Kind: p.kind, Ref: ref, Epsilon: 0.1, Delta: 1e-6})
-				switch {
-				case err == nil:
-					ok.Add(1)
-				case errors.Is(err, store.ErrBudget):
-					refused.Add(1)
-				default:
-					t.Error(err)
-				}
+				tally.Add(t, p.release(ctx, s, ref, &store.Charge{Dataset: "d", Kind: p.kind, Ref: ref, Epsilon: 0.1, Delta: 1e-6}))
 			})
 		}
 	}
 	wg.Wait()
-	if ok.Load() != 10 || refused.Load() != 3*each-10 {
-		t.Fatalf("%d succeeded and %d refused, want 10 and %d", ok.Load(), refused.Load(), 3*each-10)
+	if ok, refused := tally.Admitted.Load(), tally.Refused.Load(); ok != 10 || refused != 3*each-10 {
+		t.Fatalf("%d succeeded and %d refused, want 10 and %d", ok, refused, 3*each-10)
 	}
 	d, rel := ledgerOf(t, s, "d")
 	if len(rel) != 10 || math.Abs(d.SpentEpsilon-1) > 1e-9 || math.Abs(d.SpentDelta-1e-5) > 1e-14 {
