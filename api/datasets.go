@@ -9,11 +9,19 @@ import (
 	"github.com/pwsd/pwsd/internal/service"
 )
 
-// DatasetRequest creates a dataset with a privacy budget.
+// DatasetRequest creates a dataset with a privacy budget. Accounting is how
+// its releases compose: "pld" (privacy loss distributions, the default
+// when delta_budget < 1) or "basic" (adding epsilons and deltas; the
+// default, and the only choice, when delta_budget is 1). docs/accounting.md.
 type DatasetRequest struct {
 	Name          string   `json:"name" validate:"required,dataset_name"`
 	EpsilonBudget *float64 `json:"epsilon_budget" validate:"required"`
 	DeltaBudget   *float64 `json:"delta_budget" validate:"required" minimum:"0" maximum:"1"`
+	// Accounting is how releases compose: "pld" (privacy loss
+	// distributions; the default when delta_budget < 1) or "basic" (adding
+	// epsilons and deltas; the default, and the only choice, when
+	// delta_budget is 1).
+	Accounting string `json:"accounting,omitempty" enums:"pld,basic"`
 }
 
 // Spend is an (epsilon, delta) amount.
@@ -22,35 +30,63 @@ type Spend struct {
 	Delta   float64 `json:"delta"`
 }
 
-// ReleaseView is one charged release in a dataset's ledger.
+// ReleaseView is one charged release in a dataset's ledger; Mechanism is
+// how it is composed: "generic" (the dominating pair of any (epsilon,
+// delta)-DP release) or "laplace" (a pan-private stream's Laplace release).
 type ReleaseView struct {
-	Kind      string    `json:"kind" enums:"sample,stream,external"`
-	Ref       string    `json:"ref"`
+	Kind string `json:"kind" enums:"sample,stream,external"`
+	Ref  string `json:"ref"`
+	// Mechanism is how the release is composed: "generic" or "laplace".
+	Mechanism string    `json:"mechanism" enums:"generic,laplace"`
 	Epsilon   float64   `json:"epsilon"`
 	Delta     float64   `json:"delta"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
-// DatasetView is a dataset's budget, spend and ledger.
+// AdmitsView answers GET /v1/datasets/{name}?epsilon=&delta=: how many more
+// releases of (epsilon, delta) the budget admits under the dataset's
+// accounting (at most 10000, which then means at least that many).
+type AdmitsView struct {
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
+	// Releases is how many more releases of (epsilon, delta) the budget
+	// admits (10000 means at least 10000).
+	Releases int `json:"releases"`
+}
+
+// DatasetView is a dataset's budget, spend and ledger. Spent is under the
+// dataset's accounting: for "pld" its epsilon is the releases' composed
+// epsilon at delta_budget and its delta the sum of their deltas (a
+// release's delta always adds); for "basic" the sums. SpentBasic is always
+// the sums (basic composition), for comparison.
 type DatasetView struct {
-	Name          string        `json:"name"`
-	EpsilonBudget float64       `json:"epsilon_budget"`
-	DeltaBudget   float64       `json:"delta_budget"`
-	Spent         Spend         `json:"spent"`
-	Remaining     Spend         `json:"remaining"`
-	CreatedAt     time.Time     `json:"created_at"`
-	Releases      []ReleaseView `json:"releases"`
+	Name          string  `json:"name"`
+	EpsilonBudget float64 `json:"epsilon_budget"`
+	DeltaBudget   float64 `json:"delta_budget"`
+	// Accounting is how the dataset's releases compose: "pld" or "basic".
+	Accounting string `json:"accounting" enums:"pld,basic"`
+	Spent      Spend  `json:"spent"`
+	Remaining  Spend  `json:"remaining"`
+	// SpentBasic is the sum of the releases' epsilons and deltas (basic
+	// composition), whatever the accounting.
+	SpentBasic Spend `json:"spent_basic"`
+	// Admits is set when the request gives epsilon and delta: how many more
+	// releases of that (epsilon, delta) the budget admits.
+	Admits    *AdmitsView   `json:"admits,omitempty"`
+	CreatedAt time.Time     `json:"created_at"`
+	Releases  []ReleaseView `json:"releases"`
 }
 
 func datasetView(d service.Dataset) DatasetView {
 	v := DatasetView{
-		Name: d.Name, EpsilonBudget: d.EpsilonBudget, DeltaBudget: d.DeltaBudget, CreatedAt: d.CreatedAt,
-		Spent:     Spend{Epsilon: d.SpentEpsilon, Delta: d.SpentDelta},
-		Remaining: Spend{Epsilon: max(0, d.EpsilonBudget-d.SpentEpsilon), Delta: max(0, d.DeltaBudget-d.SpentDelta)},
-		Releases:  []ReleaseView{},
+		Name: d.Name, EpsilonBudget: d.EpsilonBudget, DeltaBudget: d.DeltaBudget, Accounting: d.Accounting, CreatedAt: d.CreatedAt,
+		Spent:      Spend{Epsilon: d.ComposedEpsilon, Delta: d.SpentDelta},
+		Remaining:  Spend{Epsilon: max(0, d.EpsilonBudget-d.ComposedEpsilon), Delta: max(0, d.DeltaBudget-d.SpentDelta)},
+		SpentBasic: Spend{Epsilon: d.SpentEpsilon, Delta: d.SpentDelta},
+		Releases:   []ReleaseView{},
 	}
 	for _, r := range d.Releases {
-		v.Releases = append(v.Releases, ReleaseView{Kind: r.Kind, Ref: r.Ref, Epsilon: r.Epsilon, Delta: r.Delta, CreatedAt: r.CreatedAt})
+		v.Releases = append(v.Releases, ReleaseView{Kind: r.Kind, Ref: r.Ref, Mechanism: r.Mechanism, Epsilon: r.Epsilon, Delta: r.Delta, CreatedAt: r.CreatedAt})
 	}
 	return v
 }
@@ -59,7 +95,7 @@ func datasetView(d service.Dataset) DatasetView {
 //
 //	@Summary		Create a dataset with a privacy budget
 //	@ID			createDataset
-//	@Description	Releases created with "dataset" are charged to it by basic composition; a release that would overspend is refused with 409 and changes nothing.
+//	@Description	Releases created with "dataset" are charged to it; a release that would overspend is refused with 409 and changes nothing. With accounting "pld" (the default when delta_budget < 1) a release fits when the ledger composed with it by privacy loss distributions spends at most epsilon_budget at delta_budget (or when the sums of epsilons and deltas fit); with "basic" when the sums fit (docs/accounting.md).
 //	@Tags			budgets
 //	@Accept			json
 //	@Produce		json
@@ -74,7 +110,7 @@ func (h *handler) createDataset(w http.ResponseWriter, r *http.Request) error {
 	if err := h.decodeValid(r, &req); err != nil {
 		return err
 	}
-	d, err := h.svc.CreateDataset(r.Context(), req.Name, *req.EpsilonBudget, *req.DeltaBudget)
+	d, err := h.svc.CreateDatasetAccounting(r.Context(), req.Name, *req.EpsilonBudget, *req.DeltaBudget, req.Accounting)
 	if err != nil {
 		return err
 	}
@@ -87,20 +123,43 @@ func (h *handler) createDataset(w http.ResponseWriter, r *http.Request) error {
 //
 //	@Summary	A dataset's budget, what is spent and remains, and the releases charged
 //	@ID			getDataset
-//	@Description	The budget (epsilon_budget, delta_budget), what is spent and remains by basic composition, and the ledger of every release charged to the dataset.
+//	@Description	The budget (epsilon_budget, delta_budget), what is spent and remains under the dataset's accounting and by basic composition, and the ledger of every release charged to the dataset. With epsilon and delta, also how many more releases of (epsilon, delta) the budget admits.
 //	@Tags		budgets
 //	@Produce	json
 //	@Param		name	path		string	true	"dataset name"
+//	@Param		epsilon	query		number	false	"with delta: count the further releases of this epsilon (0 < epsilon <= 50) the budget admits"
+//	@Param		delta	query		number	false	"with epsilon: the delta (0 <= delta < 1) of those releases"
 //	@Success	200		{object}	DatasetView
-//	@Failure	404		{object}	Problem
+//	@Failure	400,404,422		{object}	Problem
 //	@Security	bearer
 //	@Router		/v1/datasets/{name} [get]
 func (h *handler) getDataset(w http.ResponseWriter, r *http.Request) error {
-	d, err := h.svc.GetDataset(r.Context(), chi.URLParam(r, "name"))
+	q := newQuery(r)
+	var eps, delta float64
+	asked := q.has("epsilon") || q.has("delta")
+	if asked {
+		eps, _ = q.float("epsilon", true)
+		delta, _ = q.float("delta", true)
+	}
+	if err := q.problem(); err != nil {
+		return err
+	}
+	name := chi.URLParam(r, "name")
+	var admits *AdmitsView
+	if asked {
+		n, err := h.svc.DatasetAdmits(r.Context(), name, eps, delta)
+		if err != nil {
+			return err
+		}
+		admits = &AdmitsView{Epsilon: eps, Delta: delta, Releases: n}
+	}
+	d, err := h.svc.GetDataset(r.Context(), name)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, datasetView(d))
+	v := datasetView(d)
+	v.Admits = admits
+	writeJSON(w, http.StatusOK, v)
 	return nil
 }
 

@@ -165,21 +165,24 @@ func ExampleNewRouter_datasetBudget() {
 	fmt.Println("release at epsilon 0.5:", release("0.5"))
 	fmt.Println("release at epsilon 0.75:", release("0.75"))
 
-	_, ds := call(srv, "GET", "/v1/datasets/queries-2026-11", "")
-	spent, remaining := ds["spent"].(map[string]any), ds["remaining"].(map[string]any)
-	fmt.Println("spent:", spent["epsilon"], spent["delta"])
-	fmt.Println("remaining:", remaining["epsilon"], remaining["delta"])
+	// Spent is under the dataset's accounting (pld, the default: epsilon
+	// composed at the delta budget); spent_basic adds epsilons and deltas.
+	// ?epsilon=&delta= also counts the further releases the budget admits.
+	_, ds := call(srv, "GET", "/v1/datasets/queries-2026-11?epsilon=0.01&delta=1e-7", "")
+	spent, basic := ds["spent"].(map[string]any), ds["spent_basic"].(map[string]any)
+	fmt.Printf("accounting %s: spent %.4f %g; adding: %g %g\n", ds["accounting"], spent["epsilon"], spent["delta"], basic["epsilon"], basic["delta"])
+	fmt.Println("further releases of (0.01, 1e-7):", ds["admits"].(map[string]any)["releases"], "(adding epsilons: 50)")
 	for _, r := range ds["releases"].([]any) {
 		r := r.(map[string]any)
-		fmt.Println("ledger:", r["kind"], r["epsilon"], r["delta"])
+		fmt.Println("ledger:", r["kind"], r["mechanism"], r["epsilon"], r["delta"])
 	}
 	// Output:
 	// create dataset: 201
 	// release at epsilon 0.5: 201
 	// release at epsilon 0.75: 409
-	// spent: 0.5 1e-06
-	// remaining: 0.5 9e-06
-	// ledger: sample 0.5 1e-06
+	// accounting pld: spent 0.5000 1e-06; adding: 0.5 1e-06
+	// further releases of (0.01, 1e-7): 89 (adding epsilons: 50)
+	// ledger: sample generic 0.5 1e-06
 }
 
 // A POST retried with the same Idempotency-Key (a client that lost the

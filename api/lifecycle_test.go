@@ -190,7 +190,7 @@ func TestBudgetConflictBeforeSanitizing(t *testing.T) {
 	t.Parallel()
 	stores(t, func(t *testing.T, st store.Store) {
 		ts := newServer(t, st)
-		ts.postJSON(t, "/v1/datasets", `{"name":"b","epsilon_budget":1,"delta_budget":0.001}`)
+		ts.postJSON(t, "/v1/datasets", `{"name":"b","epsilon_budget":1,"delta_budget":0.001,"accounting":"basic"}`)
 		if r := ts.postJSON(t, "/v1/samples", noPrivacySample("", 1)[:1]+`"dataset":"b",`+`"privacy":{"epsilon":0.75,"delta":0.0001},"sampling":{"scheme":"none"},"elements":[{"key":"a","frequency":3}]}`); r.status != http.StatusCreated {
 			t.Fatalf("first release: %d %s", r.status, r.body)
 		}

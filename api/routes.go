@@ -115,7 +115,7 @@ func v1Routes() []route {
 		{post, "/counters/{id}/steps", (*h).postSteps, noQuery, light, honoursKey},
 		{post, "/datasets", (*h).createDataset, noQuery, light, honoursKey},
 		{get, "/datasets", (*h).listDatasets, takes(listQuery), light, ignoresKey},
-		{get, "/datasets/{name}", (*h).getDataset, noQuery, light, ignoresKey},
+		{get, "/datasets/{name}", (*h).getDataset, takes([]string{"epsilon", "delta"}), light, ignoresKey},
 		{post, "/datasets/{name}/charges", (*h).createCharge, noQuery, light, honoursKey},
 	}
 }

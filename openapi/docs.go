@@ -444,7 +444,7 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
-                "description": "Releases created with \"dataset\" are charged to it by basic composition; a release that would overspend is refused with 409 and changes nothing.",
+                "description": "Releases created with \"dataset\" are charged to it; a release that would overspend is refused with 409 and changes nothing. With accounting \"pld\" (the default when delta_budget \u003c 1) a release fits when the ledger composed with it by privacy loss distributions spends at most epsilon_budget at delta_budget (or when the sums of epsilons and deltas fit); with \"basic\" when the sums fit (docs/accounting.md).",
                 "consumes": [
                     "application/json"
                 ],
@@ -508,7 +508,7 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
-                "description": "The budget (epsilon_budget, delta_budget), what is spent and remains by basic composition, and the ledger of every release charged to the dataset.",
+                "description": "The budget (epsilon_budget, delta_budget), what is spent and remains under the dataset's accounting and by basic composition, and the ledger of every release charged to the dataset. With epsilon and delta, also how many more releases of (epsilon, delta) the budget admits.",
                 "produces": [
                     "application/json"
                 ],
@@ -524,6 +524,18 @@ const docTemplate = `{
                         "name": "name",
                         "in": "path",
                         "required": true
+                    },
+                    {
+                        "type": "number",
+                        "description": "with delta: count the further releases of this epsilon (0 \u003c epsilon \u003c= 50) the budget admits",
+                        "name": "epsilon",
+                        "in": "query"
+                    },
+                    {
+                        "type": "number",
+                        "description": "with epsilon: the delta (0 \u003c= delta \u003c 1) of those releases",
+                        "name": "delta",
+                        "in": "query"
                     }
                 ],
                 "responses": {
@@ -533,8 +545,20 @@ const docTemplate = `{
                             "$ref": "#/definitions/api.DatasetView"
                         }
                     },
+                    "400": {
+                        "description": "Bad Request",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
                     "404": {
                         "description": "Not Found",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    },
+                    "422": {
+                        "description": "Unprocessable Entity",
                         "schema": {
                             "$ref": "#/definitions/api.Problem"
                         }
@@ -2779,6 +2803,21 @@ const docTemplate = `{
                 }
             }
         },
+        "api.AdmitsView": {
+            "type": "object",
+            "properties": {
+                "delta": {
+                    "type": "number"
+                },
+                "epsilon": {
+                    "type": "number"
+                },
+                "releases": {
+                    "description": "Releases is how many more releases of (epsilon, delta) the budget\nadmits (10000 means at least 10000).",
+                    "type": "integer"
+                }
+            }
+        },
         "api.AuditView": {
             "type": "object",
             "properties": {
@@ -3007,6 +3046,14 @@ const docTemplate = `{
                 "name"
             ],
             "properties": {
+                "accounting": {
+                    "description": "Accounting is how releases compose: \"pld\" (privacy loss\ndistributions; the default when delta_budget \u003c 1) or \"basic\" (adding\nepsilons and deltas; the default, and the only choice, when\ndelta_budget is 1).",
+                    "type": "string",
+                    "enum": [
+                        "pld",
+                        "basic"
+                    ]
+                },
                 "delta_budget": {
                     "type": "number",
                     "maximum": 1,
@@ -3023,6 +3070,22 @@ const docTemplate = `{
         "api.DatasetView": {
             "type": "object",
             "properties": {
+                "accounting": {
+                    "description": "Accounting is how the dataset's releases compose: \"pld\" or \"basic\".",
+                    "type": "string",
+                    "enum": [
+                        "pld",
+                        "basic"
+                    ]
+                },
+                "admits": {
+                    "description": "Admits is set when the request gives epsilon and delta: how many more\nreleases of that (epsilon, delta) the budget admits.",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/api.AdmitsView"
+                        }
+                    ]
+                },
                 "created_at": {
                     "type": "string"
                 },
@@ -3046,6 +3109,14 @@ const docTemplate = `{
                 },
                 "spent": {
                     "$ref": "#/definitions/api.Spend"
+                },
+                "spent_basic": {
+                    "description": "SpentBasic is the sum of the releases' epsilons and deltas (basic\ncomposition), whatever the accounting.",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/api.Spend"
+                        }
+                    ]
                 }
             }
         },
@@ -3467,6 +3538,14 @@ const docTemplate = `{
                         "sample",
                         "stream",
                         "external"
+                    ]
+                },
+                "mechanism": {
+                    "description": "Mechanism is how the release is composed: \"generic\" or \"laplace\".",
+                    "type": "string",
+                    "enum": [
+                        "generic",
+                        "laplace"
                     ]
                 },
                 "ref": {

@@ -122,6 +122,42 @@ func (e CounterViewAlgorithm) Valid() bool {
 	}
 }
 
+// Defines values for DatasetRequestAccounting.
+const (
+	DatasetRequestAccountingBasic DatasetRequestAccounting = "basic"
+	DatasetRequestAccountingPld   DatasetRequestAccounting = "pld"
+)
+
+// Valid indicates whether the value is a known member of the DatasetRequestAccounting enum.
+func (e DatasetRequestAccounting) Valid() bool {
+	switch e {
+	case DatasetRequestAccountingBasic:
+		return true
+	case DatasetRequestAccountingPld:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DatasetViewAccounting.
+const (
+	DatasetViewAccountingBasic DatasetViewAccounting = "basic"
+	DatasetViewAccountingPld   DatasetViewAccounting = "pld"
+)
+
+// Valid indicates whether the value is a known member of the DatasetViewAccounting enum.
+func (e DatasetViewAccounting) Valid() bool {
+	switch e {
+	case DatasetViewAccountingBasic:
+		return true
+	case DatasetViewAccountingPld:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EstimateViewEstimator.
 const (
 	EstimateViewEstimatorBiasedDown EstimateViewEstimator = "biased_down"
@@ -212,6 +248,24 @@ func (e ReleaseViewKind) Valid() bool {
 	case Sample:
 		return true
 	case Stream:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReleaseViewMechanism.
+const (
+	Generic ReleaseViewMechanism = "generic"
+	Laplace ReleaseViewMechanism = "laplace"
+)
+
+// Valid indicates whether the value is a known member of the ReleaseViewMechanism enum.
+func (e ReleaseViewMechanism) Valid() bool {
+	switch e {
+	case Generic:
+		return true
+	case Laplace:
 		return true
 	default:
 		return false
@@ -1344,6 +1398,19 @@ type AccuracyParams struct {
 	Beta *float64 `json:"beta,omitempty"`
 }
 
+// AdmitsView defines model for AdmitsView.
+type AdmitsView struct {
+	// Delta delta of the (epsilon, delta) guarantee, 0 < delta <= 1.
+	Delta float64 `json:"delta"`
+
+	// Epsilon epsilon of the guarantee, > 0.
+	Epsilon float64 `json:"epsilon"`
+
+	// Releases Releases is how many more releases of (epsilon, delta) the budget
+	// admits (10000 means at least 10000).
+	Releases int `json:"releases"`
+}
+
 // AuditDirection defines model for AuditDirection.
 type AuditDirection struct {
 	// ExcessOverDelta Excess is Loss - delta: at most 0 (up to AuditTolerance*delta) when
@@ -1570,6 +1637,12 @@ type DatasetList struct {
 
 // DatasetRequest defines model for DatasetRequest.
 type DatasetRequest struct {
+	// Accounting Accounting is how releases compose: "pld" (privacy loss
+	// distributions; the default when delta_budget < 1) or "basic" (adding
+	// epsilons and deltas; the default, and the only choice, when
+	// delta_budget is 1).
+	Accounting *DatasetRequestAccounting `json:"accounting,omitempty"`
+
 	// DeltaBudget The dataset's total delta budget.
 	DeltaBudget float64 `json:"delta_budget"`
 
@@ -1580,8 +1653,21 @@ type DatasetRequest struct {
 	Name string `json:"name"`
 }
 
+// DatasetRequestAccounting Accounting is how releases compose: "pld" (privacy loss
+// distributions; the default when delta_budget < 1) or "basic" (adding
+// epsilons and deltas; the default, and the only choice, when
+// delta_budget is 1).
+type DatasetRequestAccounting string
+
 // DatasetView defines model for DatasetView.
 type DatasetView struct {
+	// Accounting Accounting is how the dataset's releases compose: "pld" or "basic".
+	Accounting DatasetViewAccounting `json:"accounting"`
+
+	// Admits Admits is set when the request gives epsilon and delta: how many more
+	// releases of that (epsilon, delta) the budget admits.
+	Admits *AdmitsView `json:"admits,omitempty"`
+
 	// CreatedAt When the resource was created (UTC, RFC 3339).
 	CreatedAt time.Time `json:"created_at"`
 
@@ -1602,7 +1688,14 @@ type DatasetView struct {
 
 	// Spent Budget spent.
 	Spent Spend `json:"spent"`
+
+	// SpentBasic SpentBasic is the sum of the releases' epsilons and deltas (basic
+	// composition), whatever the accounting.
+	SpentBasic Spend `json:"spent_basic"`
 }
+
+// DatasetViewAccounting Accounting is how the dataset's releases compose: "pld" or "basic".
+type DatasetViewAccounting string
 
 // EstimateView defines model for EstimateView.
 type EstimateView struct {
@@ -2106,12 +2199,18 @@ type ReleaseView struct {
 	// Kind What was released: sample, stream, or external (charged through POST /v1/datasets/{name}/charges).
 	Kind ReleaseViewKind `json:"kind"`
 
+	// Mechanism Mechanism is how the release is composed: "generic" or "laplace".
+	Mechanism ReleaseViewMechanism `json:"mechanism"`
+
 	// Ref The id of the sample or stream charged.
 	Ref string `json:"ref"`
 }
 
 // ReleaseViewKind What was released: sample, stream, or external (charged through POST /v1/datasets/{name}/charges).
 type ReleaseViewKind string
+
+// ReleaseViewMechanism Mechanism is how the release is composed: "generic" or "laplace".
+type ReleaseViewMechanism string
 
 // ReliabilityView defines model for ReliabilityView.
 type ReliabilityView struct {
@@ -2768,6 +2867,15 @@ type ListDatasetsParams struct {
 type CreateDatasetParams struct {
 	// IdempotencyKey makes retries safe: a repeat with the same key and request gets the first answer again and changes nothing (see docs/api.md, Idempotent retries)
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// GetDatasetParams defines parameters for GetDataset.
+type GetDatasetParams struct {
+	// Epsilon with delta: count the further releases of this epsilon (0 < epsilon <= 50) the budget admits
+	Epsilon *float64 `form:"epsilon,omitempty" json:"epsilon,omitempty"`
+
+	// Delta with epsilon: the delta (0 <= delta < 1) of those releases
+	Delta *float64 `form:"delta,omitempty" json:"delta,omitempty"`
 }
 
 // CreateDatasetChargeParams defines parameters for CreateDatasetCharge.
@@ -3665,7 +3773,7 @@ type ClientInterface interface {
 
 	// CreateDatasetWithBody Create a dataset with a privacy budget
 	//
-	// Releases created with "dataset" are charged to it by basic composition; a release that would overspend is refused with 409 and changes nothing.
+	// Releases created with "dataset" are charged to it; a release that would overspend is refused with 409 and changes nothing. With accounting "pld" (the default when delta_budget < 1) a release fits when the ledger composed with it by privacy loss distributions spends at most epsilon_budget at delta_budget (or when the sums of epsilons and deltas fit); with "basic" when the sums fit (docs/accounting.md).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3674,7 +3782,7 @@ type ClientInterface interface {
 
 	// CreateDataset Create a dataset with a privacy budget
 	//
-	// Releases created with "dataset" are charged to it by basic composition; a release that would overspend is refused with 409 and changes nothing.
+	// Releases created with "dataset" are charged to it; a release that would overspend is refused with 409 and changes nothing. With accounting "pld" (the default when delta_budget < 1) a release fits when the ledger composed with it by privacy loss distributions spends at most epsilon_budget at delta_budget (or when the sums of epsilons and deltas fit); with "basic" when the sums fit (docs/accounting.md).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3683,10 +3791,10 @@ type ClientInterface interface {
 
 	// GetDataset A dataset's budget, what is spent and remains, and the releases charged
 	//
-	// The budget (epsilon_budget, delta_budget), what is spent and remains by basic composition, and the ledger of every release charged to the dataset.
+	// The budget (epsilon_budget, delta_budget), what is spent and remains under the dataset's accounting and by basic composition, and the ledger of every release charged to the dataset. With epsilon and delta, also how many more releases of (epsilon, delta) the budget admits.
 	//
 	// Corresponds with GET /v1/datasets/{name} (the `GetDataset` operationId).
-	GetDataset(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetDataset(ctx context.Context, name string, params *GetDatasetParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateDatasetChargeWithBody Charge a release made outside pwsd to a dataset's budget
 	//
@@ -4169,7 +4277,7 @@ func (c *Client) ListDatasets(ctx context.Context, params *ListDatasetsParams, r
 
 // CreateDatasetWithBody Create a dataset with a privacy budget
 //
-// Releases created with "dataset" are charged to it by basic composition; a release that would overspend is refused with 409 and changes nothing.
+// Releases created with "dataset" are charged to it; a release that would overspend is refused with 409 and changes nothing. With accounting "pld" (the default when delta_budget < 1) a release fits when the ledger composed with it by privacy loss distributions spends at most epsilon_budget at delta_budget (or when the sums of epsilons and deltas fit); with "basic" when the sums fit (docs/accounting.md).
 //
 // Takes any type of body and a specified content type.
 //
@@ -4188,7 +4296,7 @@ func (c *Client) CreateDatasetWithBody(ctx context.Context, params *CreateDatase
 
 // CreateDataset Create a dataset with a privacy budget
 //
-// Releases created with "dataset" are charged to it by basic composition; a release that would overspend is refused with 409 and changes nothing.
+// Releases created with "dataset" are charged to it; a release that would overspend is refused with 409 and changes nothing. With accounting "pld" (the default when delta_budget < 1) a release fits when the ledger composed with it by privacy loss distributions spends at most epsilon_budget at delta_budget (or when the sums of epsilons and deltas fit); with "basic" when the sums fit (docs/accounting.md).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4207,11 +4315,11 @@ func (c *Client) CreateDataset(ctx context.Context, params *CreateDatasetParams,
 
 // GetDataset A dataset's budget, what is spent and remains, and the releases charged
 //
-// The budget (epsilon_budget, delta_budget), what is spent and remains by basic composition, and the ledger of every release charged to the dataset.
+// The budget (epsilon_budget, delta_budget), what is spent and remains under the dataset's accounting and by basic composition, and the ledger of every release charged to the dataset. With epsilon and delta, also how many more releases of (epsilon, delta) the budget admits.
 //
 // Corresponds with GET /v1/datasets/{name} (the `GetDataset` operationId).
-func (c *Client) GetDataset(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetDatasetRequest(c.Server, name)
+func (c *Client) GetDataset(ctx context.Context, name string, params *GetDatasetParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDatasetRequest(c.Server, name, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5299,7 +5407,7 @@ func NewCreateDatasetRequestWithBody(server string, params *CreateDatasetParams,
 }
 
 // NewGetDatasetRequest constructs an http.Request for the GetDataset method
-func NewGetDatasetRequest(server string, name string) (*http.Request, error) {
+func NewGetDatasetRequest(server string, name string, params *GetDatasetParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -5322,6 +5430,45 @@ func NewGetDatasetRequest(server string, name string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Epsilon != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "epsilon", *params.Epsilon, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Delta != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "delta", *params.Delta, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -8218,7 +8365,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateDatasetWithBodyWithResponse Create a dataset with a privacy budget
 	//
-	// Releases created with "dataset" are charged to it by basic composition; a release that would overspend is refused with 409 and changes nothing.
+	// Releases created with "dataset" are charged to it; a release that would overspend is refused with 409 and changes nothing. With accounting "pld" (the default when delta_budget < 1) a release fits when the ledger composed with it by privacy loss distributions spends at most epsilon_budget at delta_budget (or when the sums of epsilons and deltas fit); with "basic" when the sums fit (docs/accounting.md).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8227,7 +8374,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateDatasetWithResponse Create a dataset with a privacy budget
 	//
-	// Releases created with "dataset" are charged to it by basic composition; a release that would overspend is refused with 409 and changes nothing.
+	// Releases created with "dataset" are charged to it; a release that would overspend is refused with 409 and changes nothing. With accounting "pld" (the default when delta_budget < 1) a release fits when the ledger composed with it by privacy loss distributions spends at most epsilon_budget at delta_budget (or when the sums of epsilons and deltas fit); with "basic" when the sums fit (docs/accounting.md).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8236,12 +8383,12 @@ type ClientWithResponsesInterface interface {
 
 	// GetDatasetWithResponse A dataset's budget, what is spent and remains, and the releases charged
 	//
-	// The budget (epsilon_budget, delta_budget), what is spent and remains by basic composition, and the ledger of every release charged to the dataset.
+	// The budget (epsilon_budget, delta_budget), what is spent and remains under the dataset's accounting and by basic composition, and the ledger of every release charged to the dataset. With epsilon and delta, also how many more releases of (epsilon, delta) the budget admits.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/datasets/{name} (the `GetDataset` operationId).
-	GetDatasetWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetDatasetResponse, error)
+	GetDatasetWithResponse(ctx context.Context, name string, params *GetDatasetParams, reqEditors ...RequestEditorFn) (*GetDatasetResponse, error)
 
 	// CreateDatasetChargeWithBodyWithResponse Charge a release made outside pwsd to a dataset's budget
 	//
@@ -10036,6 +10183,11 @@ type GetDatasetResponse413Headers struct {
 	XRequestId *string
 }
 
+// GetDatasetResponse422Headers the declared response headers of an HTTP 422 response for GetDataset
+type GetDatasetResponse422Headers struct {
+	XRequestId *string
+}
+
 // GetDatasetResponse500Headers the declared response headers of an HTTP 500 response for GetDataset
 type GetDatasetResponse500Headers struct {
 	XRequestId *string
@@ -10060,6 +10212,8 @@ type GetDatasetResponse struct {
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -10074,6 +10228,8 @@ type GetDatasetResponse struct {
 	Headers404 *GetDatasetResponse404Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *GetDatasetResponse413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *GetDatasetResponse422Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetDatasetResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -10103,6 +10259,11 @@ func (r GetDatasetResponse) GetApplicationproblemJSON404() *Problem {
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r GetDatasetResponse) GetApplicationproblemJSON413() *Problem {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r GetDatasetResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -14545,7 +14706,7 @@ func (c *ClientWithResponses) ListDatasetsWithResponse(ctx context.Context, para
 
 // CreateDatasetWithBodyWithResponse Create a dataset with a privacy budget
 //
-// Releases created with "dataset" are charged to it by basic composition; a release that would overspend is refused with 409 and changes nothing.
+// Releases created with "dataset" are charged to it; a release that would overspend is refused with 409 and changes nothing. With accounting "pld" (the default when delta_budget < 1) a release fits when the ledger composed with it by privacy loss distributions spends at most epsilon_budget at delta_budget (or when the sums of epsilons and deltas fit); with "basic" when the sums fit (docs/accounting.md).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14560,7 +14721,7 @@ func (c *ClientWithResponses) CreateDatasetWithBodyWithResponse(ctx context.Cont
 
 // CreateDatasetWithResponse Create a dataset with a privacy budget
 //
-// Releases created with "dataset" are charged to it by basic composition; a release that would overspend is refused with 409 and changes nothing.
+// Releases created with "dataset" are charged to it; a release that would overspend is refused with 409 and changes nothing. With accounting "pld" (the default when delta_budget < 1) a release fits when the ledger composed with it by privacy loss distributions spends at most epsilon_budget at delta_budget (or when the sums of epsilons and deltas fit); with "basic" when the sums fit (docs/accounting.md).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14575,13 +14736,13 @@ func (c *ClientWithResponses) CreateDatasetWithResponse(ctx context.Context, par
 
 // GetDatasetWithResponse A dataset's budget, what is spent and remains, and the releases charged
 //
-// The budget (epsilon_budget, delta_budget), what is spent and remains by basic composition, and the ledger of every release charged to the dataset.
+// The budget (epsilon_budget, delta_budget), what is spent and remains under the dataset's accounting and by basic composition, and the ledger of every release charged to the dataset. With epsilon and delta, also how many more releases of (epsilon, delta) the budget admits.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/datasets/{name} (the `GetDataset` operationId).
-func (c *ClientWithResponses) GetDatasetWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetDatasetResponse, error) {
-	rsp, err := c.GetDataset(ctx, name, reqEditors...)
+func (c *ClientWithResponses) GetDatasetWithResponse(ctx context.Context, name string, params *GetDatasetParams, reqEditors ...RequestEditorFn) (*GetDatasetResponse, error) {
+	rsp, err := c.GetDataset(ctx, name, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -17093,6 +17254,13 @@ func ParseGetDatasetResponse(rsp *http.Response) (*GetDatasetResponse, error) {
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -17167,6 +17335,16 @@ func ParseGetDatasetResponse(rsp *http.Response) (*GetDatasetResponse, error) {
 			headers.XRequestId = &value
 		}
 		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers GetDatasetResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 500:
 		var headers GetDatasetResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {

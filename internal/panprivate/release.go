@@ -27,6 +27,13 @@ type Release struct {
 	// [0, t] for the cropped mean.
 	Min float64 `json:"min"`
 	Max float64 `json:"max"`
+	// Laplace is true when the release is one draw of Laplace noise added
+	// to an estimate whose sensitivity divided by the noise's scale is
+	// EpsilonSpent: a Laplace mechanism, which a privacy ledger may compose
+	// by its exact privacy loss distribution. False (e.g. the incidence
+	// estimator's minimum over several noisy counts): compose it as a
+	// generic EpsilonSpent-DP release.
+	Laplace bool `json:"-"`
 }
 
 // Clamped returns the estimate projected onto [Min, Max]: post-processing,
@@ -144,7 +151,7 @@ func (b *base) noisyRelease(noise dprand.Laplacer, estimate func() float64, pape
 		return Release{}, err
 	}
 	b.stats.Releases++
-	r := Release{Estimate: estimate() + x, EpsilonSpent: spent}
+	r := Release{Estimate: estimate() + x, EpsilonSpent: spent, Laplace: true}
 	em.fill(&r, scale)
 	return r, nil
 }

@@ -6,31 +6,44 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pwsd/pwsd/internal/accounting"
 	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/store"
 )
 
 // Dataset is a privacy budget with what has been spent of it and the
-// releases charged to it by basic composition.
+// releases charged to it.
 type Dataset struct {
 	Name          string
 	EpsilonBudget float64
 	DeltaBudget   float64
-	SpentEpsilon  float64
-	SpentDelta    float64
-	CreatedAt     time.Time
-	Releases      []LedgerEntry
+	// Accounting is how releases compose: store.AccountingPLD or
+	// store.AccountingBasic.
+	Accounting string
+	// SpentEpsilon and SpentDelta are the sums of the charges (basic
+	// composition), whatever Accounting says.
+	SpentEpsilon float64
+	SpentDelta   float64
+	// ComposedEpsilon is the epsilon spent at DeltaBudget under Accounting:
+	// for PLD accounting the smaller of the composed PLD's epsilon and (when
+	// SpentDelta fits) SpentEpsilon; for basic accounting SpentEpsilon. Set
+	// by GetDataset and ListDatasets.
+	ComposedEpsilon float64
+	CreatedAt       time.Time
+	Releases        []LedgerEntry
 }
 
 // LedgerEntry is one charge in a dataset's ledger: a release made by pwsd
 // (Kind "sample", "stream", ...) or outside it ("external"), Ref naming it,
-// and the (epsilon, delta) it cost.
+// the (epsilon, delta) it cost and the Mechanism it is composed as
+// (accounting.MechanismGeneric or accounting.MechanismLaplace).
 type LedgerEntry struct {
 	Kind      string
 	Ref       string
 	Epsilon   float64
 	Delta     float64
 	CreatedAt time.Time
+	Mechanism string
 }
 
 // ledgerOf is the service view of a stored ledger.
@@ -47,14 +60,34 @@ func ledgerOf(rel []store.Release) []LedgerEntry {
 // charges stay far from float64 overflow.
 const maxEpsilonBudget = 1e6
 
-// CreateDataset creates a dataset with a budget: epsilon_budget a normal
-// float64 in (0, maxEpsilonBudget] (no subnormal such as 5e-324) and
-// 0 <= delta_budget <= 1 (-0 is taken as 0).
+// CreateDataset creates a dataset with a budget and PLD accounting (see
+// CreateDatasetAccounting).
 func (s *Service) CreateDataset(ctx context.Context, name string, eps, delta float64) (Dataset, error) {
+	return s.CreateDatasetAccounting(ctx, name, eps, delta, "")
+}
+
+// CreateDatasetAccounting creates a dataset with a budget: epsilon_budget a
+// normal float64 in (0, maxEpsilonBudget] (no subnormal such as 5e-324),
+// 0 <= delta_budget <= 1 (-0 is taken as 0), and accounting "pld" or
+// "basic". Empty accounting is "pld" when delta_budget < 1, else "basic": a
+// delta budget of 1 promises nothing under exact composition (every
+// release is (0, 1)-DP, so PLD accounting would admit anything), and PLD
+// accounting with it is refused.
+func (s *Service) CreateDatasetAccounting(ctx context.Context, name string, eps, delta float64, acct string) (Dataset, error) {
 	if err := inScope(ctx, "name", name); err != nil {
 		return Dataset{}, err
 	}
 	var es checks.Errors
+	switch {
+	case acct == "" && delta >= 1:
+		acct = store.AccountingBasic
+	case acct == "":
+		acct = store.AccountingPLD
+	case acct == store.AccountingPLD && delta >= 1:
+		es.Add("accounting", "must be \"basic\" with a delta_budget of 1: under composition by privacy loss distributions a delta of 1 admits any release")
+	case acct != store.AccountingPLD && acct != store.AccountingBasic:
+		es.Add("accounting", fmt.Sprintf("must be %q or %q", store.AccountingPLD, store.AccountingBasic))
+	}
 	if err := checks.NormalPositive("epsilon_budget", eps); err != nil {
 		es.AddErr("epsilon_budget", err)
 	} else if eps > maxEpsilonBudget {
@@ -65,21 +98,72 @@ func (s *Service) CreateDataset(ctx context.Context, name string, eps, delta flo
 	if err := es.Err(); err != nil {
 		return Dataset{}, err
 	}
-	d := store.Dataset{Name: name, EpsilonBudget: eps, DeltaBudget: delta, CreatedAt: time.Now().UTC()}
+	d := store.Dataset{Name: name, EpsilonBudget: eps, DeltaBudget: delta, CreatedAt: time.Now().UTC(), Accounting: acct}
 	if err := s.store.CreateDataset(ctx, d); err != nil {
 		return Dataset{}, storeErr(err, "creating dataset")
 	}
-	return Dataset{Name: name, EpsilonBudget: eps, DeltaBudget: delta, CreatedAt: d.CreatedAt}, nil
+	return datasetOf(d, nil), nil
 }
 
-// GetDataset returns a dataset and its ledger.
+// GetDataset returns a dataset and its ledger, with ComposedEpsilon set.
 func (s *Service) GetDataset(ctx context.Context, name string) (Dataset, error) {
 	d, rel, err := s.store.GetDataset(ctx, name)
 	if err != nil {
 		return Dataset{}, storeErr(err, "reading dataset")
 	}
-	return Dataset{Name: d.Name, EpsilonBudget: d.EpsilonBudget, DeltaBudget: d.DeltaBudget,
-		SpentEpsilon: d.SpentEpsilon, SpentDelta: d.SpentDelta, CreatedAt: d.CreatedAt, Releases: ledgerOf(rel)}, nil
+	out := datasetOf(d, rel)
+	if err := s.compose(ctx, &out); err != nil {
+		return Dataset{}, err
+	}
+	return out, nil
+}
+
+// maxAdmits caps DatasetAdmits: counting further is costly (the composed
+// PLD grows with every release) and says nothing a planner needs.
+const maxAdmits = 10000
+
+// DatasetAdmits returns how many more generic (eps, delta) releases the
+// dataset's budget admits under its accounting, up to maxAdmits (which
+// then means at least that many): eps a finite number in (0, 50], 0 <=
+// delta < 1. A release is admitted when basic composition fits or the
+// composed PLD does (the store's rule), so the count is the larger of both
+// counts.
+func (s *Service) DatasetAdmits(ctx context.Context, name string, eps, delta float64) (int, error) {
+	var es checks.Errors
+	if !(eps > 0 && eps <= 50) {
+		es.Add("epsilon", "must be a number greater than 0 and at most 50")
+	}
+	if !(delta >= 0 && delta < 1) {
+		es.Add("delta", "must be at least 0 and less than 1")
+	}
+	if err := es.Err(); err != nil {
+		return 0, err
+	}
+	d, _, err := s.store.GetDataset(ctx, name)
+	if err != nil {
+		return 0, notFoundAs(storeErr(err, "reading dataset"), "dataset", name)
+	}
+	basic := 0
+	for basic < maxAdmits && store.Fits(store.Dataset{EpsilonBudget: d.EpsilonBudget, DeltaBudget: d.DeltaBudget,
+		SpentEpsilon: d.SpentEpsilon + float64(basic)*eps, SpentDelta: d.SpentDelta + float64(basic)*delta}, eps, delta) {
+		basic++
+	}
+	if d.Accounting != store.AccountingPLD {
+		return basic, nil
+	}
+	pld, err := s.store.ComposedLedger(ctx, name)
+	if err != nil {
+		return 0, storeErr(err, "composing the ledger")
+	}
+	q, err := accounting.Generic(pld.Grid(), eps, delta)
+	if err != nil {
+		return 0, err
+	}
+	n, err := pld.Admits(q, d.EpsilonBudget*(1+accounting.BudgetSlack), d.DeltaBudget, maxAdmits)
+	if err != nil {
+		return 0, fmt.Errorf("counting admitted releases: %w", err)
+	}
+	return max(n, basic), nil
 }
 
 // Charge is a release made outside pwsd (e.g. by the Beam pipeline) and
@@ -126,7 +210,7 @@ func (s *Service) ChargeDataset(ctx context.Context, dataset string, eps, delta 
 	}
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	rec := &store.StateRecord{Kind: "charge", ID: newID(), Dataset: dataset, Config: cfg, State: []byte{}, CreatedAt: now, UpdatedAt: now}
-	c := &store.Charge{Dataset: dataset, Kind: "external", Ref: rec.ID, Epsilon: eps, Delta: delta}
+	c := &store.Charge{Dataset: dataset, Kind: "external", Ref: rec.ID, Epsilon: eps, Delta: delta, Mechanism: accounting.MechanismGeneric}
 	if err := s.store.CreateState(ctx, rec, c); err != nil {
 		// An overspend names the budget's numbers, as a release's does.
 		return Charge{}, notFoundAs(s.budgetError(ctx, err, "charging dataset", dataset, eps, delta), "dataset", dataset)

@@ -105,8 +105,9 @@ func TestChargeDataset(t *testing.T) {
 			{name: "all bad", eps: math.NaN(), delta: 2, description: "\n", fields: []string{"epsilon", "delta", "description"}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				// Each case has its own dataset: budget (1, 1e-5), (0.5, 1e-6) spent.
-				if _, err := svc.CreateDataset(ctx, tc.name, 1, 1e-5); err != nil {
+				// Each case has its own dataset: budget (1, 1e-5), (0.5, 1e-6) spent,
+				// by basic composition (TestPLDDataset covers the default).
+				if _, err := svc.CreateDatasetAccounting(ctx, tc.name, 1, 1e-5, "basic"); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := svc.ChargeDataset(ctx, tc.name, 0.5, 1e-6, ""); err != nil {

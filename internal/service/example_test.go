@@ -131,21 +131,30 @@ func ExampleService_ChargeDataset() {
 	}
 	_, err := svc.ChargeDataset(ctx, "queries", 0.5, 0, "one too many")
 	var be *service.BudgetError
-	fmt.Println("overspend refused:", errors.Is(err, service.ErrBudget), errors.As(err, &be), "spent epsilon:", be.SpentEpsilon)
+	fmt.Println("overspend refused:", errors.Is(err, service.ErrBudget), errors.As(err, &be))
 
 	d, err := svc.GetDataset(ctx, "queries")
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("spent (%g, %g) of (%g, %g)\n", d.SpentEpsilon, d.SpentDelta, d.EpsilonBudget, d.DeltaBudget)
+	// New datasets compose their releases by privacy loss distributions:
+	// for two releases the gain over adding epsilons is small.
+	fmt.Printf("accounting %s: spent epsilon %.4f at delta %g; basic composition (%g, %g); budget (%g, %g)\n",
+		d.Accounting, d.ComposedEpsilon, d.DeltaBudget, d.SpentEpsilon, d.SpentDelta, d.EpsilonBudget, d.DeltaBudget)
 	for _, r := range d.Releases {
-		fmt.Println("ledger:", r.Kind, r.Epsilon, r.Delta)
+		fmt.Println("ledger:", r.Kind, r.Mechanism, r.Epsilon, r.Delta)
 	}
+	n, err := svc.DatasetAdmits(ctx, "queries", 0.01, 0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("further (0.01, 0) releases admitted:", n, "(adding epsilons: 25)")
 	// Output:
-	// overspend refused: true true spent epsilon: 0.75
-	// spent (0.75, 1e-06) of (1, 1e-05)
-	// ledger: sample 0.5 1e-06
-	// ledger: external 0.25 0
+	// overspend refused: true true
+	// accounting pld: spent epsilon 0.7500 at delta 1e-05; basic composition (0.75, 1e-06); budget (1, 1e-05)
+	// ledger: sample generic 0.5 1e-06
+	// ledger: external generic 0.25 0
+	// further (0.01, 0) releases admitted: 66 (adding epsilons: 25)
 }
 
 // A pan-private stream keeps only its private state: each batch of events

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pwsd/pwsd/internal/accounting"
 	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/panprivate"
 	"github.com/pwsd/pwsd/internal/store"
@@ -184,14 +185,35 @@ func (s *Service) ListDatasets(ctx context.Context, p Page) ([]Dataset, string, 
 	out := make([]Dataset, len(rows))
 	for i, r := range rows {
 		out[i] = datasetOf(r.d, r.rel)
+		if err := s.compose(ctx, &out[i]); err != nil {
+			return nil, "", err
+		}
 	}
 	return out, next, nil
 }
 
+// compose sets d.ComposedEpsilon for a PLD dataset from its composed ledger
+// (the store's cache extended by the releases recorded since).
+func (s *Service) compose(ctx context.Context, d *Dataset) error {
+	if d.Accounting != store.AccountingPLD {
+		return nil
+	}
+	pld, err := s.store.ComposedLedger(ctx, d.Name)
+	if err != nil {
+		return storeErr(err, "composing the ledger")
+	}
+	d.ComposedEpsilon = accounting.Spent(pld, d.SpentEpsilon, d.SpentDelta, d.DeltaBudget)
+	return nil
+}
+
 // datasetOf is the service view of a stored dataset and its ledger.
 func datasetOf(d store.Dataset, rel []store.Release) Dataset {
-	return Dataset{Name: d.Name, EpsilonBudget: d.EpsilonBudget, DeltaBudget: d.DeltaBudget,
-		SpentEpsilon: d.SpentEpsilon, SpentDelta: d.SpentDelta, CreatedAt: d.CreatedAt, Releases: ledgerOf(rel)}
+	acct := d.Accounting
+	if acct == "" {
+		acct = store.AccountingBasic
+	}
+	return Dataset{Name: d.Name, EpsilonBudget: d.EpsilonBudget, DeltaBudget: d.DeltaBudget, Accounting: acct,
+		SpentEpsilon: d.SpentEpsilon, SpentDelta: d.SpentDelta, ComposedEpsilon: d.SpentEpsilon, CreatedAt: d.CreatedAt, Releases: ledgerOf(rel)}
 }
 
 func statePos(r *store.StateRecord) (time.Time, string) { return r.CreatedAt, r.ID }
@@ -292,6 +314,11 @@ type BudgetError struct {
 	RequestedEpsilon, RequestedDelta float64
 	BudgetEpsilon, BudgetDelta       float64
 	SpentEpsilon, SpentDelta         float64
+	// Composed is true when SpentEpsilon is the dataset's ledger composed
+	// by PLD at BudgetDelta, below BasicEpsilon, the sum of its epsilons
+	// (SpentDelta stays the sum of deltas).
+	Composed     bool
+	BasicEpsilon float64
 }
 
 // remainingEpsilon is what is left of the epsilon budget.
@@ -303,6 +330,11 @@ func (e *BudgetError) remainingDelta() float64 { return max(0, e.BudgetDelta-e.S
 // Error says what was asked, spent and remains; it names the dataset
 // (the client's own name) and no request data.
 func (e *BudgetError) Error() string {
+	if e.Composed {
+		return fmt.Sprintf("the release asks epsilon %g and delta %g but dataset %q has spent epsilon %.6g and delta %g of its budget (%g, %g): remaining epsilon %.6g and delta %g (epsilon composed by privacy loss distributions at delta %g, against %g by adding epsilons; the release composed with the ledger would exceed epsilon %g)",
+			e.RequestedEpsilon, e.RequestedDelta, e.Dataset, e.SpentEpsilon, e.SpentDelta, e.BudgetEpsilon, e.BudgetDelta, e.remainingEpsilon(), e.remainingDelta(),
+			e.BudgetDelta, e.BasicEpsilon, e.BudgetEpsilon)
+	}
 	return fmt.Sprintf("the release asks epsilon %g and delta %g but dataset %q has spent epsilon %g and delta %g of its budget (%g, %g): remaining epsilon %g and delta %g",
 		e.RequestedEpsilon, e.RequestedDelta, e.Dataset, e.SpentEpsilon, e.SpentDelta, e.BudgetEpsilon, e.BudgetDelta, e.remainingEpsilon(), e.remainingDelta())
 }
@@ -319,8 +351,13 @@ func (s *Service) checkBudget(ctx context.Context, dataset string, eps, delta fl
 	if err != nil {
 		return notFoundAs(storeErr(err, fmt.Sprintf("dataset %q", dataset)), "dataset", dataset)
 	}
-	if !store.Fits(d, eps, delta) {
-		return budgetErrorOf(d, eps, delta)
+	c := &store.Charge{Dataset: dataset, Epsilon: eps, Delta: delta, Mechanism: accounting.MechanismGeneric}
+	err = store.Admit(d, c, func() (*accounting.PLD, error) { return s.store.ComposedLedger(ctx, dataset) })
+	if errors.Is(err, store.ErrBudget) {
+		return s.budgetErrorOfComposed(ctx, d, eps, delta)
+	}
+	if err != nil {
+		return storeErr(err, "checking the budget")
 	}
 	return nil
 }
@@ -336,12 +373,22 @@ func (s *Service) budgetError(ctx context.Context, err error, what, dataset stri
 	if gerr != nil {
 		return ErrBudget
 	}
-	return budgetErrorOf(d, eps, delta)
+	return s.budgetErrorOfComposed(ctx, d, eps, delta)
 }
 
-func budgetErrorOf(d store.Dataset, eps, delta float64) *BudgetError {
-	return &BudgetError{Dataset: d.Name, RequestedEpsilon: eps, RequestedDelta: delta, BudgetEpsilon: d.EpsilonBudget,
+// budgetErrorOfComposed is the *BudgetError of a refused charge of (eps,
+// delta) to d, with what d has spent under its accounting.
+func (s *Service) budgetErrorOfComposed(ctx context.Context, d store.Dataset, eps, delta float64) *BudgetError {
+	e := &BudgetError{Dataset: d.Name, RequestedEpsilon: eps, RequestedDelta: delta, BudgetEpsilon: d.EpsilonBudget,
 		BudgetDelta: d.DeltaBudget, SpentEpsilon: d.SpentEpsilon, SpentDelta: d.SpentDelta}
+	if d.Accounting == store.AccountingPLD {
+		if pld, err := s.store.ComposedLedger(ctx, d.Name); err == nil {
+			if spent := accounting.Spent(pld, d.SpentEpsilon, d.SpentDelta, d.DeltaBudget); spent < d.SpentEpsilon {
+				e.Composed, e.BasicEpsilon, e.SpentEpsilon = true, d.SpentEpsilon, spent
+			}
+		}
+	}
+	return e
 }
 
 // counterOf decodes a counter record into its public view.

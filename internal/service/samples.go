@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pwsd/pwsd/internal/accounting"
 	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
@@ -223,7 +224,9 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 	}
 	var charge *store.Charge
 	if spec.Dataset != "" {
-		charge = &store.Charge{Dataset: spec.Dataset, Kind: "sample", Ref: smp.ID, Epsilon: spec.Privacy.Epsilon, Delta: spec.Privacy.Delta}
+		// A PWS release is (epsilon, delta)-DP: composed by the generic pair,
+		// which dominates every such mechanism (docs/accounting.md).
+		charge = &store.Charge{Dataset: spec.Dataset, Kind: "sample", Ref: smp.ID, Epsilon: spec.Privacy.Epsilon, Delta: spec.Privacy.Delta, Mechanism: accounting.MechanismGeneric}
 	}
 	if err := s.store.CreateSample(ctx, smp, charge); err != nil {
 		return nil, notFoundAs(s.budgetError(ctx, err, "storing sample", spec.Dataset, spec.Privacy.Epsilon, spec.Privacy.Delta), "dataset", spec.Dataset)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pwsd/pwsd/internal/accounting"
 	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/dprand"
 	"github.com/pwsd/pwsd/internal/estimate"
@@ -102,7 +103,7 @@ func (s *Service) CreateStream(ctx context.Context, spec StreamSpec) (Stream, er
 	if spec.Continual && spec.Dataset != "" {
 		// The continual output is released at every step: its whole cost is
 		// charged once, at creation.
-		charge = &store.Charge{Dataset: spec.Dataset, Kind: kindStream, Ref: rec.ID, Epsilon: cfg.Density.Epsilon}
+		charge = &store.Charge{Dataset: spec.Dataset, Kind: kindStream, Ref: rec.ID, Epsilon: cfg.Density.Epsilon, Mechanism: accounting.MechanismGeneric}
 	}
 	if err := s.store.CreateState(ctx, rec, charge); err != nil {
 		if charge != nil {
@@ -170,7 +171,7 @@ func (e estimatorStream) Release(noise dprand.Laplacer) (StreamRelease, error) {
 // which knows the level).
 func streamRelease(r panprivate.Release) StreamRelease {
 	return StreamRelease{Estimate: r.Estimate, EpsilonSpent: r.EpsilonSpent, Clamped: r.Clamped(),
-		StandardError: StandardError{Value: r.StandardError, Bound: r.Bound}, Min: r.Min, Max: r.Max}
+		StandardError: StandardError{Value: r.StandardError, Bound: r.Bound}, Min: r.Min, Max: r.Max, laplace: r.Laplace}
 }
 
 func (e estimatorStream) Intrude() (panprivate.State, error) { return e.est.Intrude(), nil }
@@ -300,6 +301,8 @@ type StreamRelease struct {
 	Interval      estimate.Interval
 	Clamped       float64
 	Min, Max      float64
+	// laplace: the release is a Laplace mechanism (panprivate.Release.Laplace).
+	laplace bool
 }
 
 // ReleaseStream draws one noisy estimate (Laplace noise from the vetted
@@ -333,7 +336,12 @@ func (s *Service) ReleaseStream(ctx context.Context, id string, level float64) (
 		if rec.Dataset == "" {
 			return nil, nil
 		}
-		charged = &store.Charge{Dataset: rec.Dataset, Kind: kindStream, Ref: rec.ID, Epsilon: out.EpsilonSpent}
+		charged = &store.Charge{Dataset: rec.Dataset, Kind: kindStream, Ref: rec.ID, Epsilon: out.EpsilonSpent, Mechanism: accounting.MechanismGeneric}
+		if out.laplace {
+			// Laplace noise on an estimate of bounded sensitivity: composed by
+			// its exact PLD (docs/accounting.md).
+			charged.Mechanism = accounting.MechanismLaplace
+		}
 		return charged, nil
 	})
 	if err != nil && charged != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/pwsd/pwsd/internal/accounting"
 )
 
 // The in-memory store's struct, health and PurgeExpired. Each domain is in
@@ -17,6 +19,8 @@ type Memory struct {
 	samples  map[string]*Sample
 	datasets map[string]*Dataset
 	ledger   map[string][]Release
+	// composed caches each dataset's composed ledger (bounded).
+	composed *accounting.Cache
 	states   map[string]*StateRecord
 	// stateLocks serialise UpdateState per record without holding mu while
 	// fn runs, as a row lock does in PostgreSQL.
@@ -32,6 +36,7 @@ func NewMemory() *Memory {
 		samples:    map[string]*Sample{},
 		datasets:   map[string]*Dataset{},
 		ledger:     map[string][]Release{},
+		composed:   accounting.NewCache(ledgerCachePoints),
 		states:     map[string]*StateRecord{},
 		stateLocks: map[string]*sync.Mutex{},
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/pwsd/pwsd/internal/accounting"
 )
 
 // Datasets and the privacy ledger in memory: Memory.datasets and
@@ -18,13 +20,47 @@ func (m *Memory) chargeLocked(c *Charge, now time.Time) error {
 	if !ok {
 		return fmt.Errorf("charging dataset: %w", ErrNotFound)
 	}
-	if !fits(*d, c.Epsilon, c.Delta) {
-		return ErrBudget
+	after, err := admit(*d, c, func() (*accounting.PLD, error) { return m.composedLocked(c.Dataset) })
+	if err != nil {
+		return err
 	}
 	d.SpentEpsilon += c.Epsilon
 	d.SpentDelta += c.Delta
-	m.ledger[c.Dataset] = append(m.ledger[c.Dataset], Release{Kind: c.Kind, Ref: c.Ref, Epsilon: c.Epsilon, Delta: c.Delta, CreatedAt: now})
+	m.ledger[c.Dataset] = append(m.ledger[c.Dataset], Release{Kind: c.Kind, Ref: c.Ref, Epsilon: c.Epsilon, Delta: c.Delta, CreatedAt: now, Mechanism: c.mechanism()})
+	if after != nil {
+		m.composed.Put(c.Dataset, int64(len(m.ledger[c.Dataset])), after)
+	}
 	return nil
+}
+
+// composedLocked returns the PLD of name's ledger: the cached composition
+// extended by the releases recorded since (the cache's position is the
+// number of releases composed). m.mu must be held.
+func (m *Memory) composedLocked(name string) (*accounting.PLD, error) {
+	rel := m.ledger[name]
+	pos, p, ok := m.composed.Get(name)
+	if !ok || pos > int64(len(rel)) {
+		pos, p = 0, nil
+	}
+	p, err := composeReleases(p, rel[pos:])
+	if err != nil {
+		return nil, err
+	}
+	m.composed.Put(name, int64(len(rel)), p)
+	return p, nil
+}
+
+// ComposedLedger implements Datasets.
+func (m *Memory) ComposedLedger(_ context.Context, name string) (*accounting.PLD, error) {
+	if err := checkID(name); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.datasets[name]; !ok {
+		return nil, ErrNotFound
+	}
+	return m.composedLocked(name)
 }
 
 // CreateDataset implements Datasets.
@@ -35,6 +71,7 @@ func (m *Memory) CreateDataset(_ context.Context, d Dataset) error {
 		return ErrExists
 	}
 	d.SpentEpsilon, d.SpentDelta = 0, 0
+	d.Accounting = d.accounting()
 	if d.CreatedAt.IsZero() {
 		d.CreatedAt = time.Now().UTC()
 	}

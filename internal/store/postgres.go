@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/pwsd/pwsd/internal/accounting"
 	"github.com/pwsd/pwsd/migrations"
 )
 
@@ -27,6 +28,9 @@ type Postgres struct {
 	pool *pgxpool.Pool
 	// tableCacheBytes bounds table_cache (see PutTable).
 	tableCacheBytes atomic.Int64
+	// ledgers caches each dataset's composed ledger (bounded), keyed by
+	// name with the id of the last release composed.
+	ledgers *accounting.Cache
 }
 
 // Migrate applies every pending migration embedded in package migrations to
@@ -83,7 +87,7 @@ func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
 		pool.Close()
 		return nil, fmt.Errorf("pinging postgres: %w", err)
 	}
-	p := &Postgres{pool: pool}
+	p := &Postgres{pool: pool, ledgers: accounting.NewCache(ledgerCachePoints)}
 	p.tableCacheBytes.Store(DefaultTableCacheBytes)
 	return p, nil
 }

@@ -14,12 +14,7 @@ import (
 
 // CreateSample implements Samples.
 func (p *Postgres) CreateSample(ctx context.Context, s *Sample, c *Charge) error {
-	return pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		if c != nil {
-			if err := charge(ctx, tx, c); err != nil {
-				return err
-			}
-		}
+	return p.chargeTx(ctx, func(pgx.Tx) (*Charge, error) { return c, nil }, func(tx pgx.Tx) error {
 		var dataset any
 		if s.Dataset != "" {
 			dataset = s.Dataset

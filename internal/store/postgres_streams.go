@@ -17,12 +17,7 @@ func (p *Postgres) CreateState(ctx context.Context, r *StateRecord, c *Charge) e
 	if r.Dataset != "" {
 		dataset = r.Dataset
 	}
-	return pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		if c != nil {
-			if err := charge(ctx, tx, c); err != nil {
-				return err
-			}
-		}
+	return p.chargeTx(ctx, func(pgx.Tx) (*Charge, error) { return c, nil }, func(tx pgx.Tx) error {
 		return insertState(ctx, tx, r, dataset)
 	})
 }
@@ -70,22 +65,16 @@ func (p *Postgres) UpdateState(ctx context.Context, kind, id string, fn func(*St
 	if err := checkID(id); err != nil {
 		return err
 	}
-	return pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		r, err := scanState(tx.QueryRow(ctx, `SELECT `+stateColumns+` FROM states WHERE kind = $1 AND id = $2 FOR UPDATE`, kind, id))
-		if err != nil {
-			return err
+	var r *StateRecord
+	return p.chargeTx(ctx, func(tx pgx.Tx) (*Charge, error) {
+		var err error
+		if r, err = scanState(tx.QueryRow(ctx, `SELECT `+stateColumns+` FROM states WHERE kind = $1 AND id = $2 FOR UPDATE`, kind, id)); err != nil {
+			return nil, err
 		}
-		c, err := fn(r)
-		if err != nil {
-			return err
-		}
-		if c != nil {
-			if err := charge(ctx, tx, c); err != nil {
-				return err
-			}
-		}
+		return fn(r)
+	}, func(tx pgx.Tx) error {
 		r.UpdatedAt = time.Now().UTC()
-		_, err = tx.Exec(ctx, `UPDATE states SET config = $3, state = $4, events = $5, releases = $6, updated_at = $7 WHERE kind = $1 AND id = $2`,
+		_, err := tx.Exec(ctx, `UPDATE states SET config = $3, state = $4, events = $5, releases = $6, updated_at = $7 WHERE kind = $1 AND id = $2`,
 			kind, id, r.Config, r.State, r.Events, r.Releases, r.UpdatedAt)
 		if err != nil {
 			return fmt.Errorf("writing state: %w", err)

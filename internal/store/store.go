@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"math"
 	"time"
+
+	"github.com/pwsd/pwsd/internal/accounting"
 )
 
 // This file declares what a store is, domain by domain: each domain's
@@ -210,25 +213,64 @@ type Datasets interface {
 	// ListDatasets returns up to limit datasets after c (Cursor.ID is the
 	// name), each with its ledger, oldest release first.
 	ListDatasets(ctx context.Context, c Cursor, limit int) ([]Dataset, [][]Release, error)
+	// ComposedLedger returns the PLD of every release charged to a dataset
+	// (from the store's cache of composed ledgers, extended by the releases
+	// recorded since), or ErrNotFound.
+	ComposedLedger(ctx context.Context, name string) (*accounting.PLD, error)
 }
+
+// How a dataset composes its releases (Dataset.Accounting).
+const (
+	// AccountingBasic adds epsilons and deltas: the budget check of every
+	// dataset created before migration 7.
+	AccountingBasic = "basic"
+	// AccountingPLD composes releases by privacy loss distributions
+	// (internal/accounting): a charge fits when the composed epsilon at the
+	// dataset's delta budget stays within its epsilon budget.
+	AccountingPLD = "pld"
+)
 
 // Dataset is a privacy budget and what has been spent of it.
 type Dataset struct {
 	Name          string
 	EpsilonBudget float64
 	DeltaBudget   float64
-	SpentEpsilon  float64
-	SpentDelta    float64
-	CreatedAt     time.Time
+	// SpentEpsilon and SpentDelta are the sums of the charges (basic
+	// composition), whatever the dataset's accounting.
+	SpentEpsilon float64
+	SpentDelta   float64
+	CreatedAt    time.Time
+	// Accounting is AccountingBasic or AccountingPLD; empty is taken as
+	// AccountingBasic (what every dataset stored before it existed has).
+	Accounting string
 }
 
-// Charge is one release to be charged to a dataset by basic composition.
+// accounting returns d's accounting, AccountingBasic when empty.
+func (d Dataset) accounting() string {
+	if d.Accounting == "" {
+		return AccountingBasic
+	}
+	return d.Accounting
+}
+
+// Charge is one release to be charged to a dataset.
 type Charge struct {
 	Dataset string
-	Kind    string // "sample" or "stream"
+	Kind    string // "sample", "stream", "external"...
 	Ref     string // sample id or stream id
-	Epsilon float64
-	Delta   float64
+	// Mechanism is how the release is composed: accounting.MechanismGeneric
+	// (also when empty) or accounting.MechanismLaplace.
+	Mechanism string
+	Epsilon   float64
+	Delta     float64
+}
+
+// mechanism returns c's mechanism, MechanismGeneric when empty.
+func (c *Charge) mechanism() string {
+	if c.Mechanism == "" {
+		return accounting.MechanismGeneric
+	}
+	return c.Mechanism
 }
 
 // Release is one charged release in a dataset's ledger.
@@ -238,6 +280,8 @@ type Release struct {
 	Epsilon   float64
 	Delta     float64
 	CreatedAt time.Time
+	// Mechanism is the kind of mechanism it was charged as (see Charge).
+	Mechanism string
 }
 
 // budgetSlack absorbs floating-point rounding in sums of charges, so that ten
@@ -254,6 +298,88 @@ func fits(d Dataset, eps, delta float64) bool {
 	}
 	return se <= d.EpsilonBudget+d.EpsilonBudget*budgetSlack &&
 		sd <= d.DeltaBudget+d.DeltaBudget*budgetSlack
+}
+
+// ledgerCachePoints bounds each store's cache of composed ledgers: 2^22
+// grid points, 32 MiB. A ledger of generic releases needs a few thousand
+// points, one of 365 Laplace releases at epsilon 0.1 about 475,000 (3.6 MiB).
+const ledgerCachePoints = 1 << 22
+
+// admit decides a charge c against d whose ledger composes to composed()
+// (called only when needed): it fits when basic composition fits, or when
+// d composes by PLD and the ledger composed with c spends at most the
+// epsilon budget at the delta budget. When the PLD decided, admit returns
+// the ledger composed with c, for the caller to cache once the charge is
+// committed (so that the next charge composes one release, not two).
+func admit(d Dataset, c *Charge, composed func() (*accounting.PLD, error)) (*accounting.PLD, error) {
+	if !finite(c.Epsilon) || !finite(c.Delta) || c.Epsilon < 0 || c.Delta < 0 {
+		return nil, ErrBudget
+	}
+	if fits(d, c.Epsilon, c.Delta) {
+		return nil, nil
+	}
+	if d.accounting() != AccountingPLD {
+		return nil, ErrBudget
+	}
+	ac := accounting.Charge{Mechanism: c.mechanism(), Epsilon: c.Epsilon, Delta: c.Delta}
+	if ac.Validate() != nil {
+		// e.g. an epsilon above 50: only basic composition can charge it.
+		return nil, ErrBudget
+	}
+	before, err := composed()
+	if err != nil {
+		return nil, err
+	}
+	after, err := accounting.ComposeCharges(before, []accounting.Charge{ac})
+	if err != nil {
+		return nil, fmt.Errorf("composing the ledger: %w", err)
+	}
+	spent := accounting.Spent(after, d.SpentEpsilon+c.Epsilon, d.SpentDelta+c.Delta, d.DeltaBudget)
+	if spent > d.EpsilonBudget*(1+budgetSlack) {
+		return nil, ErrBudget
+	}
+	return after, nil
+}
+
+// Admit returns nil when charging c to d fits its budget and ErrBudget when
+// not, by the rule the stores apply when they charge; composed returns the
+// PLD of d's ledger and is called only for a PLD dataset that basic
+// composition would refuse. It lets a caller refuse early what the store
+// would refuse; the charge itself stays atomic in the store.
+func Admit(d Dataset, c *Charge, composed func() (*accounting.PLD, error)) error {
+	_, err := admit(d, c, composed)
+	return err
+}
+
+// composeReleases extends the composed PLD of a ledger (nil: nothing yet)
+// by rel.
+func composeReleases(base *accounting.PLD, rel []Release) (*accounting.PLD, error) {
+	if base == nil {
+		var err error
+		if base, err = accounting.Identity(accounting.DefaultGrid()); err != nil {
+			return nil, err
+		}
+	}
+	cs := make([]accounting.Charge, len(rel))
+	for i, r := range rel {
+		m := r.Mechanism
+		if m == "" {
+			m = accounting.MechanismGeneric
+		}
+		cs[i] = accounting.Charge{Mechanism: m, Epsilon: r.Epsilon, Delta: r.Delta}
+		if cs[i].Validate() != nil {
+			// A release the accountant cannot compose (epsilon above 50,
+			// admitted by basic composition) counts as all mass at
+			// +infinity: the PLD then says nothing and Spent falls back to
+			// basic composition.
+			cs[i] = accounting.Charge{Mechanism: accounting.MechanismGeneric, Delta: 1}
+		}
+	}
+	p, err := accounting.ComposeCharges(base, cs)
+	if err != nil {
+		return nil, fmt.Errorf("composing the ledger: %w", err)
+	}
+	return p, nil
 }
 
 func finite(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }

@@ -22,6 +22,104 @@ func datasetsChecks() []check {
 		{"creation ignores spending and dates the dataset", testCreateDataset},
 		{"every release path charges within the budget or not at all", testChargeLimits},
 		{"concurrent releases of every kind never overspend", testConcurrentMixedCharges},
+		{"a PLD dataset admits what optimal composition allows", testPLDAdmits},
+		{"a PLD dataset composes Laplace releases by their PLD", testPLDLaplace},
+	}
+}
+
+// chargeSamples charges n samples of (eps, delta, mechanism) to dataset one
+// after the other and returns how many were admitted; every refusal must be
+// ErrBudget and write nothing.
+func chargeSamples(t *testing.T, s store.Store, dataset, mechanism string, n int, eps, delta float64) int {
+	t.Helper()
+	ctx := context.Background()
+	ok := 0
+	for i := range n {
+		id := fmt.Sprintf("%s-%d", dataset, i)
+		err := s.CreateSample(ctx, &store.Sample{ID: id, Dataset: dataset, CreatedAt: time.Now(), Header: []byte(`{}`)},
+			&store.Charge{Dataset: dataset, Kind: "sample", Ref: id, Epsilon: eps, Delta: delta, Mechanism: mechanism})
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, store.ErrBudget):
+			if _, err := s.GetSample(ctx, id); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("refused sample %s was written (%v)", id, err)
+			}
+		default:
+			t.Fatal(err)
+		}
+	}
+	return ok
+}
+
+// testPLDAdmits: a budget (5, 1e-5) admits 128 releases of (0.1, 1e-9) by
+// PLD (the Kairouz-Oh-Viswanath optimum is 128) against 50 by basic
+// composition, and a dataset created without accounting is basic. The
+// ledger and the basic sums record exactly the admitted releases.
+func testPLDAdmits(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	if err := s.CreateDataset(ctx, store.Dataset{Name: "p", EpsilonBudget: 5, DeltaBudget: 1e-5, Accounting: store.AccountingPLD}); err != nil {
+		t.Fatal(err)
+	}
+	newDataset(t, s, "b", 5, 1e-5)
+	if got := chargeSamples(t, s, "p", "generic", 131, 0.1, 1e-9); got != 128 {
+		t.Errorf("PLD dataset admitted %d releases of (0.1, 1e-9), want 128", got)
+	}
+	if got := chargeSamples(t, s, "b", "", 55, 0.1, 1e-9); got != 50 {
+		t.Errorf("basic dataset admitted %d releases of (0.1, 1e-9), want 50", got)
+	}
+	d, rel := ledgerOf(t, s, "p")
+	if d.Accounting != store.AccountingPLD || len(rel) != 128 || math.Abs(d.SpentEpsilon-12.8) > 1e-9 || rel[0].Mechanism != "generic" {
+		t.Errorf("PLD ledger: accounting %q, %d releases, basic sum %g, mechanism %q", d.Accounting, len(rel), d.SpentEpsilon, rel[0].Mechanism)
+	}
+	if b, _ := ledgerOf(t, s, "b"); b.Accounting != store.AccountingBasic {
+		t.Errorf("a dataset created without accounting has %q, want basic", b.Accounting)
+	}
+	pld, err := s.ComposedLedger(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eps := pld.Epsilon(1e-5); !(eps <= 5 && eps > 4.5) {
+		t.Errorf("composed ledger epsilon at 1e-5 = %g, want in (4.5, 5]", eps)
+	}
+	if _, err := s.ComposedLedger(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("composed ledger of an unknown dataset: %v", err)
+	}
+}
+
+// testPLDLaplace: Laplace releases of epsilon 0.1 on a budget (3, 1e-5):
+// as many as the Laplace PLD composed allows, more than basic's 30 and at
+// least the generic pair's optimum (every 0.1-DP release is dominated
+// by it), which is an independent bound computed here by its closed form.
+func testPLDLaplace(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	if err := s.CreateDataset(ctx, store.Dataset{Name: "l", EpsilonBudget: 3, DeltaBudget: 1e-5, Accounting: store.AccountingPLD}); err != nil {
+		t.Fatal(err)
+	}
+	got := chargeSamples(t, s, "l", "laplace", 75, 0.1, 0)
+	// The generic (0.1, 0) pair's k-fold divergence at 3 (Kairouz-Oh-
+	// Viswanath): sum over j of C(k, j) p^(k-j) (1-p)^j (1 - e^(3-(k-2j)0.1))+.
+	kov := func(k int) float64 {
+		p := 1 / (1 + math.Exp(-0.1))
+		s := 0.0
+		for j := 0; j <= k; j++ {
+			l := float64(k-2*j) * 0.1
+			if l > 3 {
+				lc, _ := math.Lgamma(float64(k + 1))
+				l1, _ := math.Lgamma(float64(j + 1))
+				l2, _ := math.Lgamma(float64(k - j + 1))
+				s += math.Exp(lc-l1-l2+float64(k-j)*math.Log(p)+float64(j)*math.Log(1-p)) * -math.Expm1(3-l)
+			}
+		}
+		return s
+	}
+	generic := 0
+	for kov(generic+1) <= 1e-5 {
+		generic++
+	}
+	t.Logf("Laplace(0.1) releases admitted by (3, 1e-5): %d (generic optimum %d, basic 30)", got, generic)
+	if got <= 30 || got < generic || got == 75 {
+		t.Errorf("admitted %d Laplace releases, want more than basic's 30, at least the generic optimum %d, fewer than 75", got, generic)
 	}
 }
 
@@ -162,6 +260,22 @@ func testChargeLimits(t *testing.T, s store.Store) {
 	}
 }
 
+// Tally counts the outcomes of concurrent charges: admitted, or refused
+// with store.ErrBudget; any other error fails the test.
+type Tally struct{ Admitted, Refused atomic.Int32 }
+
+// Add counts err, the outcome of one charge.
+func (c *Tally) Add(t testing.TB, err error) {
+	switch {
+	case err == nil:
+		c.Admitted.Add(1)
+	case errors.Is(err, store.ErrBudget):
+		c.Refused.Add(1)
+	default:
+		t.Error(err)
+	}
+}
+
 // testConcurrentMixedCharges: 12 sample creations, 12 stream creations
 // and 12 stream releases, all at once, each charging (0.1, 1e-6) to a
 // budget of (1, 1e-5): exactly 10 succeed, the other 26 are refused with
@@ -174,27 +288,19 @@ func testConcurrentMixedCharges(t *testing.T, s store.Store) {
 	for i := range each {
 		paths[2].prepare(t, s, fmt.Sprint("u", i), "d")
 	}
-	var ok, refused atomic.Int32
+	var tally Tally
 	var wg sync.WaitGroup
 	for pi, p := range paths {
 		for i := range each {
 			ref := fmt.Sprint([]string{"s", "c", "u"}[pi], i)
 			wg.Go(func() {
-				err := p.release(ctx, s, ref, &store.Charge{Dataset: "d", Kind: p.kind, Ref: ref, Epsilon: 0.1, Delta: 1e-6})
-				switch {
-				case err == nil:
-					ok.Add(1)
-				case errors.Is(err, store.ErrBudget):
-					refused.Add(1)
-				default:
-					t.Error(err)
-				}
+				tally.Add(t, p.release(ctx, s, ref, &store.Charge{Dataset: "d", Kind: p.kind, Ref: ref, Epsilon: 0.1, Delta: 1e-6}))
 			})
 		}
 	}
 	wg.Wait()
-	if ok.Load() != 10 || refused.Load() != 3*each-10 {
-		t.Fatalf("%d succeeded and %d refused, want 10 and %d", ok.Load(), refused.Load(), 3*each-10)
+	if ok, refused := tally.Admitted.Load(), tally.Refused.Load(); ok != 10 || refused != 3*each-10 {
+		t.Fatalf("%d succeeded and %d refused, want 10 and %d", ok, refused, 3*each-10)
 	}
 	d, rel := ledgerOf(t, s, "d")
 	if len(rel) != 10 || math.Abs(d.SpentEpsilon-1) > 1e-9 || math.Abs(d.SpentDelta-1e-5) > 1e-14 {
@@ -224,7 +330,7 @@ func testCreateDataset(t *testing.T, s store.Store) {
 		name string
 		in   store.Dataset
 	}{
-		{"spent given", store.Dataset{Name: "spent", EpsilonBudget: 2, DeltaBudget: 1e-6, SpentEpsilon: 1.5, SpentDelta: 1e-7, CreatedAt: given}},
+		{"spent given", store.Dataset{Name: "spent", EpsilonBudget: 3, DeltaBudget: 1e-6, SpentEpsilon: 1.5, SpentDelta: 1e-7, CreatedAt: given}},
 		{"no creation time", store.Dataset{Name: "undated", EpsilonBudget: 3, DeltaBudget: 0}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
