@@ -176,9 +176,9 @@ func TestGeneratedClientWorkflow(t *testing.T) {
 	}
 
 	// The ledger shows the sample's release (the stream names no dataset).
-	got, err := c.GetDatasetWithResponse(ctx, "queries")
+	got, err := c.GetDatasetWithResponse(ctx, "queries", nil)
 	check("get dataset", got.StatusCode(), http.StatusOK, got.Body, err)
-	if got.JSON200 == nil || len(got.JSON200.Releases) != 1 || got.JSON200.Spent.Epsilon != 0.5 {
+	if got.JSON200 == nil || len(got.JSON200.Releases) != 1 || got.JSON200.SpentBasic.Epsilon != 0.5 {
 		t.Fatalf("dataset ledger: %s", got.Body)
 	}
 }

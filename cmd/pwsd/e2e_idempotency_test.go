@@ -70,14 +70,14 @@ func TestIdempotencySurvivesKill(t *testing.T) {
 	}
 	st, b := httpDo(t, "GET", q.url("/v1/datasets/kill9"), "", "")
 	var d struct {
-		Spent    struct{ Epsilon float64 }
-		Releases []struct{ Ref string }
+		SpentBasic struct{ Epsilon float64 } `json:"spent_basic"`
+		Releases   []struct{ Ref string }
 	}
 	if err := json.Unmarshal(b, &d); err != nil || st != 200 {
 		t.Fatalf("dataset: %d %s", st, b)
 	}
-	if len(d.Releases) != 1 || d.Spent.Epsilon != 0.4 {
-		t.Fatalf("the dataset was charged %d times (spent %g), want once", len(d.Releases), d.Spent.Epsilon)
+	if len(d.Releases) != 1 || d.SpentBasic.Epsilon != 0.4 {
+		t.Fatalf("the dataset was charged %d times (spent %g by basic composition), want once", len(d.Releases), d.SpentBasic.Epsilon)
 	}
 	// The same key with another body is refused and charges nothing.
 	other, ob := keyedPost(t, q.url("/v1/samples"), "application/x-ndjson", strings.Replace(body.String(), `"frequency":40`, `"frequency":41`, 1), key)
