@@ -8777,7 +8777,7 @@ type ListCountersResponse400Headers struct {
 
 // ListCountersResponse401Headers the declared response headers of an HTTP 401 response for ListCounters
 type ListCountersResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -8918,7 +8918,7 @@ type CreateCounterResponse400Headers struct {
 type CreateCounterResponse401Headers struct {
 	IdempotentOriginalRequestId *string
 	IdempotentReplayed          *string
-	WWWAuthenticate             *string
+	WwwAuthenticate             *string
 	XRequestId                  *string
 }
 
@@ -9104,7 +9104,7 @@ type DeleteCounterResponse400Headers struct {
 
 // DeleteCounterResponse401Headers the declared response headers of an HTTP 401 response for DeleteCounter
 type DeleteCounterResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -9245,7 +9245,7 @@ type GetCounterResponse400Headers struct {
 
 // GetCounterResponse401Headers the declared response headers of an HTTP 401 response for GetCounter
 type GetCounterResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -9385,7 +9385,7 @@ type AddCounterStepsResponse400Headers struct {
 type AddCounterStepsResponse401Headers struct {
 	IdempotentOriginalRequestId *string
 	IdempotentReplayed          *string
-	WWWAuthenticate             *string
+	WwwAuthenticate             *string
 	XRequestId                  *string
 }
 
@@ -9587,7 +9587,7 @@ type ListDatasetsResponse400Headers struct {
 
 // ListDatasetsResponse401Headers the declared response headers of an HTTP 401 response for ListDatasets
 type ListDatasetsResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -9728,7 +9728,7 @@ type CreateDatasetResponse400Headers struct {
 type CreateDatasetResponse401Headers struct {
 	IdempotentOriginalRequestId *string
 	IdempotentReplayed          *string
-	WWWAuthenticate             *string
+	WwwAuthenticate             *string
 	XRequestId                  *string
 }
 
@@ -9914,7 +9914,7 @@ type GetDatasetResponse400Headers struct {
 
 // GetDatasetResponse401Headers the declared response headers of an HTTP 401 response for GetDataset
 type GetDatasetResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -10054,7 +10054,7 @@ type CreateDatasetChargeResponse400Headers struct {
 type CreateDatasetChargeResponse401Headers struct {
 	IdempotentOriginalRequestId *string
 	IdempotentReplayed          *string
-	WWWAuthenticate             *string
+	WwwAuthenticate             *string
 	XRequestId                  *string
 }
 
@@ -10256,7 +10256,7 @@ type GetPlanSummaryResponse400Headers struct {
 
 // GetPlanSummaryResponse401Headers the declared response headers of an HTTP 401 response for GetPlanSummary
 type GetPlanSummaryResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -10390,7 +10390,7 @@ type PlotBiasResponse400Headers struct {
 
 // PlotBiasResponse401Headers the declared response headers of an HTTP 401 response for PlotBias
 type PlotBiasResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -10517,7 +10517,7 @@ type PlotNRMSEResponse400Headers struct {
 
 // PlotNRMSEResponse401Headers the declared response headers of an HTTP 401 response for PlotNRMSE
 type PlotNRMSEResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -10644,7 +10644,7 @@ type PlotReportingResponse400Headers struct {
 
 // PlotReportingResponse401Headers the declared response headers of an HTTP 401 response for PlotReporting
 type PlotReportingResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -10771,7 +10771,7 @@ type PlotVarianceResponse400Headers struct {
 
 // PlotVarianceResponse401Headers the declared response headers of an HTTP 401 response for PlotVariance
 type PlotVarianceResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -10898,7 +10898,7 @@ type ListSamplesResponse400Headers struct {
 
 // ListSamplesResponse401Headers the declared response headers of an HTTP 401 response for ListSamples
 type ListSamplesResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -11039,7 +11039,7 @@ type CreateSampleResponse400Headers struct {
 type CreateSampleResponse401Headers struct {
 	IdempotentOriginalRequestId *string
 	IdempotentReplayed          *string
-	WWWAuthenticate             *string
+	WwwAuthenticate             *string
 	XRequestId                  *string
 }
 
@@ -11241,7 +11241,7 @@ type DeleteSampleResponse400Headers struct {
 
 // DeleteSampleResponse401Headers the declared response headers of an HTTP 401 response for DeleteSample
 type DeleteSampleResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -11382,7 +11382,7 @@ type GetSampleResponse400Headers struct {
 
 // GetSampleResponse401Headers the declared response headers of an HTTP 401 response for GetSample
 type GetSampleResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -11530,7 +11530,7 @@ type GetSampleEstimateResponse400Headers struct {
 
 // GetSampleEstimateResponse401Headers the declared response headers of an HTTP 401 response for GetSampleEstimate
 type GetSampleEstimateResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -11678,7 +11678,7 @@ type GetSampleQuantilesResponse400Headers struct {
 
 // GetSampleQuantilesResponse401Headers the declared response headers of an HTTP 401 response for GetSampleQuantiles
 type GetSampleQuantilesResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -11826,7 +11826,7 @@ type GetSampleRankResponse400Headers struct {
 
 // GetSampleRankResponse401Headers the declared response headers of an HTTP 401 response for GetSampleRank
 type GetSampleRankResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -11974,7 +11974,7 @@ type GetSampleTopResponse400Headers struct {
 
 // GetSampleTopResponse401Headers the declared response headers of an HTTP 401 response for GetSampleTop
 type GetSampleTopResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -12123,7 +12123,7 @@ type ImportSampleResponse400Headers struct {
 
 // ImportSampleResponse401Headers the declared response headers of an HTTP 401 response for ImportSample
 type ImportSampleResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -12313,7 +12313,7 @@ type ListStreamsResponse400Headers struct {
 
 // ListStreamsResponse401Headers the declared response headers of an HTTP 401 response for ListStreams
 type ListStreamsResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -12454,7 +12454,7 @@ type CreateStreamResponse400Headers struct {
 type CreateStreamResponse401Headers struct {
 	IdempotentOriginalRequestId *string
 	IdempotentReplayed          *string
-	WWWAuthenticate             *string
+	WwwAuthenticate             *string
 	XRequestId                  *string
 }
 
@@ -12656,7 +12656,7 @@ type DeleteStreamResponse400Headers struct {
 
 // DeleteStreamResponse401Headers the declared response headers of an HTTP 401 response for DeleteStream
 type DeleteStreamResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -12797,7 +12797,7 @@ type GetStreamResponse400Headers struct {
 
 // GetStreamResponse401Headers the declared response headers of an HTTP 401 response for GetStream
 type GetStreamResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -12937,7 +12937,7 @@ type AddStreamEventsResponse400Headers struct {
 type AddStreamEventsResponse401Headers struct {
 	IdempotentOriginalRequestId *string
 	IdempotentReplayed          *string
-	WWWAuthenticate             *string
+	WwwAuthenticate             *string
 	XRequestId                  *string
 }
 
@@ -13139,7 +13139,7 @@ type AnnounceStreamIntrusionResponse400Headers struct {
 
 // AnnounceStreamIntrusionResponse401Headers the declared response headers of an HTTP 401 response for AnnounceStreamIntrusion
 type AnnounceStreamIntrusionResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -13307,7 +13307,7 @@ type CreateStreamReleaseResponse400Headers struct {
 type CreateStreamReleaseResponse401Headers struct {
 	IdempotentOriginalRequestId *string
 	IdempotentReplayed          *string
-	WWWAuthenticate             *string
+	WwwAuthenticate             *string
 	XRequestId                  *string
 }
 
@@ -13493,7 +13493,7 @@ type GetPrivacyAuditResponse400Headers struct {
 
 // GetPrivacyAuditResponse401Headers the declared response headers of an HTTP 401 response for GetPrivacyAudit
 type GetPrivacyAuditResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -13627,7 +13627,7 @@ type GetEstimatorTableResponse400Headers struct {
 
 // GetEstimatorTableResponse401Headers the declared response headers of an HTTP 401 response for GetEstimatorTable
 type GetEstimatorTableResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -13761,7 +13761,7 @@ type GetFrequencyTableResponse400Headers struct {
 
 // GetFrequencyTableResponse401Headers the declared response headers of an HTTP 401 response for GetFrequencyTable
 type GetFrequencyTableResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -13895,7 +13895,7 @@ type PrebuildTablesResponse400Headers struct {
 
 // PrebuildTablesResponse401Headers the declared response headers of an HTTP 401 response for PrebuildTables
 type PrebuildTablesResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -14057,7 +14057,7 @@ type GetReportingTableResponse400Headers struct {
 
 // GetReportingTableResponse401Headers the declared response headers of an HTTP 401 response for GetReportingTable
 type GetReportingTableResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -15301,12 +15301,12 @@ func ParseListCountersResponse(rsp *http.Response) (*ListCountersResponse, error
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListCountersResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -15526,12 +15526,12 @@ func ParseCreateCounterResponse(rsp *http.Response) (*CreateCounterResponse, err
 			}
 			headers.IdempotentReplayed = &value
 		}
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -15784,12 +15784,12 @@ func ParseDeleteCounterResponse(rsp *http.Response) (*DeleteCounterResponse, err
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers DeleteCounterResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -15949,12 +15949,12 @@ func ParseGetCounterResponse(rsp *http.Response) (*GetCounterResponse, error) {
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetCounterResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -16174,12 +16174,12 @@ func ParseAddCounterStepsResponse(rsp *http.Response) (*AddCounterStepsResponse,
 			}
 			headers.IdempotentReplayed = &value
 		}
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -16453,12 +16453,12 @@ func ParseListDatasetsResponse(rsp *http.Response) (*ListDatasetsResponse, error
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListDatasetsResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -16678,12 +16678,12 @@ func ParseCreateDatasetResponse(rsp *http.Response) (*CreateDatasetResponse, err
 			}
 			headers.IdempotentReplayed = &value
 		}
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -16933,12 +16933,12 @@ func ParseGetDatasetResponse(rsp *http.Response) (*GetDatasetResponse, error) {
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetDatasetResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -17158,12 +17158,12 @@ func ParseCreateDatasetChargeResponse(rsp *http.Response) (*CreateDatasetChargeR
 			}
 			headers.IdempotentReplayed = &value
 		}
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -17437,12 +17437,12 @@ func ParseGetPlanSummaryResponse(rsp *http.Response) (*GetPlanSummaryResponse, e
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetPlanSummaryResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -17585,12 +17585,12 @@ func ParsePlotBiasResponse(rsp *http.Response) (*PlotBiasResponse, error) {
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers PlotBiasResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -17733,12 +17733,12 @@ func ParsePlotNRMSEResponse(rsp *http.Response) (*PlotNRMSEResponse, error) {
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers PlotNRMSEResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -17881,12 +17881,12 @@ func ParsePlotReportingResponse(rsp *http.Response) (*PlotReportingResponse, err
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers PlotReportingResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -18029,12 +18029,12 @@ func ParsePlotVarianceResponse(rsp *http.Response) (*PlotVarianceResponse, error
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers PlotVarianceResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -18184,12 +18184,12 @@ func ParseListSamplesResponse(rsp *http.Response) (*ListSamplesResponse, error) 
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListSamplesResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -18419,12 +18419,12 @@ func ParseCreateSampleResponse(rsp *http.Response) (*CreateSampleResponse, error
 			}
 			headers.IdempotentReplayed = &value
 		}
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -18701,12 +18701,12 @@ func ParseDeleteSampleResponse(rsp *http.Response) (*DeleteSampleResponse, error
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers DeleteSampleResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -18876,12 +18876,12 @@ func ParseGetSampleResponse(rsp *http.Response) (*GetSampleResponse, error) {
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetSampleResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -19048,12 +19048,12 @@ func ParseGetSampleEstimateResponse(rsp *http.Response) (*GetSampleEstimateRespo
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetSampleEstimateResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -19220,12 +19220,12 @@ func ParseGetSampleQuantilesResponse(rsp *http.Response) (*GetSampleQuantilesRes
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetSampleQuantilesResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -19392,12 +19392,12 @@ func ParseGetSampleRankResponse(rsp *http.Response) (*GetSampleRankResponse, err
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetSampleRankResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -19564,12 +19564,12 @@ func ParseGetSampleTopResponse(rsp *http.Response) (*GetSampleTopResponse, error
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetSampleTopResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -19767,12 +19767,12 @@ func ParseImportSampleResponse(rsp *http.Response) (*ImportSampleResponse, error
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers ImportSampleResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -19962,12 +19962,12 @@ func ParseListStreamsResponse(rsp *http.Response) (*ListStreamsResponse, error) 
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListStreamsResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -20194,12 +20194,12 @@ func ParseCreateStreamResponse(rsp *http.Response) (*CreateStreamResponse, error
 			}
 			headers.IdempotentReplayed = &value
 		}
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -20476,12 +20476,12 @@ func ParseDeleteStreamResponse(rsp *http.Response) (*DeleteStreamResponse, error
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers DeleteStreamResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -20641,12 +20641,12 @@ func ParseGetStreamResponse(rsp *http.Response) (*GetStreamResponse, error) {
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetStreamResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -20866,12 +20866,12 @@ func ParseAddStreamEventsResponse(rsp *http.Response) (*AddStreamEventsResponse,
 			}
 			headers.IdempotentReplayed = &value
 		}
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -21159,12 +21159,12 @@ func ParseAnnounceStreamIntrusionResponse(rsp *http.Response) (*AnnounceStreamIn
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers AnnounceStreamIntrusionResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -21397,12 +21397,12 @@ func ParseCreateStreamReleaseResponse(rsp *http.Response) (*CreateStreamReleaseR
 			}
 			headers.IdempotentReplayed = &value
 		}
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -21652,12 +21652,12 @@ func ParseGetPrivacyAuditResponse(rsp *http.Response) (*GetPrivacyAuditResponse,
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetPrivacyAuditResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -21807,12 +21807,12 @@ func ParseGetEstimatorTableResponse(rsp *http.Response) (*GetEstimatorTableRespo
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetEstimatorTableResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -21962,12 +21962,12 @@ func ParseGetFrequencyTableResponse(rsp *http.Response) (*GetFrequencyTableRespo
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetFrequencyTableResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -22131,12 +22131,12 @@ func ParsePrebuildTablesResponse(rsp *http.Response) (*PrebuildTablesResponse, e
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers PrebuildTablesResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -22306,12 +22306,12 @@ func ParseGetReportingTableResponse(rsp *http.Response) (*GetReportingTableRespo
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetReportingTableResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
