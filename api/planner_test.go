@@ -225,7 +225,7 @@ func TestPlannerPageInBrowser(t *testing.T) {
 	}
 
 	// Update redraws with the new parameters.
-	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.ID("epsilon"), "0.5")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.ID("epsilon"), "0.25")); err != nil {
 		t.Fatal(err)
 	}
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("update"))); err != nil {
@@ -236,6 +236,34 @@ func TestPlannerPageInBrowser(t *testing.T) {
 		t.Fatalf("Update did not redraw L (was %s): %v", L, err)
 	}
 	t.Logf("planner page: first load L = %s", L)
+
+	// The address bar now carries the plan, and no label is upper-cased
+	// (which turned "L(ε, δ)" into "L(E, Δ)").
+	loc, err := chromedp.Run(ctx, chromedp.Evaluate[string](`window.location.search`))
+	if err != nil || !strings.Contains(loc, "epsilon=0.25") || strings.Contains(loc, "token") {
+		t.Fatalf("address bar after Update: %q (%v), want the plan with epsilon=0.25 and no token", loc, err)
+	}
+	upper, err := chromedp.Run(ctx, chromedp.Evaluate[int](`[...document.querySelectorAll("legend, .num .k")].filter(e => getComputedStyle(e).textTransform !== "none").length`))
+	if err != nil || upper != 0 {
+		t.Fatalf("%d labels are text-transformed (%v)", upper, err)
+	}
+
+	// A shared link opens with its plan; a plan the server refuses shows
+	// the refusal in words, naming the parameter, not broken images.
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/planner?epsilon=0.3&delta=1e-6&max_frequency=100000000")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(() => { const s = document.getElementById("status"); return !!s && s.className === "error"; })()`, chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+		t.Fatalf("a refused plan did not show an error: %v", err)
+	}
+	status, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.ID("status")))
+	if err != nil || !strings.Contains(status, "422") || !strings.Contains(status, "max_frequency") || strings.Contains(status, "could not be loaded") {
+		t.Fatalf("status %q (%v): want the 422 in words naming max_frequency", status, err)
+	}
+	eps, err := chromedp.Run(ctx, chromedp.Value(chromedp.ID("epsilon")))
+	if err != nil || eps != "0.3" {
+		t.Fatalf("the link's epsilon: the form has %q (%v)", eps, err)
+	}
 }
 
 // colourPixels counts the pixels of img in area within a small distance

@@ -26,22 +26,8 @@ import (
 // "anyOf" it cannot tell apart, say) fails this test, as does a stale
 // client.
 func TestOgenClientIsFresh(t *testing.T) {
-	srv := testserver.New(t)
-	res, err := http.Get(srv.URL + "/openapi.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := io.ReadAll(res.Body)
-	res.Body.Close()
-	if err != nil || res.StatusCode != http.StatusOK {
-		t.Fatalf("GET /openapi.json: %d %v", res.StatusCode, err)
-	}
-	dir := t.TempDir()
-	spec := filepath.Join(dir, "openapi.json")
-	if err := os.WriteFile(spec, doc, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "out")
+	spec := servedDocument(t)
+	out := filepath.Join(t.TempDir(), "out")
 	cmd := exec.Command("go", "tool", "ogen", "-config", "ogenclient/ogen.yml", "-package", "ogenclient", "-target", out, spec)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("ogen refused the document: %v\n%s", err, tail(b, 40))
