@@ -20,11 +20,11 @@ test:
 vet:
 	$(GO) vet ./...
 
-## openapi: regenerate openapi/ from the swag annotations: Swagger 2.0 by swag, then OpenAPI 3.0 (openapi.json) by openapi/gen, then the Go client clienttest/ generates from it (oapi-codegen)
+## openapi: regenerate openapi/ from the swag annotations: Swagger 2.0 by swag, then OpenAPI 3.0 (openapi.json) by openapi/gen, then the Go clients clienttest/ generates from it (oapi-codegen, ogen)
 openapi:
 	$(GO) tool swag $(call SWAGARGS,openapi)
 	$(GO) run ./openapi/gen -in openapi/swagger.json -out openapi/openapi.json
-	cd clienttest && $(GO) generate ./client
+	cd clienttest && $(GO) generate ./client ./ogenclient
 
 ## openapi-check: fail when openapi/ is stale
 openapi-check:

@@ -10,6 +10,8 @@ package api
 //	@description				Sanitized values ("value", table "outcomes") are ORDINAL TOKENS, not frequencies: a key of true frequency i is typically reported near i - L. Use the "frequency" fields for frequencies ("contribution" is a key's term in a sum, with 1/q weighting under sampling).
 //	@description				Every error is application/problem+json naming the invalid fields; every response carries X-Request-Id and every problem its request_id. Unknown or repeated query parameters are a 400. Every GET also answers HEAD (the same headers, no body).
 //	@description				Authentication: open by default; with PWSD_API_TOKENS_FILE every /v1 operation needs "Authorization: Bearer TOKEN" (a reader token may only GET). Each /v1 operation therefore lists both: no requirement ({}) and bearer.
+//	@license.name				Apache-2.0
+//	@license.url				https://www.apache.org/licenses/LICENSE-2.0
 //	@BasePath					/
 //	@tag.name					samples
 //	@tag.description			Sanitize a non-private weighted sample into a differentially private one (Algorithms 4 and 5) and estimate from it: sums with confidence intervals, top-k, rank, quantiles.

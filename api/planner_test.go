@@ -143,10 +143,13 @@ func TestPlanQueryNamesInvalidParameters(t *testing.T) {
 }
 
 // TestPlannerPageInBrowser drives /planner in headless Chromium. On first
-// load, without a click, the page shows the numbers and the four plots
+// load of a shared link (the plan in its query string), without a click,
+// the page takes the link's plan and shows the numbers and the four plots
 // (not broken images); on a screenshot every plot draws PWS in one colour
-// and sampled-SbH in another, the same in all four. Then a changed epsilon
-// and a click on Update redraw the numbers.
+// and sampled-SbH in another, the same in all four. A max_frequency the
+// server refuses shows its 422 in words. Then a changed epsilon and a click
+// on Update redraw the numbers and put the plan in the address bar, and no
+// label is upper-cased.
 func TestPlannerPageInBrowser(t *testing.T) {
 	t.Parallel()
 	chrome, err := exec.LookPath("chromium")
@@ -178,11 +181,15 @@ func TestPlannerPageInBrowser(t *testing.T) {
 		return ok && document.getElementById("num-L").textContent.trim() !== "–" &&
 			document.getElementById("num-fraction").textContent.trim() !== "–";
 	})()`
-	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/planner")); err != nil {
+	// The first load is a shared link: the form takes its plan.
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/planner?epsilon=0.4&delta=1e-6")); err != nil {
 		t.Fatalf("browser: %v", err)
 	}
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](rendered, chromedp.WithPollingTimeout(5*time.Minute))); err != nil {
 		t.Fatalf("first load did not draw the numbers and plots (without a click): %v", err)
+	}
+	if eps, err := chromedp.Run(ctx, chromedp.Value(chromedp.ID("epsilon"))); err != nil || eps != "0.4" {
+		t.Fatalf("the link's epsilon: the form has %q (%v)", eps, err)
 	}
 	L, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.ID("num-L")))
 	if err != nil {
@@ -227,8 +234,28 @@ func TestPlannerPageInBrowser(t *testing.T) {
 		}
 	}
 
+	// A plan the server refuses shows the refusal in words, naming the
+	// parameter, not broken images (the summary and the NRMSE plot, which
+	// do not take max_frequency, are the first load's, cached).
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.ID("max_frequency"), "100000000")); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("update"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("status").className === "error"`, chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+		t.Fatalf("a refused plan did not show an error: %v", err)
+	}
+	status, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.ID("status")))
+	if err != nil || !strings.Contains(status, "422") || !strings.Contains(status, "max_frequency") || strings.Contains(status, "could not be loaded") {
+		t.Fatalf("status %q (%v): want the 422 in words naming max_frequency", status, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.ID("max_frequency"), "1000")); err != nil {
+		t.Fatal(err)
+	}
+
 	// Update redraws with the new parameters.
-	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.ID("epsilon"), "0.5")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.ID("epsilon"), "0.25")); err != nil {
 		t.Fatal(err)
 	}
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("update"))); err != nil {
@@ -239,6 +266,18 @@ func TestPlannerPageInBrowser(t *testing.T) {
 		t.Fatalf("Update did not redraw L (was %s): %v", L, err)
 	}
 	t.Logf("planner page: first load L = %s", L)
+
+	// The address bar now carries the plan (the link to share), and no label is upper-cased
+	// (which turned "L(ε, δ)" into "L(E, Δ)").
+	loc, err := chromedp.Run(ctx, chromedp.Evaluate[string](`window.location.search`))
+	if err != nil || !strings.Contains(loc, "epsilon=0.25") || strings.Contains(loc, "token") {
+		t.Fatalf("address bar after Update: %q (%v), want the plan with epsilon=0.25 and no token", loc, err)
+	}
+	upper, err := chromedp.Run(ctx, chromedp.Evaluate[int](`[...document.querySelectorAll("legend, .num .k")].filter(e => getComputedStyle(e).textTransform !== "none").length`))
+	if err != nil || upper != 0 {
+		t.Fatalf("%d labels are text-transformed (%v)", upper, err)
+	}
+
 }
 
 // colourPixels counts the pixels of img in area within a small distance

@@ -130,6 +130,10 @@ var (
 	planQuery = join(privacyQuery, samplingQuery, []string{"method", "g", "estimator", "distribution", "alpha", "n", "a", "b",
 		"sweep_from", "sweep_to", "sweep_points"})
 	listQuery = []string{"limit", "cursor"}
+	// plannerPageQuery is what a shared link to the planner page carries
+	// (api/web/planner.html: the plan's fields; never the token): the page
+	// fills its form from it.
+	plannerPageQuery = takes(planQuery, []string{"max_frequency", "baseline"})
 )
 
 func join(groups ...[]string) []string {

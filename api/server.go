@@ -132,7 +132,9 @@ func NewRouter(d Deps) http.Handler {
 	r.Use(recoverer(d.Logger))
 	r.Use(securityHeaders)
 	r.Use(middleware.GetHead)
-	r.Use(checkQuery(r, queryIndex("/v1", v1)))
+	queries := queryIndex("/v1", v1)
+	queries["GET /planner"] = plannerPageQuery // a shared link's plan
+	r.Use(checkQuery(r, queries))
 
 	r.Get("/healthz", h.adapt(h.healthz))
 	r.Get("/version", versionOf(d.Build))

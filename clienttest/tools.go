@@ -1,5 +1,6 @@
-// Package clienttest generates a Go client of pwsd from its OpenAPI
-// document with oapi-codegen (a tool pinned in this module's go.mod) and
-// runs a workflow through it against the real router: the document is a
-// contract a generated client can rely on.
+// Package clienttest generates Go clients of pwsd from its OpenAPI
+// document with two generators pinned in this module's go.mod, oapi-codegen
+// (client/) and ogen (ogenclient/, a strict generator that refuses what it
+// cannot generate exactly), and runs a workflow through each against the
+// real router: the document is a contract a generated client can rely on.
 package clienttest

@@ -19,22 +19,9 @@ import (
 // tool pinned in go.mod) generates from the document pwsd serves at
 // /openapi.json, so the workflow below runs the client a user would get.
 func TestClientIsFresh(t *testing.T) {
-	srv := testserver.New(t)
-	res, err := http.Get(srv.URL + "/openapi.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := io.ReadAll(res.Body)
-	res.Body.Close()
-	if err != nil || res.StatusCode != http.StatusOK {
-		t.Fatalf("GET /openapi.json: %d %v", res.StatusCode, err)
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "openapi.json"), doc, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "client.gen.go")
-	cmd := exec.Command("go", "tool", "oapi-codegen", "-config", "client/oapi-codegen.yaml", "-o", out, filepath.Join(dir, "openapi.json"))
+	spec := servedDocument(t)
+	out := filepath.Join(t.TempDir(), "client.gen.go")
+	cmd := exec.Command("go", "tool", "oapi-codegen", "-config", "client/oapi-codegen.yaml", "-o", out, spec)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("oapi-codegen: %v\n%s", err, b)
 	}
@@ -49,6 +36,28 @@ func TestClientIsFresh(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatal("clienttest/client/client.gen.go is stale: run `make openapi` (it regenerates the client too) and commit the result")
 	}
+}
+
+// servedDocument writes the OpenAPI document the real router serves at
+// /openapi.json to a file and returns its path: the document a client
+// generator gets.
+func servedDocument(t *testing.T) string {
+	t.Helper()
+	srv := testserver.New(t)
+	res, err := http.Get(srv.URL + "/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("GET /openapi.json: %d %v", res.StatusCode, err)
+	}
+	spec := filepath.Join(t.TempDir(), "openapi.json")
+	if err := os.WriteFile(spec, doc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return spec
 }
 
 // TestGeneratedClientWorkflow runs the main jobs through the generated

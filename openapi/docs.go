@@ -10,6 +10,10 @@ const docTemplate = `{
         "description": "{{escape .Description}}",
         "title": "{{.Title}}",
         "contact": {},
+        "license": {
+            "name": "Apache-2.0",
+            "url": "https://www.apache.org/licenses/LICENSE-2.0"
+        },
         "version": "{{.Version}}"
     },
     "host": "{{.Host}}",
@@ -2782,7 +2786,7 @@ const docTemplate = `{
                     "200": {
                         "description": "OK",
                         "schema": {
-                            "$ref": "#/definitions/buildinfo.Info"
+                            "$ref": "#/definitions/BuildInfo"
                         }
                     }
                 }
@@ -2790,6 +2794,35 @@ const docTemplate = `{
         }
     },
     "definitions": {
+        "BuildInfo": {
+            "type": "object",
+            "properties": {
+                "commit": {
+                    "description": "VCS revision, \"unknown\" outside a checkout",
+                    "type": "string",
+                    "example": "9ca3bec6c0f1e2d3a4b5c6d7e8f9a0b1c2d3e4f5"
+                },
+                "commit_time": {
+                    "description": "the commit's time (RFC 3339), when known",
+                    "type": "string",
+                    "example": "2026-11-27T12:00:00Z"
+                },
+                "go_version": {
+                    "description": "the Go toolchain",
+                    "type": "string",
+                    "example": "go1.26.8"
+                },
+                "modified": {
+                    "description": "built from a tree with uncommitted changes",
+                    "type": "boolean"
+                },
+                "version": {
+                    "description": "module version, \"(devel)\" for a source build",
+                    "type": "string",
+                    "example": "(devel)"
+                }
+            }
+        },
         "api.AccuracyParams": {
             "type": "object",
             "properties": {
@@ -4136,35 +4169,6 @@ const docTemplate = `{
                 },
                 "sample": {
                     "type": "string"
-                }
-            }
-        },
-        "buildinfo.Info": {
-            "type": "object",
-            "properties": {
-                "commit": {
-                    "description": "VCS revision, \"unknown\" outside a checkout",
-                    "type": "string",
-                    "example": "9ca3bec6c0f1e2d3a4b5c6d7e8f9a0b1c2d3e4f5"
-                },
-                "commit_time": {
-                    "description": "the commit's time (RFC 3339), when known",
-                    "type": "string",
-                    "example": "2026-11-27T12:00:00Z"
-                },
-                "go_version": {
-                    "description": "the Go toolchain",
-                    "type": "string",
-                    "example": "go1.26.8"
-                },
-                "modified": {
-                    "description": "built from a tree with uncommitted changes",
-                    "type": "boolean"
-                },
-                "version": {
-                    "description": "module version, \"(devel)\" for a source build",
-                    "type": "string",
-                    "example": "(devel)"
                 }
             }
         },

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,12 +19,12 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	// The filesystems the pipeline reads and writes through, registered
 	// here so that every worker binary has them: local paths (and shared
-	// mounts), Google Cloud Storage (gs://), Amazon S3 and compatible
-	// stores (s3://), and memory (memfs://, the in-process seed).
+	// mounts), Google Cloud Storage (gs://) and memory (memfs://, the
+	// in-process seed); Amazon S3 and compatible stores (s3://) are
+	// s3fs.go's.
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/memfs"
-	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/s3"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/textio"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
@@ -95,6 +96,13 @@ type Config struct {
 	// this process allow.
 	SeedURI string
 	Seed    []byte // secret seed when SeedURI is empty; nil: a fresh one
+
+	// S3PathStyle makes s3:// address buckets by path
+	// (ENDPOINT/BUCKET/KEY), as S3-compatible stores behind a DNS name
+	// (MinIO, Ceph) need; false: by host name (BUCKET.ENDPOINT), as AWS
+	// prefers. Run hands it to the workers as the pipeline option
+	// S3PathStyleOption (s3fs.go).
+	S3PathStyle bool
 
 	PwsdURL string // charge the release to Dataset on this pwsd before writing
 	Dataset string
@@ -249,6 +257,9 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
+	// Beam's options are the only channel to every worker's filesystems;
+	// set before the first s3:// access (preflight, on this process).
+	beam.PipelineOptions.Set(S3PathStyleOption, strconv.FormatBool(c.S3PathStyle))
 	seedURI := c.SeedURI
 	switch {
 	case seedURI != "" && c.Seed != nil:

@@ -1460,6 +1460,32 @@ type AuditView struct {
 // AuditViewMethod Method is the sanitizer audited.
 type AuditViewMethod string
 
+// BuildInfo defines model for BuildInfo.
+type BuildInfo struct {
+	// Commit VCS revision, "unknown" outside a checkout
+	//
+	// Example: 9ca3bec6c0f1e2d3a4b5c6d7e8f9a0b1c2d3e4f5
+	Commit *string `json:"commit,omitempty"`
+
+	// CommitTime the commit's time (RFC 3339), when known
+	//
+	// Example: 2026-11-27T12:00:00Z
+	CommitTime *string `json:"commit_time,omitempty"`
+
+	// GoVersion the Go toolchain
+	//
+	// Example: go1.26.8
+	GoVersion *string `json:"go_version,omitempty"`
+
+	// Modified built from a tree with uncommitted changes
+	Modified *bool `json:"modified,omitempty"`
+
+	// Version module version, "(devel)" for a source build
+	//
+	// Example: (devel)
+	Version *string `json:"version,omitempty"`
+}
+
 // ChargeRequest defines model for ChargeRequest.
 type ChargeRequest struct {
 	// Delta delta of the (epsilon, delta) guarantee, 0 < delta <= 1.
@@ -1874,32 +1900,6 @@ type GroupView struct {
 	// doubled where the privacy mechanism may also withhold it; 0 without
 	// sampling): the interval's upper end allows for one such key.
 	UnseenWeight float64 `json:"unseen_weight"`
-}
-
-// Info defines model for Info.
-type Info struct {
-	// Commit VCS revision, "unknown" outside a checkout
-	//
-	// Example: 9ca3bec6c0f1e2d3a4b5c6d7e8f9a0b1c2d3e4f5
-	Commit *string `json:"commit,omitempty"`
-
-	// CommitTime the commit's time (RFC 3339), when known
-	//
-	// Example: 2026-11-27T12:00:00Z
-	CommitTime *string `json:"commit_time,omitempty"`
-
-	// GoVersion the Go toolchain
-	//
-	// Example: go1.26.8
-	GoVersion *string `json:"go_version,omitempty"`
-
-	// Modified built from a tree with uncommitted changes
-	Modified *bool `json:"modified,omitempty"`
-
-	// Version module version, "(devel)" for a source build
-	//
-	// Example: (devel)
-	Version *string `json:"version,omitempty"`
 }
 
 // IntervalView defines model for IntervalView.
@@ -9032,7 +9032,7 @@ type ListCountersResponse400Headers struct {
 
 // ListCountersResponse401Headers the declared response headers of an HTTP 401 response for ListCounters
 type ListCountersResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -9173,7 +9173,7 @@ type CreateCounterResponse400Headers struct {
 type CreateCounterResponse401Headers struct {
 	IdempotentOriginalRequestId *string
 	IdempotentReplayed          *string
-	WWWAuthenticate             *string
+	WwwAuthenticate             *string
 	XRequestId                  *string
 }
 
@@ -9359,7 +9359,7 @@ type DeleteCounterResponse400Headers struct {
 
 // DeleteCounterResponse401Headers the declared response headers of an HTTP 401 response for DeleteCounter
 type DeleteCounterResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -9500,7 +9500,7 @@ type GetCounterResponse400Headers struct {
 
 // GetCounterResponse401Headers the declared response headers of an HTTP 401 response for GetCounter
 type GetCounterResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -9640,7 +9640,7 @@ type AddCounterStepsResponse400Headers struct {
 type AddCounterStepsResponse401Headers struct {
 	IdempotentOriginalRequestId *string
 	IdempotentReplayed          *string
-	WWWAuthenticate             *string
+	WwwAuthenticate             *string
 	XRequestId                  *string
 }
 
@@ -9842,7 +9842,7 @@ type ListDatasetsResponse400Headers struct {
 
 // ListDatasetsResponse401Headers the declared response headers of an HTTP 401 response for ListDatasets
 type ListDatasetsResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -9983,7 +9983,7 @@ type CreateDatasetResponse400Headers struct {
 type CreateDatasetResponse401Headers struct {
 	IdempotentOriginalRequestId *string
 	IdempotentReplayed          *string
-	WWWAuthenticate             *string
+	WwwAuthenticate             *string
 	XRequestId                  *string
 }
 
@@ -10169,7 +10169,7 @@ type GetDatasetResponse400Headers struct {
 
 // GetDatasetResponse401Headers the declared response headers of an HTTP 401 response for GetDataset
 type GetDatasetResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -10323,7 +10323,7 @@ type CreateDatasetChargeResponse400Headers struct {
 type CreateDatasetChargeResponse401Headers struct {
 	IdempotentOriginalRequestId *string
 	IdempotentReplayed          *string
-	WWWAuthenticate             *string
+	WwwAuthenticate             *string
 	XRequestId                  *string
 }
 
@@ -10525,7 +10525,7 @@ type GetPlanSummaryResponse400Headers struct {
 
 // GetPlanSummaryResponse401Headers the declared response headers of an HTTP 401 response for GetPlanSummary
 type GetPlanSummaryResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -10659,7 +10659,7 @@ type PlotBiasResponse400Headers struct {
 
 // PlotBiasResponse401Headers the declared response headers of an HTTP 401 response for PlotBias
 type PlotBiasResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -10786,7 +10786,7 @@ type PlotNRMSEResponse400Headers struct {
 
 // PlotNRMSEResponse401Headers the declared response headers of an HTTP 401 response for PlotNRMSE
 type PlotNRMSEResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -10913,7 +10913,7 @@ type PlotReportingResponse400Headers struct {
 
 // PlotReportingResponse401Headers the declared response headers of an HTTP 401 response for PlotReporting
 type PlotReportingResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -11040,7 +11040,7 @@ type PlotVarianceResponse400Headers struct {
 
 // PlotVarianceResponse401Headers the declared response headers of an HTTP 401 response for PlotVariance
 type PlotVarianceResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -11167,7 +11167,7 @@ type ListSamplesResponse400Headers struct {
 
 // ListSamplesResponse401Headers the declared response headers of an HTTP 401 response for ListSamples
 type ListSamplesResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -11308,7 +11308,7 @@ type CreateSampleResponse400Headers struct {
 type CreateSampleResponse401Headers struct {
 	IdempotentOriginalRequestId *string
 	IdempotentReplayed          *string
-	WWWAuthenticate             *string
+	WwwAuthenticate             *string
 	XRequestId                  *string
 }
 
@@ -11510,7 +11510,7 @@ type DeleteSampleResponse400Headers struct {
 
 // DeleteSampleResponse401Headers the declared response headers of an HTTP 401 response for DeleteSample
 type DeleteSampleResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -11651,7 +11651,7 @@ type GetSampleResponse400Headers struct {
 
 // GetSampleResponse401Headers the declared response headers of an HTTP 401 response for GetSample
 type GetSampleResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -11799,7 +11799,7 @@ type GetSampleEstimateResponse400Headers struct {
 
 // GetSampleEstimateResponse401Headers the declared response headers of an HTTP 401 response for GetSampleEstimate
 type GetSampleEstimateResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -11947,7 +11947,7 @@ type GetSampleQuantilesResponse400Headers struct {
 
 // GetSampleQuantilesResponse401Headers the declared response headers of an HTTP 401 response for GetSampleQuantiles
 type GetSampleQuantilesResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -12095,7 +12095,7 @@ type GetSampleRankResponse400Headers struct {
 
 // GetSampleRankResponse401Headers the declared response headers of an HTTP 401 response for GetSampleRank
 type GetSampleRankResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -12243,7 +12243,7 @@ type GetSampleTopResponse400Headers struct {
 
 // GetSampleTopResponse401Headers the declared response headers of an HTTP 401 response for GetSampleTop
 type GetSampleTopResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -12392,7 +12392,7 @@ type ImportSampleResponse400Headers struct {
 
 // ImportSampleResponse401Headers the declared response headers of an HTTP 401 response for ImportSample
 type ImportSampleResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -12582,7 +12582,7 @@ type ListStreamsResponse400Headers struct {
 
 // ListStreamsResponse401Headers the declared response headers of an HTTP 401 response for ListStreams
 type ListStreamsResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -12723,7 +12723,7 @@ type CreateStreamResponse400Headers struct {
 type CreateStreamResponse401Headers struct {
 	IdempotentOriginalRequestId *string
 	IdempotentReplayed          *string
-	WWWAuthenticate             *string
+	WwwAuthenticate             *string
 	XRequestId                  *string
 }
 
@@ -12925,7 +12925,7 @@ type DeleteStreamResponse400Headers struct {
 
 // DeleteStreamResponse401Headers the declared response headers of an HTTP 401 response for DeleteStream
 type DeleteStreamResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -13066,7 +13066,7 @@ type GetStreamResponse400Headers struct {
 
 // GetStreamResponse401Headers the declared response headers of an HTTP 401 response for GetStream
 type GetStreamResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -13206,7 +13206,7 @@ type AddStreamEventsResponse400Headers struct {
 type AddStreamEventsResponse401Headers struct {
 	IdempotentOriginalRequestId *string
 	IdempotentReplayed          *string
-	WWWAuthenticate             *string
+	WwwAuthenticate             *string
 	XRequestId                  *string
 }
 
@@ -13408,7 +13408,7 @@ type AnnounceStreamIntrusionResponse400Headers struct {
 
 // AnnounceStreamIntrusionResponse401Headers the declared response headers of an HTTP 401 response for AnnounceStreamIntrusion
 type AnnounceStreamIntrusionResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -13576,7 +13576,7 @@ type CreateStreamReleaseResponse400Headers struct {
 type CreateStreamReleaseResponse401Headers struct {
 	IdempotentOriginalRequestId *string
 	IdempotentReplayed          *string
-	WWWAuthenticate             *string
+	WwwAuthenticate             *string
 	XRequestId                  *string
 }
 
@@ -13762,7 +13762,7 @@ type GetPrivacyAuditResponse400Headers struct {
 
 // GetPrivacyAuditResponse401Headers the declared response headers of an HTTP 401 response for GetPrivacyAudit
 type GetPrivacyAuditResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -13896,7 +13896,7 @@ type GetEstimatorTableResponse400Headers struct {
 
 // GetEstimatorTableResponse401Headers the declared response headers of an HTTP 401 response for GetEstimatorTable
 type GetEstimatorTableResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -14030,7 +14030,7 @@ type GetFrequencyTableResponse400Headers struct {
 
 // GetFrequencyTableResponse401Headers the declared response headers of an HTTP 401 response for GetFrequencyTable
 type GetFrequencyTableResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -14164,7 +14164,7 @@ type PrebuildTablesResponse400Headers struct {
 
 // PrebuildTablesResponse401Headers the declared response headers of an HTTP 401 response for PrebuildTables
 type PrebuildTablesResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -14326,7 +14326,7 @@ type GetReportingTableResponse400Headers struct {
 
 // GetReportingTableResponse401Headers the declared response headers of an HTTP 401 response for GetReportingTable
 type GetReportingTableResponse401Headers struct {
-	WWWAuthenticate *string
+	WwwAuthenticate *string
 	XRequestId      *string
 }
 
@@ -14467,7 +14467,7 @@ type GetVersionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *Info
+	JSON200 *BuildInfo
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -14481,7 +14481,7 @@ type GetVersionResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetVersionResponse) GetJSON200() *Info {
+func (r GetVersionResponse) GetJSON200() *BuildInfo {
 	return r.JSON200
 }
 
@@ -15661,12 +15661,12 @@ func ParseListCountersResponse(rsp *http.Response) (*ListCountersResponse, error
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListCountersResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -15886,12 +15886,12 @@ func ParseCreateCounterResponse(rsp *http.Response) (*CreateCounterResponse, err
 			}
 			headers.IdempotentReplayed = &value
 		}
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -16144,12 +16144,12 @@ func ParseDeleteCounterResponse(rsp *http.Response) (*DeleteCounterResponse, err
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers DeleteCounterResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -16309,12 +16309,12 @@ func ParseGetCounterResponse(rsp *http.Response) (*GetCounterResponse, error) {
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetCounterResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -16534,12 +16534,12 @@ func ParseAddCounterStepsResponse(rsp *http.Response) (*AddCounterStepsResponse,
 			}
 			headers.IdempotentReplayed = &value
 		}
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -16813,12 +16813,12 @@ func ParseListDatasetsResponse(rsp *http.Response) (*ListDatasetsResponse, error
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListDatasetsResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -17038,12 +17038,12 @@ func ParseCreateDatasetResponse(rsp *http.Response) (*CreateDatasetResponse, err
 			}
 			headers.IdempotentReplayed = &value
 		}
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -17300,12 +17300,12 @@ func ParseGetDatasetResponse(rsp *http.Response) (*GetDatasetResponse, error) {
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetDatasetResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -17535,12 +17535,12 @@ func ParseCreateDatasetChargeResponse(rsp *http.Response) (*CreateDatasetChargeR
 			}
 			headers.IdempotentReplayed = &value
 		}
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -17814,12 +17814,12 @@ func ParseGetPlanSummaryResponse(rsp *http.Response) (*GetPlanSummaryResponse, e
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetPlanSummaryResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -17962,12 +17962,12 @@ func ParsePlotBiasResponse(rsp *http.Response) (*PlotBiasResponse, error) {
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers PlotBiasResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -18110,12 +18110,12 @@ func ParsePlotNRMSEResponse(rsp *http.Response) (*PlotNRMSEResponse, error) {
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers PlotNRMSEResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -18258,12 +18258,12 @@ func ParsePlotReportingResponse(rsp *http.Response) (*PlotReportingResponse, err
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers PlotReportingResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -18406,12 +18406,12 @@ func ParsePlotVarianceResponse(rsp *http.Response) (*PlotVarianceResponse, error
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers PlotVarianceResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -18561,12 +18561,12 @@ func ParseListSamplesResponse(rsp *http.Response) (*ListSamplesResponse, error) 
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListSamplesResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -18796,12 +18796,12 @@ func ParseCreateSampleResponse(rsp *http.Response) (*CreateSampleResponse, error
 			}
 			headers.IdempotentReplayed = &value
 		}
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -19078,12 +19078,12 @@ func ParseDeleteSampleResponse(rsp *http.Response) (*DeleteSampleResponse, error
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers DeleteSampleResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -19253,12 +19253,12 @@ func ParseGetSampleResponse(rsp *http.Response) (*GetSampleResponse, error) {
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetSampleResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -19425,12 +19425,12 @@ func ParseGetSampleEstimateResponse(rsp *http.Response) (*GetSampleEstimateRespo
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetSampleEstimateResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -19597,12 +19597,12 @@ func ParseGetSampleQuantilesResponse(rsp *http.Response) (*GetSampleQuantilesRes
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetSampleQuantilesResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -19769,12 +19769,12 @@ func ParseGetSampleRankResponse(rsp *http.Response) (*GetSampleRankResponse, err
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetSampleRankResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -19941,12 +19941,12 @@ func ParseGetSampleTopResponse(rsp *http.Response) (*GetSampleTopResponse, error
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetSampleTopResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -20144,12 +20144,12 @@ func ParseImportSampleResponse(rsp *http.Response) (*ImportSampleResponse, error
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers ImportSampleResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -20339,12 +20339,12 @@ func ParseListStreamsResponse(rsp *http.Response) (*ListStreamsResponse, error) 
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListStreamsResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -20571,12 +20571,12 @@ func ParseCreateStreamResponse(rsp *http.Response) (*CreateStreamResponse, error
 			}
 			headers.IdempotentReplayed = &value
 		}
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -20853,12 +20853,12 @@ func ParseDeleteStreamResponse(rsp *http.Response) (*DeleteStreamResponse, error
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers DeleteStreamResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -21018,12 +21018,12 @@ func ParseGetStreamResponse(rsp *http.Response) (*GetStreamResponse, error) {
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetStreamResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -21243,12 +21243,12 @@ func ParseAddStreamEventsResponse(rsp *http.Response) (*AddStreamEventsResponse,
 			}
 			headers.IdempotentReplayed = &value
 		}
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -21536,12 +21536,12 @@ func ParseAnnounceStreamIntrusionResponse(rsp *http.Response) (*AnnounceStreamIn
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers AnnounceStreamIntrusionResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -21774,12 +21774,12 @@ func ParseCreateStreamReleaseResponse(rsp *http.Response) (*CreateStreamReleaseR
 			}
 			headers.IdempotentReplayed = &value
 		}
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -22029,12 +22029,12 @@ func ParseGetPrivacyAuditResponse(rsp *http.Response) (*GetPrivacyAuditResponse,
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetPrivacyAuditResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -22184,12 +22184,12 @@ func ParseGetEstimatorTableResponse(rsp *http.Response) (*GetEstimatorTableRespo
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetEstimatorTableResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -22339,12 +22339,12 @@ func ParseGetFrequencyTableResponse(rsp *http.Response) (*GetFrequencyTableRespo
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetFrequencyTableResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -22508,12 +22508,12 @@ func ParsePrebuildTablesResponse(rsp *http.Response) (*PrebuildTablesResponse, e
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers PrebuildTablesResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -22683,12 +22683,12 @@ func ParseGetReportingTableResponse(rsp *http.Response) (*GetReportingTableRespo
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetReportingTableResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.WWWAuthenticate = &value
+			headers.WwwAuthenticate = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -22765,7 +22765,7 @@ func ParseGetVersionResponse(rsp *http.Response) (*GetVersionResponse, error) {
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest Info
+		var dest BuildInfo
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -80,7 +80,7 @@ var envVars = []envVar{
 	{"PWSD_MAX_EVENTS", itoa(api.DefaultLimits().MaxEvents), "most events in one stream batch or bits in one counter batch (413 above)"},
 	{"PWSD_MAX_CUSTOM_Q", itoa(api.DefaultLimits().MaxCustomQ), "most probabilities in a custom sampling scheme (422 above)"},
 	{"PWSD_REQUEST_TIMEOUT", durText(api.DefaultLimits().RequestTimeout), "time limit of one /v1 request"},
-	{"PWSD_CACHE_BYTES", itoa(service.DefaultCacheBytes), "memory bound of the in-memory estimator-table cache in bytes (least recently used dropped)"},
+	{"PWSD_CACHE_BYTES", itoa(service.DefaultCacheBytes), "bound in bytes of each of the two in-process caches of decoded tables ready to use (estimator tables; MLE chunks), least recently used dropped; per process, lost on restart"},
 	{"PWSD_READ_TIMEOUT", "120s", "server read timeout (whole request, body included)"},
 	{"PWSD_WRITE_TIMEOUT", "120s", "server write timeout"},
 	{"PWSD_IDLE_TIMEOUT", "120s", "keep-alive idle timeout"},
@@ -97,7 +97,7 @@ var envVars = []envVar{
 	{"PWSD_MAX_READER_TABLE_WORK", itoa(api.DefaultMaxReaderTableWork), "most table work of one request of a reader token (the lower of this and PWSD_MAX_TABLE_WORK applies; 422 above)"},
 	{"PWSD_MAX_HEAVY_REQUESTS", itoa(api.DefaultLimits().MaxHeavyRequests), "heavy requests (POSTs, tables, plots, estimates) running at once (503 with Retry-After when no slot frees within 1s)"},
 	{"PWSD_MAX_INFLIGHT_BYTES", itoa(api.DefaultLimits().MaxInflightBytes), "sum of body bytes of heavy requests in flight (503 with Retry-After above)"},
-	{"PWSD_TABLE_CACHE_BYTES", itoa(store.DefaultTableCacheBytes), "bound of the table cache (memory or table_cache in PostgreSQL), least recently used evicted"},
+	{"PWSD_TABLE_CACHE_BYTES", itoa(store.DefaultTableCacheBytes), "bound in bytes of the store's cache of encoded tables (table_cache in PostgreSQL, shared by replicas and kept across restarts; the memory store's otherwise), least recently used evicted"},
 	{"PWSD_MEMORY_LIMIT", itoa(defaultMemoryLimit), "soft memory limit of the process in bytes (the Go runtime's; 0 for none; GOMEMLIMIT, when set, wins): the garbage collector works harder near it"},
 }
 
@@ -113,18 +113,29 @@ func durText(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'g', -1, 64) + "s"
 }
 
+// envDefault is a variable's default as --help shows it.
+func envDefault(def string) string {
+	if def == "" {
+		return "(unset)"
+	}
+	return def
+}
+
 // usage returns the --help text: commands and the environment table.
 func usage() string {
 	var b strings.Builder
 	b.WriteString("pwsd — private weighted sampling and pan-private streaming service\n\n")
-	b.WriteString("Usage:\n  pwsd                 serve HTTP (configuration from the environment)\n")
-	b.WriteString("  pwsd figures --out DIR  regenerate the paper's figures as SVG\n  pwsd healthcheck     exit 0 when the pwsd on PWSD_ADDR answers /healthz (container healthchecks)\n  pwsd --version       module version, commit and Go version\n  pwsd --help          this text\n\nEnvironment:\n")
+	b.WriteString("Usage:\n  pwsd                    serve HTTP (configuration from the environment)\n")
+	b.WriteString("  pwsd figures --out DIR  regenerate the paper's figures as SVG\n  pwsd healthcheck        exit 0 when the pwsd on PWSD_ADDR answers /healthz (container healthchecks)\n  pwsd --version          module version, commit and Go version\n  pwsd --help             this text\n\nEnvironment:\n")
+	// Columns as wide as their longest entry, so the defaults and the
+	// meanings line up whatever the names.
+	nameW, defW := 0, 0
 	for _, v := range envVars {
-		def := v.def
-		if def == "" {
-			def = "(unset)"
-		}
-		fmt.Fprintf(&b, "  %-22s %-16s %s\n", v.name, def, v.help)
+		nameW = max(nameW, len(v.name))
+		defW = max(defW, len(envDefault(v.def)))
+	}
+	for _, v := range envVars {
+		fmt.Fprintf(&b, "  %-*s  %-*s  %s\n", nameW, v.name, defW, envDefault(v.def), v.help)
 	}
 	return b.String()
 }

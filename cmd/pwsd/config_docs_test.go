@@ -52,3 +52,47 @@ func TestConfigurationDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpColumnsAlign: in `pwsd --help` every variable's default and
+// meaning start at the same column as every other's, and the commands'
+// descriptions line up too (the columns used to be fixed widths that long
+// names and defaults overflowed).
+func TestHelpColumnsAlign(t *testing.T) {
+	t.Parallel()
+	lines := strings.Split(usage(), "\n")
+	defCol, helpCol, cmdCol := -1, -1, -1
+	envRows := 0
+	for _, line := range lines {
+		switch {
+		case strings.HasPrefix(line, "  PWSD_"):
+			envRows++
+			f := regexp.MustCompile(`^  (PWSD_[A-Z_]+ +)(\S+ +)`).FindStringSubmatchIndex(line)
+			if f == nil {
+				t.Fatalf("unreadable --help row %q", line)
+			}
+			d, h := f[3], f[5] // where the default and the meaning start
+			if defCol == -1 {
+				defCol, helpCol = d, h
+			}
+			if d != defCol || h != helpCol {
+				t.Errorf("--help row %q: default at column %d, meaning at %d; other rows %d and %d", line, d, h, defCol, helpCol)
+			}
+		case strings.HasPrefix(line, "  pwsd"):
+			// the command's words are one space apart; its description follows two or more
+			m := regexp.MustCompile(`^  \S+(?: \S+)* {2,}`).FindStringIndex(line)
+			if m == nil {
+				t.Fatalf("unreadable --help command %q", line)
+			}
+			c := m[1]
+			if cmdCol == -1 {
+				cmdCol = c
+			}
+			if c != cmdCol {
+				t.Errorf("--help command %q: description at column %d, others at %d", line, c, cmdCol)
+			}
+		}
+	}
+	if envRows != len(envVars) {
+		t.Fatalf("--help lists %d variables, pwsd reads %d", envRows, len(envVars))
+	}
+}

@@ -19,7 +19,7 @@ type Info struct {
 	Modified  bool   `json:"modified"`                                                  // built from a tree with uncommitted changes
 	Time      string `json:"commit_time,omitempty" example:"2026-11-27T12:00:00Z"`      // the commit's time (RFC 3339), when known
 	GoVersion string `json:"go_version" example:"go1.26.8"`                             // the Go toolchain
-}
+} //	@name	BuildInfo
 
 // Read returns the running binary's Info.
 func Read() Info {

@@ -226,7 +226,13 @@ func timeFormats(doc *openapi3.T) {
 
 // typedConfig types StreamView.config, which swag sees as any: the
 // resolved panprivate.Config of an estimator stream or the
-// panprivate.ContinualDensityConfig of a continual one.
+// panprivate.ContinualDensityConfig of a continual one, as a oneOf that
+// strict generators (ogen) can decode: both schemas are closed
+// (additionalProperties false: they list every field of the Go struct, so
+// an answer never has another), so exactly one matches any config (only
+// an estimator config has "estimator", which it requires; only a
+// continual one has "counter" and "horizon"), and a generator tells them
+// apart by the fields only one of them has.
 func typedConfig(doc *openapi3.T, types map[string][]goField) {
 	sv := doc.Components.Schemas["api.StreamView"]
 	if sv == nil || sv.Value == nil || sv.Value.Properties["config"] == nil {
@@ -236,11 +242,14 @@ func typedConfig(doc *openapi3.T, types map[string][]goField) {
 	for _, v := range []any{panprivate.Config{}, panprivate.ContinualDensityConfig{}} {
 		t := reflect.TypeOf(v)
 		name := "panprivate." + t.Name()
-		doc.Components.Schemas[name] = &openapi3.SchemaRef{Value: schemaOf(t, types)}
+		s := schemaOf(t, types)
+		s.AdditionalProperties = openapi3.AdditionalProperties{Has: ptr(false)}
+		doc.Components.Schemas[name] = &openapi3.SchemaRef{Value: s}
 		refs = append(refs, &openapi3.SchemaRef{Ref: "#/components/schemas/" + name})
 	}
 	c := sv.Value.Properties["config"].Value
-	c.AnyOf = refs
+	c.AnyOf = nil
+	c.OneOf = refs
 }
 
 // configEnums close the string properties of the stream configurations.

@@ -207,11 +207,17 @@ func fixOperation(path, method string, op *openapi3.Operation) error {
 		r.Value.Headers["X-Request-Id"] = &openapi3.HeaderRef{Ref: "#/components/headers/X-Request-Id"}
 		switch code {
 		case "401":
-			r.Value.Headers["WWW-Authenticate"] = &openapi3.HeaderRef{Ref: "#/components/headers/WWW-Authenticate"}
+			r.Value.Headers[wwwAuthenticate] = &openapi3.HeaderRef{Ref: "#/components/headers/" + wwwAuthenticate}
 		}
 	}
 	return nil
 }
+
+// wwwAuthenticate is the WWW-Authenticate header as the document names it:
+// in Go's canonical form (http.CanonicalHeaderKey), which strict generators
+// (ogen) expect; header names are case-insensitive, so clients that send or
+// read "WWW-Authenticate" are unaffected.
+const wwwAuthenticate = "Www-Authenticate"
 
 // standardHeaders are the response headers pwsd sets, referenced from
 // every response that carries them.
@@ -221,9 +227,9 @@ func standardHeaders() openapi3.Headers {
 			Description: desc, Schema: &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{"string"}}}}}}
 	}
 	return openapi3.Headers{
-		"X-Request-Id":     h("The request's id: the client's own X-Request-Id when it is a safe token, else one pwsd made; the same id is in the log line and in a problem's request_id."),
-		"WWW-Authenticate": h(`Bearer realm="pwsd" (with error="invalid_token" for a token that is not valid).`),
-		"Location":         h("The path of the resource just created, e.g. /v1/samples/{id}."),
+		"X-Request-Id":  h("The request's id: the client's own X-Request-Id when it is a safe token, else one pwsd made; the same id is in the log line and in a problem's request_id."),
+		wwwAuthenticate: h(`Bearer realm="pwsd" (with error="invalid_token" for a token that is not valid).`),
+		"Location":      h("The path of the resource just created, e.g. /v1/samples/{id}."),
 		"Idempotent-Replayed": {Value: &openapi3.Header{Parameter: openapi3.Parameter{
 			Description: "true on an answer replayed for a repeated Idempotency-Key: the request was not run again.",
 			Schema:      &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{"string"}, Enum: []any{"true"}}}}}},

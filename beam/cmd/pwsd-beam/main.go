@@ -13,8 +13,8 @@ import (
 	// Every runner of Beam's Go SDK under its usual names (dataflow,
 	// DataflowRunner, flink, FlinkRunner, spark, SparkRunner, universal,
 	// portable, PortableRunner, prism, PrismRunner, direct, DirectRunner,
-	// dot) and the gcs and local filesystems; package pipeline adds s3
-	// and memfs.
+	// dot) and the gcs and local filesystems; package pipeline adds its
+	// own s3 (with --s3-path-style) and memfs.
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 
 	"github.com/pwsd/pwsd/beam/pipeline"
@@ -60,11 +60,15 @@ func run() error {
 	flag.StringVar(&c.Output, "output", "", "output prefix: PREFIX-SSSSS-of-NNNNN.ndjson, PREFIX-deadletter-*.ndjson, PREFIX-meta.json (required)")
 	flag.IntVar(&c.Shards, "shards", 4, "output shards")
 	flag.StringVar(&c.SeedURI, "seed-uri", "", "location of the secret seed (hex, >= 16 bytes) that the submitter and every worker read: a path on a shared filesystem, gs://BUCKET/OBJ or s3://BUCKET/KEY. Required unless the workers run in this process (prism/direct without --endpoint, or --environment_type=LOOPBACK), where a fresh seed is used")
+	flag.BoolVar(&c.S3PathStyle, "s3-path-style", false, "address s3:// buckets by path (ENDPOINT/BUCKET/KEY), as S3-compatible stores behind a DNS name need (MinIO, Ceph: AWS_ENDPOINT_URL=http://minio:9000); default: by host name (BUCKET.ENDPOINT), as AWS prefers. Reaches every worker as a pipeline option")
 	flag.StringVar(&c.PwsdURL, "pwsd-url", "", "pwsd base URL: charge the release to --dataset before writing anything")
 	flag.StringVar(&c.Dataset, "dataset", "", "pwsd dataset to charge")
 	flag.BoolVar(&c.Upload, "upload", false, "with --pwsd-url and --dataset: store the written release in pwsd as a sample (POST /v1/samples:import) so its estimates can be asked there")
 	flag.Usage = usage
 	flag.Parse()
+	if err := refuseRemovedSeedEnv(os.LookupEnv); err != nil {
+		return err
+	}
 	beam.Init()
 
 	c.Runner = *runners.Runner
@@ -80,6 +84,20 @@ func run() error {
 		return err
 	}
 	return json.NewEncoder(os.Stdout).Encode(sum)
+}
+
+// removedSeedEnv is the environment variable that once carried the seed.
+const removedSeedEnv = "PWSD_BEAM_SEED"
+
+// refuseRemovedSeedEnv fails when PWSD_BEAM_SEED is set, even empty: the
+// pipeline no longer reads it (the seed reaches the workers only through
+// --seed-uri), and a run that silently ignored it would draw a sample
+// under another seed than the user meant. The value is never echoed.
+func refuseRemovedSeedEnv(lookup func(string) (string, bool)) error {
+	if _, set := lookup(removedSeedEnv); set {
+		return fmt.Errorf("%s is set but no longer read: put the seed (hex, at least 16 bytes) in a file every worker can read and pass its location with --seed-uri (a path, gs://BUCKET/OBJ or s3://BUCKET/KEY), then unset %s", removedSeedEnv, removedSeedEnv)
+	}
+	return nil
 }
 
 // usage prints the flags with what each runner needs.
@@ -105,8 +123,10 @@ Runners (--runner; Beam's own flags, all registered):
   dot                            writes the pipeline graph (--dot_file) and runs nothing.
 Every runner whose workers are not in this process needs --seed-uri on storage the workers read,
 and --input/--output on a filesystem they share (gs://, s3:// or a shared mount).
-Filesystems: local paths, gs:// (Google credentials), s3:// (AWS credentials and region from the
-environment), memfs:// (this process only).
+Filesystems: local paths, gs:// (Google credentials; STORAGE_EMULATOR_HOST for an emulator),
+s3:// (AWS credentials and region from the environment; AWS_ENDPOINT_URL for an S3-compatible store,
+with --s3-path-style when it sits behind a DNS name), memfs:// (this process only).
+The seed is never read from the environment: PWSD_BEAM_SEED set is an error (use --seed-uri).
 
 Flags:
 `)
