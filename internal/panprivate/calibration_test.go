@@ -36,7 +36,9 @@ import (
 //     x0.82) is still caught with probability 1 - 3e-7.
 //
 // Too much noise fails too (the band is two-sided): it is no privacy loss,
-// but the error bars would then lie.
+// but the error bars would then lie. The tests exercise no concurrency and
+// are skipped under -race; make test runs them in its oracle phase (about
+// 3 s of CPU in all).
 const (
 	calibrationDraws = 20000
 	calibrationBand  = 0.1
@@ -131,6 +133,9 @@ func releaseSensitivity(t *testing.T, e Estimator, intrusions int) (measured, cl
 // with certainty).
 func TestReleaseNoiseCalibrated(t *testing.T) {
 	t.Parallel()
+	if raceEnabled {
+		t.Skip("statistical: runs without -race in make test's oracle phase (docs/testing.md)")
+	}
 	cases := []struct {
 		cfg        Config
 		intrusions int
@@ -201,6 +206,9 @@ func (l *tapLaplacer) Laplace(scale float64) (float64, error) {
 // unscaled. False alarm and power: see calibrationDraws.
 func TestIncidenceReleaseNoiseCalibrated(t *testing.T) {
 	t.Parallel()
+	if raceEnabled {
+		t.Skip("statistical: runs without -race in make test's oracle phase (docs/testing.md)")
+	}
 	for i, cfg := range []Config{
 		{Estimator: KindIncidence, Epsilon: 1, UniverseSize: 1000, SampleSize: 100, T: 2, MaxOccurrences: 8},
 		{Estimator: KindIncidence, Epsilon: 0.5, UniverseSize: 1000, SampleSize: 200, T: 1, MaxOccurrences: 4, Moduli: 2, K: 13, ReleaseNoise: NoisePaper},
@@ -337,6 +345,9 @@ func counterNoise(t *testing.T, alg CounterAlgorithm, eps float64, horizon, step
 // variance x0.82, caught with probability 1 - 3e-7).
 func TestCounterNoiseCalibrated(t *testing.T) {
 	t.Parallel()
+	if raceEnabled {
+		t.Skip("statistical: runs without -race in make test's oracle phase (docs/testing.md)")
+	}
 	for i, tc := range []struct {
 		cfg     CounterConfig
 		maxStep int64
@@ -411,6 +422,9 @@ func TestCounterNoiseCalibrated(t *testing.T) {
 // (counterNoise). False alarm and power: see calibrationDraws.
 func TestContinualOutputNoiseCalibrated(t *testing.T) {
 	t.Parallel()
+	if raceEnabled {
+		t.Skip("statistical: runs without -race in make test's oracle phase (docs/testing.md)")
+	}
 	for i, alg := range []CounterAlgorithm{CounterSimple, CounterTree} {
 		cfg := ContinualDensityConfig{Epsilon: 0.3, UniverseSize: 100, SampleSize: 50, Horizon: 32, Counter: alg}
 		t.Run(string(alg), func(t *testing.T) {
