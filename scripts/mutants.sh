@@ -9,8 +9,8 @@
 #   MUTANTS="noise budget" bash scripts/mutants.sh   # some targets
 #
 # CPU heavy: one worker (--workers 1, one test CPU); each mutant rebuilds and
-# runs its package's tests named by the target's -run pattern (GOFLAGS), so a
-# target costs (its mutants) x (a package test run). Results (JSON) go to
+# runs its package's tests named by the target's -run pattern (GOFLAGS, with
+# vet off), so a target costs (its mutants) x (a package build and test run). Results (JSON) go to
 # MUTANTS_OUT (default bin/mutants/), a summary per target to stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +26,8 @@ mkdir -p "$OUT"
 
 # target NAME PACKAGE_DIR "FILES" RUN_PATTERN: mutate only FILES (base
 # names) of PACKAGE_DIR, killing with the package's tests matching
-# RUN_PATTERN.
+# RUN_PATTERN (it travels in GOFLAGS, so no spaces: subtest names have
+# underscores for them).
 target() {
 	local name=$1 dir=$2 files=$3 run=$4
 	local excl=() f base
@@ -38,30 +39,41 @@ target() {
 		fi
 	done
 	echo "== mutants: $name ($dir: $files)"
-	GOFLAGS="-run=$run" "$GREMLINS" unleash --workers 1 --test-cpu 1 --timeout-coefficient 20 \
+	GOFLAGS="-vet=off -run=$run" "$GREMLINS" unleash --workers 1 --test-cpu 1 --timeout-coefficient 20 \
 		--invert-logical --invert-loopctrl \
-		"${excl[@]}" -o "$OUT/$name.json" "./$dir" | grep -Ev '^ +(KILLED|NOT COVERED|SKIPPED)' || true
+		"${excl[@]}" -o "$OUT/$name.json" "./$dir" | tee "$OUT/$name.log" | grep --line-buffered -Ev '^ +(KILLED|NOT COVERED|SKIPPED)' || true
 }
 
-# Kept in one place so that docs/testing.md can quote it.
-for t in ${MUTANTS:-noise budget sanitize estimate}; do
+# The targets, kept in one place so that docs/testing.md can quote them.
+NOISE_TESTS='^(TestReleaseNoiseCalibrated|TestCounterNoiseCalibrated|TestContinualOutputNoiseCalibrated|TestCalibratedReleaseNoise|TestCountersExactWithoutNoise|TestCounterMarshalRoundTrip|TestCounterHorizon|TestCounterConfigValidate|TestStateLaws.*|TestIntrusion.*|TestPrivacyAccounting|TestReleaseLimit|TestCounterErrorBarsCover|Example.*|TestDefaultCounterAlgorithm|TestCounterTreeMeanNodes|TestDeletionRestoresNeverAppearedLaw|Test.*Golden.*|TestCounter.*Codec.*|TestUnmarshal.*)$'
+STORE_TESTS='^(TestStoreBehaviour|TestBudgetOverflow)$/^(memory|postgres)$/^(datasets|budget.*|list_datasets.*|creation.*|every_release_path.*|concurrent_releases.*)$'
+startpg() { # one cluster for every mutant's run
+	if [ -z "${PWSD_TEST_DATABASE_URL:-}" ]; then
+		pg=$(bash scripts/pg.sh start)
+		eval "$pg"
+		export PWSD_TEST_DATABASE_URL PWSD_PG_DIR
+		trap 'bash scripts/pg.sh stop' EXIT
+	fi
+}
+targets=()
+for t in ${MUTANTS:-noise noise-cascading budget sanitize estimate}; do
+	if [ "$t" = budget ]; then targets+=(budget-store budget-service); else targets+=("$t"); fi
+done
+for t in "${targets[@]}"; do
 	case "$t" in
-	noise)
-		target noise internal/panprivate "release.go bitlaw.go counter_simple.go counter_tree.go counter_cascading.go" \
-			'^(TestReleaseNoiseCalibrated|TestCounterNoiseCalibrated|TestContinualOutputNoiseCalibrated|TestCalibratedReleaseNoise|TestCountersExactWithoutNoise|TestCounterMarshalRoundTrip|TestCounterHorizon|TestCounterConfigValidate|TestStateLaws.*|TestIntrusion.*|TestPrivacyAccounting|TestReleaseLimit|TestCounterErrorBarsCover|Example.*|TestDefaultCounterAlgorithm|TestCounterTreeMeanNodes|TestDeletionRestoresNeverAppearedLaw|Test.*Golden.*|TestCounter.*Codec.*|TestUnmarshal.*)$'
+	noise) target noise internal/panprivate "release.go counter_simple.go counter_tree.go" "$NOISE_TESTS" ;;
+	noise-cascading) target noise-cascading internal/panprivate "counter_cascading.go bitlaw.go" "$NOISE_TESTS" ;;
+	budget-store)
+		startpg
+		target budget-store internal/store "store.go memory_datasets.go postgres_datasets.go" "$STORE_TESTS"
 		;;
-	budget)
-		target budget-store internal/store "store.go memory_datasets.go" 'Budget|Charge|Dataset|Ledger|Fits|Overspend|Admit'
-		target budget-service internal/service "datasets.go" 'Budget|Charge|Dataset|Ledger|Overspend'
+	budget-service)
+		target budget-service internal/service "datasets.go" '^(TestCreateDataset|TestChargeDataset|TestBudgetPrecheck|ExampleService_ChargeDataset)$'
 		;;
-	sanitize)
-		target sanitize internal/sanitize "rounding.go audit.go restart.go" '.'
-		;;
-	estimate)
-		target estimate internal/estimate "densemle.go refbuilder.go" 'MLE|Brute|Ref|Tie|Unit|Dense'
-		;;
+	sanitize) target sanitize internal/sanitize "rounding.go audit.go restart.go" '.' ;;
+	estimate) target estimate internal/estimate "densemle.go refbuilder.go" '^(TestMLETieRule|Test.*BruteForce|Test.*MatchesRef|TestUnitRowsShareCopiedBuffers)$' ;;
 	*)
-		echo "mutants: unknown target $t (noise, budget, sanitize, estimate)" >&2
+		echo "mutants: unknown target $t (noise, noise-cascading, budget = budget-store + budget-service, sanitize, estimate)" >&2
 		exit 2
 		;;
 	esac
