@@ -3,7 +3,7 @@ GO       ?= go
 BIN      ?= bin/pwsd
 SWAGARGS  = init -g openapi_info.go -d api,internal/service,internal/panprivate,internal/planner,internal/buildinfo -o $(1) --packageName openapi --parseInternal --quiet
 
-.PHONY: run build test vet openapi openapi-check bench bench-zipf bench-beam fuzz load clean beam
+.PHONY: run build test vet openapi openapi-check bench bench-zipf bench-beam fuzz load clean beam mutants
 
 ## run: start pwsd on :8080 with the embedded in-memory store (or PostgreSQL with PWSD_DATABASE_URL)
 run:
@@ -41,6 +41,10 @@ bench-zipf:
 ## fuzz: each fuzz target for FUZZTIME (default 10s)
 fuzz:
 	FUZZTIME=$${FUZZTIME:-10s} bash scripts/fuzz.sh
+
+## mutants: mutation testing (gremlins v0.6.0) of the noise, budget, sanitizer and argmax code; MUTANTS="noise budget" for some targets (slow: docs/testing.md)
+mutants:
+	MUTANTS="$(MUTANTS)" bash scripts/mutants.sh
 
 ## load: 50 clients for 30 s against pwsd with PostgreSQL (loopback only)
 load:

@@ -43,8 +43,9 @@ func (s runsSource) UnitRows(from, to int64, fn func(i int64, pi, lo float64, m 
 // TestUnitRowsShareCopiedBuffers: on the row goroutine, a row the shift
 // tracker reports as a copy of the row before it shares that row's masses
 // and suffix sums instead of filling its own; the estimates and statistics
-// are bit for bit those of rows that each hold their own (the pieces path),
-// and most stationary rows do share.
+// are bit for bit those of rows that each hold their own (the pieces path)
+// and, for the MLE, scan every token (denseMLERef: no copy shortcut), and
+// most stationary rows do share.
 func TestUnitRowsShareCopiedBuffers(t *testing.T) {
 	t.Parallel()
 	const n = 8000
@@ -119,7 +120,13 @@ func testSharedBuffers(t *testing.T, src func() unitSource, est Estimator, n int
 			if err := u.pipeDense(context.Background(), src(), 1, n+maxLookahead, math.MaxInt64, pre, fn); err != nil || lerr != nil || !u.done {
 				t.Fatalf("dense build: %v, %v (done %v)", err, lerr, u.done)
 			}
+			// The reference holds its own buffers and, for the MLE, scans
+			// every token (denseMLERef, no copy shortcut): the fast loop is
+			// never compared with itself.
 			refLoop := newLoop()
+			if est == MLE {
+				refLoop = newDenseMLERef(G{Kind: GIdentity}, n)
+			}
 			ref := refLoop.window()
 			ref.stats = make([]FrequencyStats, n)
 			err := src().UnitRows(1, n+maxLookahead, func(i int64, pi, lo float64, m []float64) bool {

@@ -152,6 +152,14 @@ func fractionalRows(n int, w int, seed uint64) []sanitize.Row {
 	return rows
 }
 
+// bruteTieTol is the brute-force oracle's own statement of the MLE tie
+// rule (eq. 11 leaves ties open; pwsd gives them to the smallest
+// frequency): two row probabilities of one token within a relative 1e-10
+// are the same probability computed along different routes. It is spelled
+// out here, not imported from build.go, so that moving Build's tolerance
+// fails TestBuildMatchesBruteForce and TestRealTablesMatchBruteForce.
+const bruteTieTol = 1e-10
+
 // brute is the dense oracle: eq. 11, 41, the cell triangular solve and the
 // Section 7.1 statistics computed literally from the full matrix.
 type brute struct {
@@ -201,11 +209,20 @@ func (b *brute) estimates(g G, est Estimator) []float64 {
 	a := make([]float64, nt)
 	switch est {
 	case MLE:
+		// Eq. 11 with the oracle's own tie rule (not Build's constant):
+		// the token's largest row probability M is found first; every
+		// frequency whose probability is within bruteTieTol of M,
+		// relatively, is tied with it, and the smallest tied frequency wins.
 		for j := 0; j < nt; j++ {
+			var top float64
+			for i := range b.p {
+				top = math.Max(top, b.p[i][j])
+			}
 			best := -1
 			for i := range b.p {
-				if m := b.p[i][j]; m > 0 && (best < 0 || m > b.p[best][j]*(1+tieTol)) {
+				if m := b.p[i][j]; m > 0 && m*(1+bruteTieTol) >= top {
 					best = i
+					break
 				}
 			}
 			if best >= 0 {

@@ -2,5 +2,5 @@
 
 package estimate
 
-// raceOn: see race_on_test.go.
-const raceOn = false
+// raceEnabled reports a -race build: see race_on_test.go.
+const raceEnabled = false

@@ -2,7 +2,8 @@
 
 package estimate
 
-// raceOn: the race detector slows the sanitizer's draws and the table builds
-// about tenfold, so TestIntervalsByRegime runs one cell under -race;
-// scripts/test.sh's oracle phase runs it whole without it.
-const raceOn = true
+// raceEnabled reports a -race build: the statistical simulations, which
+// exercise no concurrency, are skipped (or, TestIntervalsByRegime, run one
+// cell) there; make test runs them whole without -race in its oracle phase
+// (docs/testing.md).
+const raceEnabled = true

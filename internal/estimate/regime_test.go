@@ -143,7 +143,7 @@ func TestIntervalsByRegime(t *testing.T) {
 	}
 	names := [2][2]string{{"sum, all keys", "count, all keys"}, {"sum, prefix q/a/", "count, prefix q/a/"}}
 	for ci, c := range cells {
-		if raceOn && (c.eps != 1 || c.tau != 1e-6) {
+		if raceEnabled && (c.eps != 1 || c.tau != 1e-6) {
 			continue // the few-key cell only: see race_on_test.go
 		}
 		t.Run(fmt.Sprintf("eps=%g tau=%g", c.eps, c.tau), func(t *testing.T) {

@@ -68,12 +68,21 @@ func TestContinualDensityConfigValidate(t *testing.T) {
 // bias again when a deleted user returns. Tolerance: 5 binomial SE. (Swapping
 // D+ and D- would bias repeat appearances by eps^2 = 0.16; dropping the
 // eps^2/2 terms would bias them by -eps^2/4.)
+//
+// False alarm: 8 checks at 5 SE, 5e-6 together (normal approximation; the
+// smallest category has n = 15600, SE 0.004). Power: dropping the eps^2/2
+// terms (-0.04 at repeat appearances, n = 85000, SE 0.0017: 23 SE) or
+// swapping D+ and D- (0.16) is caught with certainty; any bias above 0.03
+// in the smallest category with probability above 0.99.
 func TestContinualClaim71(t *testing.T) {
 	t.Parallel()
+	if counterRaceEnabled {
+		t.Skip("statistical: runs without -race in make test's oracle phase (docs/testing.md)")
+	}
 	const eps = 0.4
 	const universe, m = 200, 100
 	runs := 400
-	if testing.Short() || counterRaceEnabled {
+	if testing.Short() {
 		runs = 150
 	}
 	type tally struct{ ones, n float64 }
@@ -164,12 +173,19 @@ func TestContinualClaim71(t *testing.T) {
 // the sample's hypergeometric error sqrt(f(1-f)(1-m/|X|)/m). A wrong
 // normalisation (e.g. the paper's eps^2 instead of eps^2/2) is off by
 // density/2 >= 0.2 at the midpoint, far outside the tolerance.
+//
+// False alarm: 24 checks at 5 SE, 1.4e-5 together. Power: the wrong
+// normalisation is 0.2 off at the midpoint, where the first case's SE is
+// 0.02 (logged with -v): 10 SE, caught with probability 1 - 3e-7.
 func TestContinualDensityTracksTruth(t *testing.T) {
 	oracleOnly(t)
 	t.Parallel()
+	if counterRaceEnabled {
+		t.Skip("statistical: runs without -race in make test's oracle phase (docs/testing.md)")
+	}
 	const eps = 0.4
 	n := 200000
-	if testing.Short() || counterRaceEnabled {
+	if testing.Short() {
 		n = 50000 // 5 SE still below the 0.2 of a wrong normalisation
 	}
 	for _, tc := range []struct {

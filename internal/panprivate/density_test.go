@@ -145,7 +145,10 @@ func TestPPDSMSEWithinTheorem(t *testing.T) {
 // (densityExactMSE), after checking that the empirical MSEs of Dwork and
 // OptBern agree with their exact values within 5 standard errors: this
 // tests the ordering with far fewer runs than comparing two noisy MSEs. The
-// margin must exceed 4 standard errors.
+// margin must exceed 4 standard errors: false alarm below 3.2e-5 per
+// comparison (normal), 5 SE checks of the exact MSEs 6e-7 each. Power: an
+// algorithm whose MSE is not smaller than the other's exact MSE (the papers'
+// ordering reversed) fails with certainty.
 func TestDensityQualitativeResults(t *testing.T) {
 	t.Parallel()
 	if raceEnabled {
