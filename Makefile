@@ -13,7 +13,7 @@ run:
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/pwsd
 
-## test: vet, OpenAPI freshness, and every test with -race against a throwaway PostgreSQL 15
+## test: vet, OpenAPI freshness and lint, every test with -race (the maths packages -short) and their oracles once without, against a throwaway PostgreSQL 15
 test:
 	bash scripts/test.sh
 
