@@ -32,8 +32,17 @@ func (c *consts) ceilDiv1(v float64) float64 {
 	return r
 }
 
+// tinyScale lifts the operands of the tiny paths' exact checks out of the
+// subnormal range. Scaling by a power of two is exact there (the values are
+// below 2^-990, so nothing overflows), and the FMA of the scaled values then
+// rounds E r - v (or E v - r) to a normal number of the same sign. Unscaled,
+// a difference below half the smallest subnormal rounded to -0, which is not
+// < 0: the check passed a result up to 2^-1075 on the wrong side of the
+// bound (found by TestTinyRoundingExact, issue 38).
+const tinyScale = 0x1p200
+
 func (c *consts) ceilDivTiny(v, r float64) float64 {
-	for n := 0; n < 8 && math.FMA(c.e, r, -v) < 0; n++ {
+	for n := 0; n < 8 && math.FMA(c.e, r*tinyScale, -v*tinyScale) < 0; n++ {
 		r = nextUp(r)
 	}
 	return r
@@ -63,7 +72,7 @@ func (c *consts) floorMul1(v float64) float64 {
 }
 
 func (c *consts) floorMulTiny(v, r float64) float64 {
-	for n := 0; n < 8 && math.FMA(c.e, v, -r) < 0; n++ {
+	for n := 0; n < 8 && math.FMA(c.e, v*tinyScale, -r*tinyScale) < 0; n++ {
 		r = nextDown(r)
 	}
 	return r

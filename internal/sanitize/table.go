@@ -12,7 +12,7 @@ import (
 // AlgorithmVersion names the revision of the row computations (Algorithms
 // 3, 4, 5 and their float64 rounding rules). It changes whenever a row's
 // values may change, so caches of derived tables key on it.
-const AlgorithmVersion = "rows-2"
+const AlgorithmVersion = "rows-3" // rows-3: exact checks on the subnormal rounding paths (rounding.go tinyScale)
 
 // MaxFrequency is the largest frequency a Table answers for (2^33, about
 // 8.6e9): Algorithm 5's break points lie on a grid of step 2^-20, and below
