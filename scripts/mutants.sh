@@ -71,9 +71,10 @@ for t in "${targets[@]}"; do
 		target budget-service internal/service "datasets.go" '^(TestCreateDataset|TestChargeDataset|TestBudgetPrecheck|ExampleService_ChargeDataset)$'
 		;;
 	sanitize) target sanitize internal/sanitize "rounding.go audit.go restart.go" '^(TestDPAuditGrid|TestAuditDetectsViolations|TestRestartJunctionError|TestUncheckedRestartViolatesDP|TestRestartRandomAccess|TestRestartShortWarmUp|TestRestartPlan|ExampleAuditRows|FuzzTableAudit|TestRounding.*|Test.*Round.*)$' ;;
-	estimate) target estimate internal/estimate "densemle.go refbuilder.go" '^(TestMLETieRule|Test.*BruteForce|Test.*MatchesRef|TestUnitRowsShareCopiedBuffers)$' ;;
+	rounding) target rounding internal/sanitize "rounding.go" '^(TestTinyRoundingExact|TestDPAuditGrid|TestAuditDetectsViolations|TestRounding.*|Test.*Round.*)$' ;;
+	estimate) target estimate internal/estimate "densemle.go refbuilder.go" '^(TestMLETieRule|Test.*BruteForce|TestDenseMLEMatchesRef|TestUnitRowsShareCopiedBuffers|TestFusedBuilderMatchesRefOnHandMadeTables|TestBuildUnitMatchesRef)$' ;;
 	*)
-		echo "mutants: unknown target $t (noise, noise-cascading, budget = budget-store + budget-service, sanitize, estimate)" >&2
+		echo "mutants: unknown target $t (noise, noise-cascading, budget = budget-store + budget-service, sanitize, rounding, estimate)" >&2
 		exit 2
 		;;
 	esac
