@@ -264,12 +264,10 @@ func (s *Service) checkChunkWork(ctx context.Context, t *sanitize.Table, gs []es
 	if !ok || len(runs) == 0 {
 		return nil
 	}
-	p := t.Privacy()
-	window := math.Ceil(sanitize.L(p)) + 1
-	restart := float64(sanitize.RestartCost(p))
+	start, chunk := runWork(t.Privacy(), size)
 	work := 0.0
 	for _, run := range runs {
-		work += window * (restart + 2*window + float64(run[1]*size))
+		work += start + chunk*float64(run[1])
 	}
 	if work <= float64(own.cells) {
 		return nil

@@ -94,6 +94,7 @@ func (s *Service) ImportSample(ctx context.Context, spec ImportSpec, maxElements
 	// 2,000 values 10^6 apart ran for 36 s where the same release was a 422).
 	stretches := newReleaseStretches(spec.Privacy)
 	stretches.field = "value"
+	limit := FrequencyLimit(spec.Privacy)
 	for n := 0; ; n++ {
 		e, err := src()
 		if errors.Is(err, io.EOF) {
@@ -109,7 +110,7 @@ func (s *Service) ImportSample(ctx context.Context, spec ImportSpec, maxElements
 			return nil, ctx.Err()
 		}
 		seen.add([]byte(e.Key))
-		if err := checkImported(n, e, spec); err != nil {
+		if err := checkImported(n, e, spec, limit); err != nil {
 			return nil, err
 		}
 		out = append(out, store.Element{Key: e.Key, Value: e.Value, Estimate: math.NaN()})
@@ -164,8 +165,9 @@ func sameNumber(a, b float64) bool {
 	return a == b || math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b))
 }
 
-// checkImported checks element n's shape against the release kind.
-func checkImported(n int, e ImportedElement, spec ImportSpec) error {
+// checkImported checks element n's shape against the release kind, and its
+// value against limit (FrequencyLimit, computed once per import).
+func checkImported(n int, e ImportedElement, spec ImportSpec, limit int64) error {
 	at := func(f string) string { return fmt.Sprintf("elements[%d].%s", n, f) }
 	if spec.Release == ReleaseKeys {
 		switch {
@@ -186,8 +188,8 @@ func checkImported(n int, e ImportedElement, spec ImportSpec) error {
 		return fieldErr(at("value"), "must be a sanitized value: finite and greater than 0")
 	case spec.Method == sanitize.MethodDiscrete && v != math.Trunc(v):
 		return fieldErr(at("value"), "must be an integer token in a discrete (Algorithm 4) release")
-	case v > float64(FrequencyLimit(spec.Privacy)):
-		return fieldErr(at("value"), "exceeds %d, the largest value a release at this epsilon and delta holds (2^33 less a margin of a few windows L + 1; docs/api.md)", FrequencyLimit(spec.Privacy))
+	case v > float64(limit):
+		return fieldErr(at("value"), "exceeds %d, the largest value a release at this epsilon and delta holds (2^33 less a margin of a few windows L + 1; docs/api.md)", limit)
 	}
 	return nil
 }

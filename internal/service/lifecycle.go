@@ -124,7 +124,7 @@ func (s *Service) ListSamples(ctx context.Context, p Page) ([]*Sample, string, e
 
 // DeleteSample deletes a sample; its dataset's ledger keeps the charge.
 func (s *Service) DeleteSample(ctx context.Context, id string) error {
-	if _, scoped := ctx.Value(scopeKey{}).([]string); scoped {
+	if scoped(ctx) {
 		smp, err := s.store.GetSample(ctx, id)
 		if err != nil {
 			return storeErr(err, "deleting sample")
@@ -238,7 +238,7 @@ func (s *Service) ListStreams(ctx context.Context, p Page) ([]Stream, string, er
 // DeleteStream deletes a stream and its pan-private state; its dataset's
 // ledger keeps every charge.
 func (s *Service) DeleteStream(ctx context.Context, id string) error {
-	if _, scoped := ctx.Value(scopeKey{}).([]string); scoped {
+	if scoped(ctx) {
 		rec, err := s.store.GetState(ctx, kindStream, id)
 		if err != nil {
 			return storeErr(err, "deleting stream")

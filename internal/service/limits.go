@@ -293,20 +293,28 @@ func (s *Service) releaseCost(spec SampleSpec, r *releaseStretches) error {
 // windows, each chunk its rows, all times the window L + 1. It returns the
 // total.
 func (r *releaseStretches) runningCost(p sanitize.Privacy, visit func(k int64, total float64)) float64 {
-	window := math.Ceil(sanitize.L(p)) + 1
-	restart := float64(sanitize.RestartCost(p))
 	ks := make([]int64, 0, len(r.elems))
 	for k := range r.elems {
 		ks = append(ks, k)
 	}
 	slices.Sort(ks)
+	start, chunk := runWork(p, r.size)
 	total := 0.0
 	for n, k := range ks {
 		if n == 0 || ks[n-1] != k-1 {
-			total += window * (restart + 2*window)
+			total += start
 		}
-		total += window * float64(r.size)
+		total += chunk
 		visit(k, total)
 	}
 	return total
+}
+
+// runWork is the work model of a run of consecutive chunks of size size, in
+// window cells: start for the run (a restart's warm-up and two windows) and
+// chunk for each of its chunks, all times the window L + 1. releaseCost and
+// checkChunkWork both count by it.
+func runWork(p sanitize.Privacy, size int64) (start, chunk float64) {
+	window := math.Ceil(sanitize.L(p)) + 1
+	return window * (float64(sanitize.RestartCost(p)) + 2*window), window * float64(size)
 }

@@ -50,6 +50,12 @@ func quoteAll(ss []string) []string {
 	return out
 }
 
+// scoped reports whether ctx's request has a dataset scope.
+func scoped(ctx context.Context) bool {
+	_, ok := ctx.Value(scopeKey{}).([]string)
+	return ok
+}
+
 // inScope returns a *ScopeError when ctx's request has a dataset scope
 // that does not hold dataset ("" is never held: a scoped request changes
 // only resources of its datasets); field names where the request said it.
