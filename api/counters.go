@@ -112,7 +112,7 @@ func (h *handler) createCounter(w http.ResponseWriter, r *http.Request) error {
 	if err := h.decodeValid(r, &req); err != nil {
 		return err
 	}
-	c, err := h.svc.CreateCounter(r.Context(), panprivate.CounterConfig{Algorithm: panprivate.CounterAlgorithm(req.Algorithm),
+	c, err := h.svc.Counters.Create(r.Context(), panprivate.CounterConfig{Algorithm: panprivate.CounterAlgorithm(req.Algorithm),
 		Epsilon: *req.Epsilon, Horizon: *req.Horizon, D: req.D, L: req.L, Kappa: req.Kappa, Postprocess: panprivate.CounterPostprocess(req.Postprocess)})
 	if err != nil {
 		return err
@@ -135,7 +135,7 @@ func (h *handler) createCounter(w http.ResponseWriter, r *http.Request) error {
 //	@Security	bearer
 //	@Router		/v1/counters/{id} [get]
 func (h *handler) getCounter(w http.ResponseWriter, r *http.Request) error {
-	c, err := h.svc.GetCounter(r.Context(), chi.URLParam(r, "id"))
+	c, err := h.svc.Counters.Get(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func (h *handler) postSteps(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := h.svc.CounterSteps(r.Context(), chi.URLParam(r, "id"), bits)
+	out, err := h.svc.Counters.Steps(r.Context(), chi.URLParam(r, "id"), bits)
 	if err != nil {
 		return err
 	}

@@ -110,7 +110,7 @@ func (h *handler) createDataset(w http.ResponseWriter, r *http.Request) error {
 	if err := h.decodeValid(r, &req); err != nil {
 		return err
 	}
-	d, err := h.svc.CreateDatasetAccounting(r.Context(), req.Name, *req.EpsilonBudget, *req.DeltaBudget, req.Accounting)
+	d, err := h.svc.Datasets.CreateAccounting(r.Context(), req.Name, *req.EpsilonBudget, *req.DeltaBudget, req.Accounting)
 	if err != nil {
 		return err
 	}
@@ -147,13 +147,13 @@ func (h *handler) getDataset(w http.ResponseWriter, r *http.Request) error {
 	name := chi.URLParam(r, "name")
 	var admits *AdmitsView
 	if asked {
-		n, err := h.svc.DatasetAdmits(r.Context(), name, eps, delta)
+		n, err := h.svc.Datasets.Admits(r.Context(), name, eps, delta)
 		if err != nil {
 			return err
 		}
 		admits = &AdmitsView{Epsilon: eps, Delta: delta, Releases: n}
 	}
-	d, err := h.svc.GetDataset(r.Context(), name)
+	d, err := h.svc.Datasets.Get(r.Context(), name)
 	if err != nil {
 		return err
 	}
@@ -201,7 +201,7 @@ func (h *handler) createCharge(w http.ResponseWriter, r *http.Request) error {
 	if err := h.decodeValid(r, &req); err != nil {
 		return err
 	}
-	c, err := h.svc.ChargeDataset(r.Context(), chi.URLParam(r, "name"), *req.Epsilon, *req.Delta, req.Description)
+	c, err := h.svc.Datasets.Charge(r.Context(), chi.URLParam(r, "name"), *req.Epsilon, *req.Delta, req.Description)
 	if err != nil {
 		return err
 	}

@@ -95,7 +95,7 @@ func (h *handler) idempotent(next http.Handler) http.Handler {
 			digest.Write([]byte{0})
 		}
 
-		claim, err := h.svc.BeginIdempotent(r.Context(), key)
+		claim, err := h.svc.Idempotency.Begin(r.Context(), key)
 		if err != nil {
 			h.idempotencyError(w, r, err)
 			return
@@ -140,7 +140,7 @@ func (h *handler) idempotent(next http.Handler) http.Handler {
 		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
 		defer cancel()
-		if err := h.svc.FinishIdempotent(ctx, claim, digest.Sum(nil), a); err != nil {
+		if err := h.svc.Idempotency.Finish(ctx, claim, digest.Sum(nil), a); err != nil {
 			// The answer is sent; a repeat will find the key in progress
 			// until the lease ends, then abandoned: never run twice.
 			h.log.Error("recording an idempotent answer failed", "route", routePattern(r), "request_id", middleware.GetReqID(r.Context()), "error", err)
@@ -152,7 +152,7 @@ func (h *handler) idempotent(next http.Handler) http.Handler {
 func (h *handler) abandon(r *http.Request, claim *service.IdempotencyClaim) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
 	defer cancel()
-	if err := h.svc.AbandonIdempotent(ctx, claim); err != nil {
+	if err := h.svc.Idempotency.Abandon(ctx, claim); err != nil {
 		h.log.Error("freeing an idempotency key failed", "route", routePattern(r), "error", err)
 	}
 }
@@ -266,7 +266,7 @@ func (h *handler) redactAnswers(r *http.Request, ref string) {
 		Header: map[string]string{"Content-Type": "application/problem+json", OriginalRequestIDHeader: id}}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
 	defer cancel()
-	if err := h.svc.RedactIdempotent(ctx, ref, a); err != nil {
+	if err := h.svc.Idempotency.Redact(ctx, ref, a); err != nil {
 		h.log.Error("redacting idempotent answers failed", "route", routePattern(r), "error", err)
 	}
 }

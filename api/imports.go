@@ -130,7 +130,7 @@ func (h *handler) importSample(w http.ResponseWriter, r *http.Request) error {
 		i++
 		return service.ImportedElement{Key: e.Key, Value: orNaN(e.Value), Frequency: orNaN(e.Frequency), Contribution: orNaN(e.Contribution)}, nil
 	}
-	smp, err := h.svc.ImportSample(r.Context(), service.ImportSpec{SampleSpec: spec, ChargeRef: hd.ChargeRef}, h.limits.MaxElements, src)
+	smp, err := h.svc.Samples.Import(r.Context(), service.ImportSpec{SampleSpec: spec, ChargeRef: hd.ChargeRef}, h.limits.MaxElements, src)
 	if err != nil {
 		return err
 	}

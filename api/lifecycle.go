@@ -83,7 +83,7 @@ func (h *handler) listSamples(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	items, next, err := h.svc.ListSamples(r.Context(), p)
+	items, next, err := h.svc.Samples.List(r.Context(), p)
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func (h *handler) listSamples(w http.ResponseWriter, r *http.Request) error {
 //	@Router			/v1/samples/{id} [delete]
 func (h *handler) deleteSample(w http.ResponseWriter, r *http.Request) error {
 	id := chi.URLParam(r, "id")
-	if err := h.svc.DeleteSample(r.Context(), id); err != nil {
+	if err := h.svc.Samples.Delete(r.Context(), id); err != nil {
 		return err
 	}
 	h.redactAnswers(r, "/v1/samples/"+id)
@@ -134,7 +134,7 @@ func (h *handler) listDatasets(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	items, next, err := h.svc.ListDatasets(r.Context(), p)
+	items, next, err := h.svc.Datasets.List(r.Context(), p)
 	if err != nil {
 		return err
 	}
@@ -164,7 +164,7 @@ func (h *handler) listStreams(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	items, next, err := h.svc.ListStreams(r.Context(), p)
+	items, next, err := h.svc.Streams.List(r.Context(), p)
 	if err != nil {
 		return err
 	}
@@ -189,7 +189,7 @@ func (h *handler) listStreams(w http.ResponseWriter, r *http.Request) error {
 //	@Router			/v1/streams/{id} [delete]
 func (h *handler) deleteStream(w http.ResponseWriter, r *http.Request) error {
 	id := chi.URLParam(r, "id")
-	if err := h.svc.DeleteStream(r.Context(), id); err != nil {
+	if err := h.svc.Streams.Delete(r.Context(), id); err != nil {
 		return err
 	}
 	h.redactAnswers(r, "/v1/streams/"+id)
@@ -215,7 +215,7 @@ func (h *handler) listCounters(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	items, next, err := h.svc.ListCounters(r.Context(), p)
+	items, next, err := h.svc.Counters.List(r.Context(), p)
 	if err != nil {
 		return err
 	}
@@ -240,7 +240,7 @@ func (h *handler) listCounters(w http.ResponseWriter, r *http.Request) error {
 //	@Router		/v1/counters/{id} [delete]
 func (h *handler) deleteCounter(w http.ResponseWriter, r *http.Request) error {
 	id := chi.URLParam(r, "id")
-	if err := h.svc.DeleteCounter(r.Context(), id); err != nil {
+	if err := h.svc.Counters.Delete(r.Context(), id); err != nil {
 		return err
 	}
 	h.redactAnswers(r, "/v1/counters/"+id)

@@ -65,7 +65,7 @@ func (h *handler) plotReporting(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	svg, err := h.svc.PlotReporting(r.Context(), rq.privacy, rq.sampling, rq.maxFrequency, rq.baseline)
+	svg, err := h.svc.Tables.PlotReporting(r.Context(), rq.privacy, rq.sampling, rq.maxFrequency, rq.baseline)
 	return answerSVG(w, svg, err)
 }
 
@@ -127,7 +127,7 @@ func (h *handler) plotEstimator(w http.ResponseWriter, r *http.Request, kind ser
 	if err != nil {
 		return err
 	}
-	svg, err := h.svc.PlotEstimator(r.Context(), kind, eq.privacy, eq.sampling, eq.method, eq.g, eq.estimator, eq.maxFrequency, eq.baseline, eq.normalized)
+	svg, err := h.svc.Tables.PlotEstimator(r.Context(), kind, eq.privacy, eq.sampling, eq.method, eq.g, eq.estimator, eq.maxFrequency, eq.baseline, eq.normalized)
 	return answerSVG(w, svg, err)
 }
 
@@ -196,7 +196,7 @@ func (h *handler) plotNRMSE(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	svg, err := h.svc.PlotNRMSE(r.Context(), req)
+	svg, err := h.svc.Tables.PlotNRMSE(r.Context(), req)
 	return answerSVG(w, svg, err)
 }
 
@@ -233,6 +233,6 @@ func (h *handler) planSummary(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := h.svc.Plan(r.Context(), req)
+	res, err := h.svc.Tables.Plan(r.Context(), req)
 	return answerJSON(w, res, err)
 }

@@ -52,7 +52,7 @@ func (h *handler) prebuild(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p, err := h.svc.PrebuildChunks(r.Context(), spec, req.MaxFrequency)
+	p, err := h.svc.Tables.Prebuild(r.Context(), spec, req.MaxFrequency)
 	if err != nil {
 		return err
 	}

@@ -277,7 +277,7 @@ func (h *handler) createSample(w http.ResponseWriter, r *http.Request) error {
 		return newProblem(http.StatusUnsupportedMediaType, "send application/json, application/x-ndjson or text/csv")
 	}
 	spec.Estimator = est
-	smp, err := h.svc.CreateSample(r.Context(), spec, h.limits.MaxElements, src)
+	smp, err := h.svc.Samples.Create(r.Context(), spec, h.limits.MaxElements, src)
 	if err != nil {
 		return lines.annotate(err)
 	}
@@ -317,7 +317,7 @@ func (h *handler) getSample(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	smp, err := h.svc.GetSampleView(r.Context(), chi.URLParam(r, "id"), est)
+	smp, err := h.svc.Samples.Get(r.Context(), chi.URLParam(r, "id"), est)
 	if err != nil {
 		return err
 	}

@@ -176,7 +176,7 @@ func (h *handler) createStream(w http.ResponseWriter, r *http.Request) error {
 	if req.Accuracy != nil {
 		cfg.Accuracy = &panprivate.Accuracy{Alpha: req.Accuracy.Alpha, Beta: req.Accuracy.Beta}
 	}
-	st, err := h.svc.CreateStream(r.Context(), service.StreamSpec{Dataset: req.Dataset, Continual: req.Continual, Estimator: cfg,
+	st, err := h.svc.Streams.Create(r.Context(), service.StreamSpec{Dataset: req.Dataset, Continual: req.Continual, Estimator: cfg,
 		Horizon: req.Horizon, Counter: panprivate.CounterAlgorithm(req.Counter)})
 	if err != nil {
 		return err
@@ -199,7 +199,7 @@ func (h *handler) createStream(w http.ResponseWriter, r *http.Request) error {
 //	@Security	bearer
 //	@Router		/v1/streams/{id} [get]
 func (h *handler) getStream(w http.ResponseWriter, r *http.Request) error {
-	st, err := h.svc.GetStream(r.Context(), chi.URLParam(r, "id"))
+	st, err := h.svc.Streams.Get(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
 		return err
 	}
@@ -238,7 +238,7 @@ func (h *handler) postEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	st, err := h.svc.ApplyEvents(r.Context(), chi.URLParam(r, "id"), events)
+	st, err := h.svc.Streams.Apply(r.Context(), chi.URLParam(r, "id"), events)
 	if err != nil {
 		return err
 	}
@@ -267,7 +267,7 @@ func (h *handler) postRelease(w http.ResponseWriter, r *http.Request) error {
 	if err := q.problem(); err != nil {
 		return err
 	}
-	rel, err := h.svc.ReleaseStream(r.Context(), chi.URLParam(r, "id"), level)
+	rel, err := h.svc.Streams.Release(r.Context(), chi.URLParam(r, "id"), level)
 	if err != nil {
 		return err
 	}
@@ -290,7 +290,7 @@ func (h *handler) postRelease(w http.ResponseWriter, r *http.Request) error {
 //	@Security		bearer
 //	@Router			/v1/streams/{id}/intrusions [post]
 func (h *handler) postIntrusion(w http.ResponseWriter, r *http.Request) error {
-	st, err := h.svc.IntrudeStream(r.Context(), chi.URLParam(r, "id"))
+	st, err := h.svc.Streams.Intrude(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
 		return err
 	}

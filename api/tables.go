@@ -57,13 +57,13 @@ func (h *handler) reporting(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	t, err := h.svc.Reporting(r.Context(), rq.privacy, rq.sampling, rq.maxFrequency)
+	t, err := h.svc.Tables.Reporting(r.Context(), rq.privacy, rq.sampling, rq.maxFrequency)
 	if err != nil {
 		return err
 	}
 	v := ReportingView{L: t.L, Q: t.Q, Pi: t.Pi}
 	if rq.baseline {
-		if v.BaselinePi, err = h.svc.ReportingBaseline(r.Context(), rq.privacy, rq.sampling, rq.maxFrequency); err != nil {
+		if v.BaselinePi, err = h.svc.Tables.ReportingBaseline(r.Context(), rq.privacy, rq.sampling, rq.maxFrequency); err != nil {
 			return err
 		}
 	}
@@ -95,7 +95,7 @@ func (h *handler) frequencies(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rows, err := h.svc.FrequencyRows(r.Context(), rq.privacy, rq.sampling, rq.method, rq.lo, rq.hi)
+	rows, err := h.svc.Tables.FrequencyRows(r.Context(), rq.privacy, rq.sampling, rq.method, rq.lo, rq.hi)
 	return answerJSON(w, FrequenciesView{Rows: rows}, err)
 }
 
@@ -126,7 +126,7 @@ func (h *handler) estimators(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rows, err := h.svc.EstimatorRows(r.Context(), eq.privacy, eq.sampling, eq.method, eq.g, eq.estimator, eq.maxFrequency)
+	rows, err := h.svc.Tables.EstimatorRows(r.Context(), eq.privacy, eq.sampling, eq.method, eq.g, eq.estimator, eq.maxFrequency)
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func (h *handler) estimators(w http.ResponseWriter, r *http.Request) error {
 		v.Rows[i].EstimatorRow = row
 	}
 	if eq.baseline {
-		base, err := h.svc.EstimatorBaseline(r.Context(), eq.privacy, eq.sampling, eq.g, eq.maxFrequency)
+		base, err := h.svc.Tables.EstimatorBaseline(r.Context(), eq.privacy, eq.sampling, eq.g, eq.maxFrequency)
 		if err != nil {
 			return err
 		}
@@ -187,6 +187,6 @@ func (h *handler) audit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	a, err := h.svc.AuditRows(r.Context(), rq.privacy, rq.sampling, rq.method, rq.lo, rq.hi)
+	a, err := h.svc.Tables.AuditRows(r.Context(), rq.privacy, rq.sampling, rq.method, rq.lo, rq.hi)
 	return answerJSON(w, AuditView{Epsilon: rq.privacy.Epsilon, Delta: rq.privacy.Delta, Method: string(rq.method), Audit: a, Tolerance: service.AuditTolerance}, err)
 }

@@ -375,7 +375,7 @@ func newPwsd(t *testing.T) (*service.Service, *httptest.Server) {
 // that would overspend gets ErrBudget and writes no file at all.
 func TestChargeRefusesOverspend(t *testing.T) {
 	svc, ts := newPwsd(t)
-	if _, err := svc.CreateDataset(context.Background(), "logs", 1, 1e-5); err != nil {
+	if _, err := svc.Datasets.Create(context.Background(), "logs", 1, 1e-5); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -391,7 +391,7 @@ func TestChargeRefusesOverspend(t *testing.T) {
 	if sum.Valid != 4 || sum.Invalid != 1 || sum.ChargeRef == "" {
 		t.Fatalf("summary %+v: want 4 valid, 1 invalid (wrong column count), a charge ref", sum)
 	}
-	d, err := svc.GetDataset(context.Background(), "logs")
+	d, err := svc.Datasets.Get(context.Background(), "logs")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +405,7 @@ func TestChargeRefusesOverspend(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "second")); !os.IsNotExist(err) {
 		t.Fatal("the refused run created output")
 	}
-	if d, _ := svc.GetDataset(context.Background(), "logs"); len(d.Releases) != 1 {
+	if d, _ := svc.Datasets.Get(context.Background(), "logs"); len(d.Releases) != 1 {
 		t.Fatalf("the refused run was charged: %+v", d.Releases)
 	}
 }

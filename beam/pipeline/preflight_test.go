@@ -48,7 +48,7 @@ func treeOf(t *testing.T, dir string) []string {
 // with the same configuration but valid parts is charged and writes.
 func TestPreflightRefuses(t *testing.T) {
 	svc, ts := newPwsd(t)
-	if _, err := svc.CreateDataset(context.Background(), "logs", 10, 1e-3); err != nil {
+	if _, err := svc.Datasets.Create(context.Background(), "logs", 10, 1e-3); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -104,7 +104,7 @@ func TestPreflightRefuses(t *testing.T) {
 			if bytes.Contains([]byte(err.Error()), []byte("0909090909")) {
 				t.Fatal("the error quotes the seed")
 			}
-			if d, _ := svc.GetDataset(context.Background(), "logs"); len(d.Releases) != 0 {
+			if d, _ := svc.Datasets.Get(context.Background(), "logs"); len(d.Releases) != 0 {
 				t.Fatalf("charged: %+v", d.Releases)
 			}
 			if after := treeOf(t, dir); !slices.Equal(before, after) {
@@ -116,7 +116,7 @@ func TestPreflightRefuses(t *testing.T) {
 	if _, err := Run(context.Background(), ok); err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := svc.GetDataset(context.Background(), "logs"); len(d.Releases) != 1 {
+	if d, _ := svc.Datasets.Get(context.Background(), "logs"); len(d.Releases) != 1 {
 		t.Fatalf("control run: ledger %+v", d.Releases)
 	}
 	if _, err := os.Stat(ok.Output + "-meta.json"); err != nil {
@@ -211,7 +211,7 @@ func TestSeedNotSerialised(t *testing.T) {
 // that they equal pwsd's own MLE.
 func TestUpload(t *testing.T) {
 	svc, ts := newPwsd(t)
-	if _, err := svc.CreateDataset(context.Background(), "logs", 10, 1e-2); err != nil {
+	if _, err := svc.Datasets.Create(context.Background(), "logs", 10, 1e-2); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -233,7 +233,7 @@ func TestUpload(t *testing.T) {
 	if sum.SampleID == "" || sum.Reported == 0 {
 		t.Fatalf("summary %+v: want a sample id and reported keys", sum)
 	}
-	smp, err := svc.GetSampleView(context.Background(), sum.SampleID, "")
+	smp, err := svc.Samples.Get(context.Background(), sum.SampleID, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestUpload(t *testing.T) {
 	if res.StatusCode != 200 {
 		t.Fatalf("estimate of the uploaded sample: %d", res.StatusCode)
 	}
-	if d, _ := svc.GetDataset(context.Background(), "logs"); len(d.Releases) != 1 || d.Releases[0].Ref != sum.ChargeRef {
+	if d, _ := svc.Datasets.Get(context.Background(), "logs"); len(d.Releases) != 1 || d.Releases[0].Ref != sum.ChargeRef {
 		t.Fatalf("ledger %+v, want the run's one charge", d.Releases)
 	}
 }

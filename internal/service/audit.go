@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/pwsd/pwsd/internal/tablecache"
+
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
 
@@ -44,10 +46,10 @@ type Audit struct {
 // pair of neighbouring frequencies (i-1, i) for i in from..to (frequency 0 is
 // "never reported") and reports, per direction, the worst loss and where it
 // occurs.
-func (s *Service) AuditRows(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, m sanitize.Method, from, to int64) (Audit, error) {
-	key := s.tableKey("audit", p, smp, m, rangePart(from, to))
-	return cached(ctx, s, key, func() (Audit, error) {
-		t, err := s.tables.get(p, smp, m)
+func (s *Tables) AuditRows(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, m sanitize.Method, from, to int64) (Audit, error) {
+	key := s.cache.Key("audit", p, smp, m, tablecache.Range(from, to))
+	return cached(ctx, s.deps, key, func() (Audit, error) {
+		t, err := s.cache.Sanitizer(p, smp, m)
 		if err != nil {
 			return Audit{}, err
 		}

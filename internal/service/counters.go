@@ -49,7 +49,7 @@ type CounterOutputs struct {
 
 // CreateCounter validates cfg (an empty algorithm takes the lowest-error one
 // for the horizon) and stores a fresh counter, noised from initialisation.
-func (s *Service) CreateCounter(ctx context.Context, cfg panprivate.CounterConfig) (Counter, error) {
+func (s *Counters) Create(ctx context.Context, cfg panprivate.CounterConfig) (Counter, error) {
 	if err := inScope(ctx, "dataset", ""); err != nil { // counters belong to no dataset
 		return Counter{}, err
 	}
@@ -76,7 +76,7 @@ func (s *Service) CreateCounter(ctx context.Context, cfg panprivate.CounterConfi
 }
 
 // GetCounter returns a counter's public view: steps and the latest output.
-func (s *Service) GetCounter(ctx context.Context, id string) (Counter, error) {
+func (s *Counters) Get(ctx context.Context, id string) (Counter, error) {
 	rec, err := s.store.GetState(ctx, kindCounter, id)
 	if err != nil {
 		return Counter{}, storeErr(err, "reading counter")
@@ -98,7 +98,7 @@ func (s *Service) GetCounter(ctx context.Context, id string) (Counter, error) {
 // batch that would pass the horizon, or holds a bit other than 0 or 1,
 // changes nothing. With post-processing the post-processed outputs come
 // beside the raw ones and the latest is kept with the counter.
-func (s *Service) CounterSteps(ctx context.Context, id string, bits []int) (CounterOutputs, error) {
+func (s *Counters) Steps(ctx context.Context, id string, bits []int) (CounterOutputs, error) {
 	if err := inScope(ctx, "id", ""); err != nil { // counters belong to no dataset
 		return CounterOutputs{}, err
 	}

@@ -19,14 +19,14 @@ func TestCounterSteps(t *testing.T) {
 	t.Parallel()
 	bothServices(t, func(t *testing.T, svc *Service, st store.Store) {
 		ctx := context.Background()
-		c, err := svc.CreateCounter(ctx, panprivate.CounterConfig{Algorithm: panprivate.CounterTree, Epsilon: 1, Horizon: 6, Postprocess: panprivate.PostprocessMonotone})
+		c, err := svc.Counters.Create(ctx, panprivate.CounterConfig{Algorithm: panprivate.CounterTree, Epsilon: 1, Horizon: 6, Postprocess: panprivate.PostprocessMonotone})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if c.State.Steps != 0 || c.State.Horizon != 6 || c.Postprocess != panprivate.PostprocessMonotone || c.Level == "" {
 			t.Fatalf("created %+v", c)
 		}
-		out, err := svc.CounterSteps(ctx, c.ID, []int{1, 1, 0})
+		out, err := svc.Counters.Steps(ctx, c.ID, []int{1, 1, 0})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,37 +42,37 @@ func TestCounterSteps(t *testing.T) {
 			{"negative bit", []int{-1}, "bits[0]"},
 			{"past the horizon", []int{0, 0, 0, 0}, "bits"},
 		} {
-			if _, err := svc.CounterSteps(ctx, c.ID, tc.bits); !slices.Equal(fieldsOf(err), []string{tc.field}) {
+			if _, err := svc.Counters.Steps(ctx, c.ID, tc.bits); !slices.Equal(fieldsOf(err), []string{tc.field}) {
 				t.Errorf("%s: %v, want a field error naming %s", tc.name, err, tc.field)
 			}
 		}
-		got, err := svc.GetCounter(ctx, c.ID)
+		got, err := svc.Counters.Get(ctx, c.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got.State.Steps != 3 || got.State.Count != out.Raw[2] || got.Monotone != out.Monotone[2] {
 			t.Fatalf("after refused batches: %+v, want 3 steps, count %g, monotone %g", got, out.Raw[2], out.Monotone[2])
 		}
-		more, err := svc.CounterSteps(ctx, c.ID, []int{1, 1, 1})
+		more, err := svc.Counters.Steps(ctx, c.ID, []int{1, 1, 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if more.Monotone[0] < out.Monotone[2] || !slices.IsSorted(more.Monotone) {
 			t.Fatalf("monotone outputs decreased across batches: %v then %v", out.Monotone, more.Monotone)
 		}
-		if _, err := svc.CounterSteps(ctx, c.ID, []int{0}); !slices.Equal(fieldsOf(err), []string{"bits"}) {
+		if _, err := svc.Counters.Steps(ctx, c.ID, []int{0}); !slices.Equal(fieldsOf(err), []string{"bits"}) {
 			t.Fatalf("a full counter took a step: %v", err)
 		}
-		if err := svc.DeleteCounter(ctx, c.ID); err != nil {
+		if err := svc.Counters.Delete(ctx, c.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := svc.GetCounter(ctx, c.ID); !errors.Is(err, ErrNotFound) {
+		if _, err := svc.Counters.Get(ctx, c.ID); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("deleted counter: %v", err)
 		}
-		if _, err := svc.CounterSteps(ctx, c.ID, []int{1}); !errors.Is(err, ErrNotFound) {
+		if _, err := svc.Counters.Steps(ctx, c.ID, []int{1}); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("steps of a deleted counter: %v", err)
 		}
-		if err := svc.DeleteCounter(ctx, c.ID); !errors.Is(err, ErrNotFound) {
+		if err := svc.Counters.Delete(ctx, c.ID); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("second delete: %v", err)
 		}
 	})
@@ -93,14 +93,14 @@ func TestCreateCounterRefuses(t *testing.T) {
 		{"unknown algorithm", panprivate.CounterConfig{Algorithm: "abacus", Epsilon: 1, Horizon: 10}},
 		{"unknown post-processing", panprivate.CounterConfig{Epsilon: 1, Horizon: 10, Postprocess: "smooth"}},
 	} {
-		if _, err := svc.CreateCounter(ctx, tc.cfg); len(fieldsOf(err)) == 0 {
+		if _, err := svc.Counters.Create(ctx, tc.cfg); len(fieldsOf(err)) == 0 {
 			t.Errorf("%s: %v, want a field error", tc.name, err)
 		}
 	}
-	if items, _, err := svc.ListCounters(ctx, Page{}); err != nil || len(items) != 0 {
+	if items, _, err := svc.Counters.List(ctx, Page{}); err != nil || len(items) != 0 {
 		t.Fatalf("refused counters were stored: %d (%v)", len(items), err)
 	}
-	c, err := svc.CreateCounter(ctx, panprivate.CounterConfig{Epsilon: 1, Horizon: 1000})
+	c, err := svc.Counters.Create(ctx, panprivate.CounterConfig{Epsilon: 1, Horizon: 1000})
 	if err != nil || c.State.Algorithm == "" {
 		t.Fatalf("default algorithm: %+v %v", c, err)
 	}

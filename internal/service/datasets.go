@@ -62,8 +62,8 @@ const maxEpsilonBudget = 1e6
 
 // CreateDataset creates a dataset with a budget and PLD accounting (see
 // CreateDatasetAccounting).
-func (s *Service) CreateDataset(ctx context.Context, name string, eps, delta float64) (Dataset, error) {
-	return s.CreateDatasetAccounting(ctx, name, eps, delta, "")
+func (s *Datasets) Create(ctx context.Context, name string, eps, delta float64) (Dataset, error) {
+	return s.CreateAccounting(ctx, name, eps, delta, "")
 }
 
 // CreateDatasetAccounting creates a dataset with a budget: epsilon_budget a
@@ -73,7 +73,7 @@ func (s *Service) CreateDataset(ctx context.Context, name string, eps, delta flo
 // delta budget of 1 promises nothing under exact composition (every
 // release is (0, 1)-DP, so PLD accounting would admit anything), and PLD
 // accounting with it is refused.
-func (s *Service) CreateDatasetAccounting(ctx context.Context, name string, eps, delta float64, acct string) (Dataset, error) {
+func (s *Datasets) CreateAccounting(ctx context.Context, name string, eps, delta float64, acct string) (Dataset, error) {
 	if err := inScope(ctx, "name", name); err != nil {
 		return Dataset{}, err
 	}
@@ -106,7 +106,7 @@ func (s *Service) CreateDatasetAccounting(ctx context.Context, name string, eps,
 }
 
 // GetDataset returns a dataset and its ledger, with ComposedEpsilon set.
-func (s *Service) GetDataset(ctx context.Context, name string) (Dataset, error) {
+func (s *Datasets) Get(ctx context.Context, name string) (Dataset, error) {
 	d, rel, err := s.store.GetDataset(ctx, name)
 	if err != nil {
 		return Dataset{}, storeErr(err, "reading dataset")
@@ -128,7 +128,7 @@ const maxAdmits = 10000
 // delta < 1. A release is admitted when basic composition fits or the
 // composed PLD does (the store's rule), so the count is the larger of both
 // counts.
-func (s *Service) DatasetAdmits(ctx context.Context, name string, eps, delta float64) (int, error) {
+func (s *Datasets) Admits(ctx context.Context, name string, eps, delta float64) (int, error) {
 	var es checks.Errors
 	if !(eps > 0 && eps <= 50) {
 		es.Add("epsilon", "must be a number greater than 0 and at most 50")
@@ -190,7 +190,7 @@ type chargeConfig struct {
 // ErrBudget) and an unknown dataset a *NotFoundError; either way nothing is
 // recorded. The charge is recorded
 // in the ledger as kind "external" with a fresh id as its ref.
-func (s *Service) ChargeDataset(ctx context.Context, dataset string, eps, delta float64, description string) (Charge, error) {
+func (s *Datasets) Charge(ctx context.Context, dataset string, eps, delta float64, description string) (Charge, error) {
 	if err := inScope(ctx, "name", dataset); err != nil {
 		return Charge{}, err
 	}

@@ -46,28 +46,28 @@ func TestCreateDataset(t *testing.T) {
 			{"both bad", -1, 2, []string{"epsilon_budget", "delta_budget"}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				d, err := svc.CreateDataset(ctx, tc.name, tc.eps, tc.delta)
+				d, err := svc.Datasets.Create(ctx, tc.name, tc.eps, tc.delta)
 				if got := fieldsOf(err); !slices.Equal(got, tc.fields) {
 					t.Fatalf("fields %v (%v), want %v", got, err, tc.fields)
 				}
-				_, gerr := svc.GetDataset(ctx, tc.name)
+				_, gerr := svc.Datasets.Get(ctx, tc.name)
 				if tc.fields != nil {
 					if !errors.Is(gerr, ErrNotFound) {
 						t.Fatalf("a refused dataset was stored: %v", gerr)
 					}
 					return
 				}
-				back, gerr := svc.GetDataset(ctx, tc.name)
+				back, gerr := svc.Datasets.Get(ctx, tc.name)
 				if gerr != nil || back.EpsilonBudget != tc.eps || back.DeltaBudget != tc.delta || math.Signbit(back.DeltaBudget) ||
 					back.SpentEpsilon != 0 || back.SpentDelta != 0 || len(back.Releases) != 0 || d.Name != tc.name {
 					t.Fatalf("stored %+v (%v), created %+v", back, gerr, d)
 				}
 			})
 		}
-		if _, err := svc.CreateDataset(ctx, "fits", 7, 0); !errors.Is(err, ErrExists) {
+		if _, err := svc.Datasets.Create(ctx, "fits", 7, 0); !errors.Is(err, ErrExists) {
 			t.Fatalf("second dataset of one name: %v, want ErrExists", err)
 		}
-		if d, _ := svc.GetDataset(ctx, "fits"); d.EpsilonBudget != 1 {
+		if d, _ := svc.Datasets.Get(ctx, "fits"); d.EpsilonBudget != 1 {
 			t.Fatalf("the refused duplicate changed the dataset: %+v", d)
 		}
 	})
@@ -107,17 +107,17 @@ func TestChargeDataset(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				// Each case has its own dataset: budget (1, 1e-5), (0.5, 1e-6) spent,
 				// by basic composition (TestPLDDataset covers the default).
-				if _, err := svc.CreateDatasetAccounting(ctx, tc.name, 1, 1e-5, "basic"); err != nil {
+				if _, err := svc.Datasets.CreateAccounting(ctx, tc.name, 1, 1e-5, "basic"); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := svc.ChargeDataset(ctx, tc.name, 0.5, 1e-6, ""); err != nil {
+				if _, err := svc.Datasets.Charge(ctx, tc.name, 0.5, 1e-6, ""); err != nil {
 					t.Fatal(err)
 				}
 				ds := tc.dataset
 				if ds == "" {
 					ds = tc.name
 				}
-				c, err := svc.ChargeDataset(ctx, ds, tc.eps, tc.delta, tc.description)
+				c, err := svc.Datasets.Charge(ctx, ds, tc.eps, tc.delta, tc.description)
 				var be *BudgetError
 				var nf *NotFoundError
 				switch {
@@ -143,7 +143,7 @@ func TestChargeDataset(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				d, err := svc.GetDataset(ctx, tc.name)
+				d, err := svc.Datasets.Get(ctx, tc.name)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -35,7 +35,7 @@ func TestEstimateReadsStatisticsAboveTheLargestValue(t *testing.T) {
 	for try := 0; try < 400; try++ {
 		keys := []string{"x/a", "y/b"}
 		i := 0
-		smp, err := s.CreateSample(ctx, spec, 10, func() (string, int64, error) {
+		smp, err := s.Samples.Create(ctx, spec, 10, func() (string, int64, error) {
 			if i == len(keys) {
 				return "", 0, io.EOF
 			}
@@ -57,7 +57,7 @@ func TestEstimateReadsStatisticsAboveTheLargestValue(t *testing.T) {
 			continue
 		}
 		for _, e := range []estimate.Estimator{estimate.MLE, estimate.BiasedDown} {
-			all, err := s.EstimateSample(ctx, smp.ID, identityG, e, Selection{}, 0.95, GroupBy{Delimiter: "/"})
+			all, err := s.Samples.Estimate(ctx, smp.ID, identityG, e, Selection{}, 0.95, GroupBy{Delimiter: "/"})
 			if err != nil {
 				t.Fatalf("%s: %v", e, err)
 			}

@@ -74,9 +74,9 @@ func sampleSpec(dataset string, eps, delta float64) service.SampleSpec {
 // release. At (1, 1e-6)-DP every key of frequency 1000 is reported (pi = 1
 // from about 2L = 28 on) and a key seen once almost never is; the release
 // lists the reported keys in random order.
-func ExampleService_CreateSample() {
+func ExampleSamples_Create() {
 	svc := newExampleService()
-	smp, err := svc.CreateSample(context.Background(), sampleSpec("", 1, 1e-6), 1000,
+	smp, err := svc.Samples.Create(context.Background(), sampleSpec("", 1, 1e-6), 1000,
 		elements([]string{"a/1", "a/2", "b/1"}, []int64{1000, 1000, 1000}))
 	if err != nil {
 		log.Fatal(err)
@@ -95,16 +95,16 @@ func ExampleService_CreateSample() {
 // with its standard error and interval. With delta = 1 the discrete
 // sanitizer is the identity (no privacy at all): the estimate is then the
 // exact sum of the selected frequencies, 100 + 200, with no error.
-func ExampleService_EstimateSample() {
+func ExampleSamples_Estimate() {
 	ctx := context.Background()
 	svc := newExampleService()
-	smp, err := svc.CreateSample(ctx, sampleSpec("", 1, 1), 1000,
+	smp, err := svc.Samples.Create(ctx, sampleSpec("", 1, 1), 1000,
 		elements([]string{"a/1", "a/2", "b/1"}, []int64{100, 200, 400}))
 	if err != nil {
 		log.Fatal(err)
 	}
 	g, _ := estimate.ParseG("identity")
-	est, err := svc.EstimateSample(ctx, smp.ID, g, estimate.MLE, service.Selection{Prefix: "a/"}, 0.95, service.GroupBy{})
+	est, err := svc.Samples.Estimate(ctx, smp.ID, g, estimate.MLE, service.Selection{Prefix: "a/"}, 0.95, service.GroupBy{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -117,23 +117,23 @@ func ExampleService_EstimateSample() {
 // A release that names a dataset is charged to its budget in the same store
 // operation that keeps it; an overspend is refused with the numbers before
 // any element is read, and charges nothing.
-func ExampleService_ChargeDataset() {
+func ExampleDatasets_Charge() {
 	ctx := context.Background()
 	svc := newExampleService()
-	if _, err := svc.CreateDataset(ctx, "queries", 1, 1e-5); err != nil {
+	if _, err := svc.Datasets.Create(ctx, "queries", 1, 1e-5); err != nil {
 		log.Fatal(err)
 	}
-	if _, err := svc.CreateSample(ctx, sampleSpec("queries", 0.5, 1e-6), 10, elements([]string{"a"}, []int64{170})); err != nil {
+	if _, err := svc.Samples.Create(ctx, sampleSpec("queries", 0.5, 1e-6), 10, elements([]string{"a"}, []int64{170})); err != nil {
 		log.Fatal(err)
 	}
-	if _, err := svc.ChargeDataset(ctx, "queries", 0.25, 0, "beam run 7"); err != nil {
+	if _, err := svc.Datasets.Charge(ctx, "queries", 0.25, 0, "beam run 7"); err != nil {
 		log.Fatal(err)
 	}
-	_, err := svc.ChargeDataset(ctx, "queries", 0.5, 0, "one too many")
+	_, err := svc.Datasets.Charge(ctx, "queries", 0.5, 0, "one too many")
 	var be *service.BudgetError
 	fmt.Println("overspend refused:", errors.Is(err, service.ErrBudget), errors.As(err, &be))
 
-	d, err := svc.GetDataset(ctx, "queries")
+	d, err := svc.Datasets.Get(ctx, "queries")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func ExampleService_ChargeDataset() {
 	for _, r := range d.Releases {
 		fmt.Println("ledger:", r.Kind, r.Mechanism, r.Epsilon, r.Delta)
 	}
-	n, err := svc.DatasetAdmits(ctx, "queries", 0.01, 0)
+	n, err := svc.Datasets.Admits(ctx, "queries", 0.01, 0)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -160,10 +160,10 @@ func ExampleService_ChargeDataset() {
 // A pan-private stream keeps only its private state: each batch of events
 // is applied in one transaction, and each release is noisy, states its
 // uncertainty and counts against max_releases.
-func ExampleService_ReleaseStream() {
+func ExampleStreams_Release() {
 	ctx := context.Background()
 	svc := newExampleService()
-	st, err := svc.CreateStream(ctx, service.StreamSpec{Estimator: panprivate.Config{
+	st, err := svc.Streams.Create(ctx, service.StreamSpec{Estimator: panprivate.Config{
 		Estimator: panprivate.KindDensity, Epsilon: 0.5, UniverseSize: 1000, SampleSize: 1000, MaxReleases: 1,
 	}})
 	if err != nil {
@@ -173,16 +173,16 @@ func ExampleService_ReleaseStream() {
 	for id := range uint64(300) {
 		events = append(events, panprivate.Event{User: panprivate.UserID(id)})
 	}
-	if _, err := svc.ApplyEvents(ctx, st.ID, events); err != nil {
+	if _, err := svc.Streams.Apply(ctx, st.ID, events); err != nil {
 		log.Fatal(err)
 	}
-	r, err := svc.ReleaseStream(ctx, st.ID, 0.9)
+	r, err := svc.Streams.Release(ctx, st.ID, 0.9)
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("epsilon spent:", r.EpsilonSpent, "standard error > 0:", r.StandardError.Value > 0,
 		"interval at", r.Interval.Level, "within [0, 1]:", r.Interval.Lower >= 0 && r.Interval.Upper <= 1)
-	_, err = svc.ReleaseStream(ctx, st.ID, 0.9)
+	_, err = svc.Streams.Release(ctx, st.ID, 0.9)
 	fmt.Println("second release:", errors.Is(err, service.ErrLimit))
 	// Output:
 	// epsilon spent: 0.5 standard error > 0: true interval at 0.9 within [0, 1]: true
@@ -192,22 +192,22 @@ func ExampleService_ReleaseStream() {
 // A counter under continual observation answers after every step with a
 // noisy count and its standard error; a bit other than 0 or 1 is refused,
 // naming its position, and changes nothing.
-func ExampleService_CounterSteps() {
+func ExampleCounters_Steps() {
 	ctx := context.Background()
 	svc := newExampleService()
-	c, err := svc.CreateCounter(ctx, panprivate.CounterConfig{Algorithm: panprivate.CounterTree, Epsilon: 1, Horizon: 8})
+	c, err := svc.Counters.Create(ctx, panprivate.CounterConfig{Algorithm: panprivate.CounterTree, Epsilon: 1, Horizon: 8})
 	if err != nil {
 		log.Fatal(err)
 	}
-	out, err := svc.CounterSteps(ctx, c.ID, []int{1, 0, 1, 1})
+	out, err := svc.Counters.Steps(ctx, c.ID, []int{1, 0, 1, 1})
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("outputs:", len(out.Raw), "standard errors:", len(out.StandardErrors))
-	_, err = svc.CounterSteps(ctx, c.ID, []int{1, 2})
+	_, err = svc.Counters.Steps(ctx, c.ID, []int{1, 2})
 	fields, _ := checks.Fields(err)
 	fmt.Println("refused:", fields[0].Field)
-	c, _ = svc.GetCounter(ctx, c.ID)
+	c, _ = svc.Counters.Get(ctx, c.ID)
 	fmt.Println("steps:", c.State.Steps)
 	// Output:
 	// outputs: 4 standard errors: 4

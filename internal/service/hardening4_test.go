@@ -32,7 +32,7 @@ func TestReleasesNearTheTopFrequency(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			s := newTestService(t, Config{})
-			if _, err := s.CreateDataset(ctx, "d", 100, 1e-3); err != nil {
+			if _, err := s.Datasets.Create(ctx, "d", 100, 1e-3); err != nil {
 				t.Fatal(err)
 			}
 			p := sanitize.Privacy{Epsilon: tc.eps, Delta: 1e-6}
@@ -50,25 +50,25 @@ func TestReleasesNearTheTopFrequency(t *testing.T) {
 			for i := range keys {
 				keys[i] = "k" + strconv.Itoa(i)
 			}
-			smp, err := s.CreateSample(ctx, spec, 10, pairs(keys, freqs))
+			smp, err := s.Samples.Create(ctx, spec, 10, pairs(keys, freqs))
 			if err != nil {
 				t.Fatalf("release up to the limit: %v", err)
 			}
-			est, err := s.EstimateSample(ctx, smp.ID, identityG, estimate.MLE, Selection{}, 0.95, GroupBy{})
+			est, err := s.Samples.Estimate(ctx, smp.ID, identityG, estimate.MLE, Selection{}, 0.95, GroupBy{})
 			if err != nil {
 				t.Fatalf("estimate of a release up to the limit: %v", err)
 			}
 			if !(est.Estimate > 0) {
 				t.Fatalf("estimate %+v", est)
 			}
-			d, _ := s.GetDataset(ctx, "d")
+			d, _ := s.Datasets.Get(ctx, "d")
 			charged := len(d.Releases)
 			// One above the limit: 422 naming it, nothing charged.
-			_, err = s.CreateSample(ctx, spec, 10, pairs([]string{"a", "b"}, []int64{5, limit + 1}))
+			_, err = s.Samples.Create(ctx, spec, 10, pairs([]string{"a", "b"}, []int64{5, limit + 1}))
 			if fs, ok := checks.Fields(err); !ok || len(fs) != 1 || fs[0].Field != "elements[1].frequency" || !strings.Contains(fs[0].Reason, strconv.FormatInt(limit, 10)) {
 				t.Fatalf("a frequency above the limit: %v, want a 422 naming elements[1].frequency and the limit", err)
 			}
-			if d, _ := s.GetDataset(ctx, "d"); len(d.Releases) != charged {
+			if d, _ := s.Datasets.Get(ctx, "d"); len(d.Releases) != charged {
 				t.Fatalf("a refused release was charged")
 			}
 		})
@@ -86,7 +86,7 @@ func TestImportValuesOutOfRange(t *testing.T) {
 	t.Parallel()
 	bothServices(t, func(t *testing.T, svc *Service, _ store.Store) {
 		ctx := context.Background()
-		if _, err := svc.CreateDataset(ctx, "d", 10, 1e-3); err != nil {
+		if _, err := svc.Datasets.Create(ctx, "d", 10, 1e-3); err != nil {
 			t.Fatal(err)
 		}
 		p := sanitize.Privacy{Epsilon: 1, Delta: 1e-6}
@@ -96,7 +96,7 @@ func TestImportValuesOutOfRange(t *testing.T) {
 				t.Fatal(err)
 			}
 			ref := "ext-" + string(m)
-			c, err := svc.ChargeDataset(ctx, "d", 1, 1e-6, ref)
+			c, err := svc.Datasets.Charge(ctx, "d", 1, 1e-6, ref)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,22 +108,22 @@ func TestImportValuesOutOfRange(t *testing.T) {
 			}
 			for _, v := range bad {
 				one := []ImportedElement{{Key: "a", Value: 7, Frequency: math.NaN(), Contribution: math.NaN()}, {Key: "b", Value: v, Frequency: math.NaN(), Contribution: math.NaN()}}
-				_, err := svc.ImportSample(ctx, ImportSpec{SampleSpec: spec, ChargeRef: charge}, 10, importSource(one))
+				_, err := svc.Samples.Import(ctx, ImportSpec{SampleSpec: spec, ChargeRef: charge}, 10, importSource(one))
 				if fs, ok := checks.Fields(err); !ok || len(fs) != 1 || fs[0].Field != "elements[1].value" {
 					t.Fatalf("%s: import of value %g: %v, want a 422 naming elements[1].value", m, v, err)
 				}
 			}
 			good := []ImportedElement{{Key: "a", Value: 7, Frequency: math.NaN(), Contribution: math.NaN()}}
-			if _, err := svc.ImportSample(ctx, ImportSpec{SampleSpec: spec, ChargeRef: charge}, 10, importSource(good)); err != nil {
+			if _, err := svc.Samples.Import(ctx, ImportSpec{SampleSpec: spec, ChargeRef: charge}, 10, importSource(good)); err != nil {
 				t.Fatalf("%s: the charge was spent by refused imports: %v", m, err)
 			}
 			if m == sanitize.MethodMaxSeparation {
-				c, err := svc.ChargeDataset(ctx, "d", 1, 1e-6, "tiny")
+				c, err := svc.Datasets.Charge(ctx, "d", 1, 1e-6, "tiny")
 				if err != nil {
 					t.Fatal(err)
 				}
 				tiny := []ImportedElement{{Key: "a", Value: 5e-324, Frequency: math.NaN(), Contribution: math.NaN()}}
-				smp, err := svc.ImportSample(ctx, ImportSpec{SampleSpec: spec, ChargeRef: c.ID}, 10, importSource(tiny))
+				smp, err := svc.Samples.Import(ctx, ImportSpec{SampleSpec: spec, ChargeRef: c.ID}, 10, importSource(tiny))
 				if err != nil || len(smp.Keys) != 1 || !(smp.Keys[0].Frequency >= 1) {
 					t.Fatalf("import of the value 5e-324: %v", err)
 				}
@@ -152,7 +152,7 @@ func TestImportWithinReleaseWork(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc := newTestService(t, Config{MaxReleaseWork: 2_000_000})
-	if _, err := svc.CreateDataset(ctx, "d", 10, 1e-3); err != nil {
+	if _, err := svc.Datasets.Create(ctx, "d", 10, 1e-3); err != nil {
 		t.Fatal(err)
 	}
 	p := sanitize.Privacy{Epsilon: 0.1, Delta: 1e-6}
@@ -160,7 +160,7 @@ func TestImportWithinReleaseWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := svc.ChargeDataset(ctx, "d", 0.1, 1e-6, "batch")
+	c, err := svc.Datasets.Charge(ctx, "d", 0.1, 1e-6, "batch")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,17 +168,17 @@ func TestImportWithinReleaseWork(t *testing.T) {
 	for i := range es {
 		es[i] = ImportedElement{Key: "k" + strconv.Itoa(i), Value: float64(1_000_000 * (i + 1)), Frequency: math.NaN(), Contribution: math.NaN()}
 	}
-	before := svc.computed.Load()
-	_, err = svc.ImportSample(ctx, ImportSpec{SampleSpec: spec, ChargeRef: c.ID}, 5000, importSource(es))
+	before := svc.cache.Computed()
+	_, err = svc.Samples.Import(ctx, ImportSpec{SampleSpec: spec, ChargeRef: c.ID}, 5000, importSource(es))
 	fs, ok := checks.Fields(err)
 	if !ok || len(fs) == 0 || !strings.HasSuffix(fs[0].Field, ".value") || !strings.Contains(fs[0].Reason, "PWSD_MAX_RELEASE_WORK") {
 		t.Fatalf("an import past the release work bound: %v, want a 422 naming a value and PWSD_MAX_RELEASE_WORK", err)
 	}
-	if n := svc.computed.Load() - before; n != 0 {
+	if n := svc.cache.Computed() - before; n != 0 {
 		t.Fatalf("%d chunk runs built before the refusal", n)
 	}
 	good := []ImportedElement{{Key: "a", Value: 7, Frequency: math.NaN(), Contribution: math.NaN()}}
-	if _, err := svc.ImportSample(ctx, ImportSpec{SampleSpec: spec, ChargeRef: c.ID}, 10, importSource(good)); err != nil {
+	if _, err := svc.Samples.Import(ctx, ImportSpec{SampleSpec: spec, ChargeRef: c.ID}, 10, importSource(good)); err != nil {
 		t.Fatalf("the charge was spent by a refused import: %v", err)
 	}
 }

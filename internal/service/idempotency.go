@@ -61,7 +61,7 @@ const DefaultIdempotencyLease = 8 * time.Second
 // renewal is logged and retried at the next beat: if renewals keep failing
 // the lease lapses and repeats are answered "interrupted" (a 409, never a
 // second run).
-func (s *Service) heartbeat(ctx context.Context, key string) (stop func()) {
+func (s *Idempotency) heartbeat(ctx context.Context, key string) (stop func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	last := time.Now().Add(s.idemHold)
@@ -106,7 +106,7 @@ func (c *IdempotencyClaim) release() {
 // ErrIdempotencyInProgress when ctx ends or the wait passes
 // Config.IdempotencyWait. A key whose first request was interrupted by a
 // server stop answers ErrIdempotencyAbandoned until it expires.
-func (s *Service) BeginIdempotent(ctx context.Context, key string) (*IdempotencyClaim, error) {
+func (s *Idempotency) Begin(ctx context.Context, key string) (*IdempotencyClaim, error) {
 	deadline := time.Now().Add(s.idemWait)
 	pause := 5 * time.Millisecond
 	for {
@@ -155,7 +155,7 @@ func (s *Service) BeginIdempotent(ctx context.Context, key string) (*Idempotency
 // FinishIdempotent records the digest of the reserved request of c and its
 // answer, kept for the idempotency TTL from now; later requests with the
 // key get the answer again.
-func (s *Service) FinishIdempotent(ctx context.Context, c *IdempotencyClaim, requestHash []byte, a IdempotentAnswer) error {
+func (s *Idempotency) Finish(ctx context.Context, c *IdempotencyClaim, requestHash []byte, a IdempotentAnswer) error {
 	c.release()
 	err := s.store.CompleteIdempotency(ctx, &store.IdempotencyRecord{Key: c.Key, RequestHash: requestHash, Status: a.Status, Header: a.Header, Body: a.Body, Ref: a.Ref,
 		ExpiresAt: time.Now().UTC().Add(s.idemTTL)})
@@ -167,7 +167,7 @@ func (s *Service) FinishIdempotent(ctx context.Context, c *IdempotencyClaim, req
 
 // AbandonIdempotent frees the reserved key of c whose request changed
 // nothing (it failed with a server error), so that a retry runs it again.
-func (s *Service) AbandonIdempotent(ctx context.Context, c *IdempotencyClaim) error {
+func (s *Idempotency) Abandon(ctx context.Context, c *IdempotencyClaim) error {
 	c.release()
 	if err := s.store.ReleaseIdempotency(ctx, c.Key); err != nil {
 		return fmt.Errorf("freeing idempotency key: %w", err)
@@ -179,7 +179,7 @@ func (s *Service) AbandonIdempotent(ctx context.Context, c *IdempotencyClaim) er
 // resource now deleted) by a: the deleted resource's content does not
 // outlive it in the idempotency records, and a repeat of the request that
 // created it still runs nothing (it would charge again).
-func (s *Service) RedactIdempotent(ctx context.Context, ref string, a IdempotentAnswer) error {
+func (s *Idempotency) Redact(ctx context.Context, ref string, a IdempotentAnswer) error {
 	if err := s.store.RedactIdempotency(ctx, ref, a.Status, a.Header, a.Body); err != nil {
 		return fmt.Errorf("redacting idempotent answers: %w", err)
 	}

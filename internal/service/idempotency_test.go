@@ -42,7 +42,7 @@ func reserve(t *testing.T, cfg Config, key string) (*Service, *IdempotencyClaim)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := svc.BeginIdempotent(context.Background(), key)
+	c, err := svc.Idempotency.Begin(context.Background(), key)
 	if err != nil || !c.Reserved {
 		t.Fatalf("claim: %+v %v", c, err)
 	}
@@ -68,7 +68,7 @@ func TestIdempotencyOwnerDied(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := waiter.BeginIdempotent(ctx, "k"); !errors.Is(err, ErrIdempotencyInProgress) {
+		if _, err := waiter.Idempotency.Begin(ctx, "k"); !errors.Is(err, ErrIdempotencyInProgress) {
 			t.Fatalf("repeat while the owner runs: %v, want in progress", err)
 		}
 		c.release() // the owner's process dies: no renewal, no answer
@@ -80,11 +80,11 @@ func TestIdempotencyOwnerDied(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := retry.BeginIdempotent(ctx, "k"); !errors.Is(err, ErrIdempotencyAbandoned) {
+		if _, err := retry.Idempotency.Begin(ctx, "k"); !errors.Is(err, ErrIdempotencyAbandoned) {
 			t.Fatalf("retry after the owner died: %v, want abandoned", err)
 		}
 		// The abandoned key is never run again until it expires.
-		if _, err := retry.BeginIdempotent(ctx, "k"); !errors.Is(err, ErrIdempotencyAbandoned) {
+		if _, err := retry.Idempotency.Begin(ctx, "k"); !errors.Is(err, ErrIdempotencyAbandoned) {
 			t.Fatalf("second retry: %v", err)
 		}
 	})
@@ -107,7 +107,7 @@ func TestIdempotencyHold(t *testing.T) {
 		if until := time.Until(rec.ExpiresAt); until < 59*time.Minute {
 			t.Fatalf("the reservation expires in %v, want at least the hold (1h)", until)
 		}
-		if err := svc.FinishIdempotent(ctx, c, []byte{1}, IdempotentAnswer{Status: 201, Body: []byte("x")}); err != nil {
+		if err := svc.Idempotency.Finish(ctx, c, []byte{1}, IdempotentAnswer{Status: 201, Body: []byte("x")}); err != nil {
 			t.Fatal(err)
 		}
 		rec, err = st.GetIdempotency(ctx, "k")
@@ -129,7 +129,7 @@ func TestIdempotencyHeartbeatBounded(t *testing.T) {
 	svc, c := reserve(t, Config{Store: store.NewMemory(), IdempotencyLease: 300 * time.Millisecond, IdempotencyHold: 600 * time.Millisecond}, "k")
 	defer c.release()
 	time.Sleep(1500 * time.Millisecond)
-	if _, err := svc.BeginIdempotent(ctx, "k"); !errors.Is(err, ErrIdempotencyAbandoned) {
+	if _, err := svc.Idempotency.Begin(ctx, "k"); !errors.Is(err, ErrIdempotencyAbandoned) {
 		t.Fatalf("a key held past the hold: %v, want abandoned", err)
 	}
 }

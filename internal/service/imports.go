@@ -65,7 +65,7 @@ type importClaim struct {
 //
 // Nothing is charged (the charge was made before the release was
 // computed). On any error nothing is stored and the charge stays unused.
-func (s *Service) ImportSample(ctx context.Context, spec ImportSpec, maxElements int, src ImportSource) (*Sample, error) {
+func (s *Samples) Import(ctx context.Context, spec ImportSpec, maxElements int, src ImportSource) (*Sample, error) {
 	if err := inScope(ctx, "dataset", spec.Dataset); err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (s *Service) ImportSample(ctx context.Context, spec ImportSpec, maxElements
 	if err := s.checkImportCharge(ctx, spec); err != nil {
 		return nil, err
 	}
-	table, err := s.tables.get(spec.Privacy, spec.Sampling, spec.Method)
+	table, err := s.cache.Sanitizer(spec.Privacy, spec.Sampling, spec.Method)
 	if err != nil {
 		return nil, err
 	}
@@ -195,8 +195,8 @@ func checkImported(n int, e ImportedElement, spec ImportSpec, limit int64) error
 }
 
 // checkImportCharge finds the release's charge in its dataset's ledger.
-func (s *Service) checkImportCharge(ctx context.Context, spec ImportSpec) error {
-	d, err := s.GetDataset(ctx, spec.Dataset)
+func (s *Samples) checkImportCharge(ctx context.Context, spec ImportSpec) error {
+	d, err := s.datasets.Get(ctx, spec.Dataset)
 	if err != nil {
 		return notFoundAs(err, "dataset", spec.Dataset)
 	}
@@ -214,7 +214,7 @@ func (s *Service) checkImportCharge(ctx context.Context, spec ImportSpec) error 
 
 // claimCharge marks the external charge ref as paying for sample id, or
 // returns ErrAlreadyImported.
-func (s *Service) claimCharge(ctx context.Context, ref, id string) error {
+func (s *Samples) claimCharge(ctx context.Context, ref, id string) error {
 	claim, err := json.Marshal(importClaim{ImportedSample: id})
 	if err != nil {
 		return fmt.Errorf("encoding import claim: %w", err)
@@ -236,7 +236,7 @@ func (s *Service) claimCharge(ctx context.Context, ref, id string) error {
 // unclaimCharge frees a charge whose sample could not be stored. Should it
 // fail, the charge stays claimed: the release cannot be imported, which
 // is the safe side.
-func (s *Service) unclaimCharge(ctx context.Context, ref string) {
+func (s *Samples) unclaimCharge(ctx context.Context, ref string) {
 	_ = s.store.UpdateState(context.WithoutCancel(ctx), "charge", ref, func(rec *store.StateRecord) (*store.Charge, error) {
 		rec.State = []byte{}
 		return nil, nil

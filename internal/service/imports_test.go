@@ -25,7 +25,7 @@ func TestImportSample(t *testing.T) {
 	t.Parallel()
 	bothServices(t, func(t *testing.T, svc *Service, st store.Store) {
 		ctx := context.Background()
-		if _, err := svc.CreateDataset(ctx, "d", 10, 1e-3); err != nil {
+		if _, err := svc.Datasets.Create(ctx, "d", 10, 1e-3); err != nil {
 			t.Fatal(err)
 		}
 		// The release to import: one pwsd sanitized, at (1, 1e-6), where a
@@ -38,7 +38,7 @@ func TestImportSample(t *testing.T) {
 		for i := range keys {
 			keys[i], freqs[i] = "k"+strconv.Itoa(i), 1000
 		}
-		src, err := svc.CreateSample(ctx, spec, 10, pairs(keys, freqs))
+		src, err := svc.Samples.Create(ctx, spec, 10, pairs(keys, freqs))
 		if err != nil || src.Reported != 5 {
 			t.Fatalf("source release: %v", err)
 		}
@@ -46,11 +46,11 @@ func TestImportSample(t *testing.T) {
 		for i, e := range src.Elements {
 			release[i] = ImportedElement{Key: e.Key, Value: e.Value, Frequency: src.Keys[i].Frequency, Contribution: src.Keys[i].Contribution}
 		}
-		paid, err := svc.ChargeDataset(ctx, "d", 1, 1e-6, "the release")
+		paid, err := svc.Datasets.Charge(ctx, "d", 1, 1e-6, "the release")
 		if err != nil {
 			t.Fatal(err)
 		}
-		other, err := svc.ChargeDataset(ctx, "d", 0.5, 1e-6, "another")
+		other, err := svc.Datasets.Charge(ctx, "d", 0.5, 1e-6, "another")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +113,7 @@ func TestImportSample(t *testing.T) {
 				if max == 0 {
 					max = 10
 				}
-				smp, err := svc.ImportSample(ctx, tc.spec, max, tc.src)
+				smp, err := svc.Samples.Import(ctx, tc.spec, max, tc.src)
 				var le *LimitError
 				var nf *NotFoundError
 				switch {
@@ -133,7 +133,7 @@ func TestImportSample(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					view, err := svc.GetSampleView(ctx, smp.ID, estimate.MLE)
+					view, err := svc.Samples.Get(ctx, smp.ID, estimate.MLE)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -146,13 +146,13 @@ func TestImportSample(t *testing.T) {
 				}
 			})
 		}
-		if _, err := svc.ImportSample(ctx, importSpec("d", paid.ID), 10, edited(as)); !errors.Is(err, ErrAlreadyImported) {
+		if _, err := svc.Samples.Import(ctx, importSpec("d", paid.ID), 10, edited(as)); !errors.Is(err, ErrAlreadyImported) {
 			t.Fatalf("second import against one charge: %v, want ErrAlreadyImported", err)
 		}
-		if items, _, _ := svc.ListSamples(ctx, Page{}); len(items) != 2 {
+		if items, _, _ := svc.Samples.List(ctx, Page{}); len(items) != 2 {
 			t.Fatalf("%d samples stored, want the source and one import", len(items))
 		}
-		if d, _ := svc.GetDataset(ctx, "d"); d.SpentEpsilon != 1.5 || len(d.Releases) != 2 {
+		if d, _ := svc.Datasets.Get(ctx, "d"); d.SpentEpsilon != 1.5 || len(d.Releases) != 2 {
 			t.Fatalf("an import was charged: %+v", d)
 		}
 	})

@@ -107,7 +107,7 @@ func pageOf[T any](p Page, kind string, list func(c store.Cursor, limit int) ([]
 
 // ListSamples lists stored samples without their elements (Elements nil,
 // Reported set), oldest first.
-func (s *Service) ListSamples(ctx context.Context, p Page) ([]*Sample, string, error) {
+func (s *Samples) List(ctx context.Context, p Page) ([]*Sample, string, error) {
 	rows, next, err := pageOf(p, cursorSamples, func(c store.Cursor, n int) ([]*store.Sample, error) { return s.store.ListSamples(ctx, c, n) },
 		func(x *store.Sample) (time.Time, string) { return x.CreatedAt, x.ID })
 	if err != nil {
@@ -123,7 +123,7 @@ func (s *Service) ListSamples(ctx context.Context, p Page) ([]*Sample, string, e
 }
 
 // DeleteSample deletes a sample; its dataset's ledger keeps the charge.
-func (s *Service) DeleteSample(ctx context.Context, id string) error {
+func (s *Samples) Delete(ctx context.Context, id string) error {
 	if scoped(ctx) {
 		smp, err := s.store.GetSample(ctx, id)
 		if err != nil {
@@ -166,7 +166,7 @@ func PageElements(smp *Sample, p Page) (*Sample, string, error) {
 }
 
 // ListDatasets lists datasets with their ledgers, oldest first.
-func (s *Service) ListDatasets(ctx context.Context, p Page) ([]Dataset, string, error) {
+func (s *Datasets) List(ctx context.Context, p Page) ([]Dataset, string, error) {
 	type row struct {
 		d   store.Dataset
 		rel []store.Release
@@ -194,7 +194,7 @@ func (s *Service) ListDatasets(ctx context.Context, p Page) ([]Dataset, string, 
 
 // compose sets d.ComposedEpsilon for a PLD dataset from its composed ledger
 // (the store's cache extended by the releases recorded since).
-func (s *Service) compose(ctx context.Context, d *Dataset) error {
+func (s *Datasets) compose(ctx context.Context, d *Dataset) error {
 	if d.Accounting != store.AccountingPLD {
 		return nil
 	}
@@ -219,7 +219,7 @@ func datasetOf(d store.Dataset, rel []store.Release) Dataset {
 func statePos(r *store.StateRecord) (time.Time, string) { return r.CreatedAt, r.ID }
 
 // ListStreams lists streams (configuration and counts), oldest first.
-func (s *Service) ListStreams(ctx context.Context, p Page) ([]Stream, string, error) {
+func (s *Streams) List(ctx context.Context, p Page) ([]Stream, string, error) {
 	rows, next, err := pageOf(p, cursorStreams, func(c store.Cursor, n int) ([]*store.StateRecord, error) {
 		return s.store.ListStates(ctx, kindStream, c, n)
 	}, statePos)
@@ -237,7 +237,7 @@ func (s *Service) ListStreams(ctx context.Context, p Page) ([]Stream, string, er
 
 // DeleteStream deletes a stream and its pan-private state; its dataset's
 // ledger keeps every charge.
-func (s *Service) DeleteStream(ctx context.Context, id string) error {
+func (s *Streams) Delete(ctx context.Context, id string) error {
 	if scoped(ctx) {
 		rec, err := s.store.GetState(ctx, kindStream, id)
 		if err != nil {
@@ -251,7 +251,7 @@ func (s *Service) DeleteStream(ctx context.Context, id string) error {
 }
 
 // ListCounters lists counters, oldest first.
-func (s *Service) ListCounters(ctx context.Context, p Page) ([]Counter, string, error) {
+func (s *Counters) List(ctx context.Context, p Page) ([]Counter, string, error) {
 	rows, next, err := pageOf(p, cursorCounters, func(c store.Cursor, n int) ([]*store.StateRecord, error) {
 		return s.store.ListStates(ctx, kindCounter, c, n)
 	}, statePos)
@@ -268,7 +268,7 @@ func (s *Service) ListCounters(ctx context.Context, p Page) ([]Counter, string, 
 }
 
 // DeleteCounter deletes a counter and its state.
-func (s *Service) DeleteCounter(ctx context.Context, id string) error {
+func (s *Counters) Delete(ctx context.Context, id string) error {
 	if err := inScope(ctx, "id", ""); err != nil { // counters belong to no dataset
 		return err
 	}
@@ -346,7 +346,7 @@ func (e *BudgetError) Is(target error) bool { return target == ErrBudget }
 // dataset's remaining budget: nil, a *BudgetError, or ErrNotFound for an
 // unknown dataset. The charge itself stays atomic in the store; this only
 // refuses early what the store would refuse.
-func (s *Service) checkBudget(ctx context.Context, dataset string, eps, delta float64) error {
+func (s *Datasets) checkBudget(ctx context.Context, dataset string, eps, delta float64) error {
 	d, _, err := s.store.GetDataset(ctx, dataset)
 	if err != nil {
 		return notFoundAs(storeErr(err, fmt.Sprintf("dataset %q", dataset)), "dataset", dataset)
@@ -365,7 +365,7 @@ func (s *Service) checkBudget(ctx context.Context, dataset string, eps, delta fl
 // budgetError turns a store.ErrBudget for a charge of (eps, delta) to
 // dataset into a *BudgetError with the dataset's current spend; other
 // errors pass through storeErr.
-func (s *Service) budgetError(ctx context.Context, err error, what, dataset string, eps, delta float64) error {
+func (s *Datasets) budgetError(ctx context.Context, err error, what, dataset string, eps, delta float64) error {
 	if !errors.Is(err, store.ErrBudget) {
 		return storeErr(err, what)
 	}
@@ -378,7 +378,7 @@ func (s *Service) budgetError(ctx context.Context, err error, what, dataset stri
 
 // budgetErrorOfComposed is the *BudgetError of a refused charge of (eps,
 // delta) to d, with what d has spent under its accounting.
-func (s *Service) budgetErrorOfComposed(ctx context.Context, d store.Dataset, eps, delta float64) *BudgetError {
+func (s *Datasets) budgetErrorOfComposed(ctx context.Context, d store.Dataset, eps, delta float64) *BudgetError {
 	e := &BudgetError{Dataset: d.Name, RequestedEpsilon: eps, RequestedDelta: delta, BudgetEpsilon: d.EpsilonBudget,
 		BudgetDelta: d.DeltaBudget, SpentEpsilon: d.SpentEpsilon, SpentDelta: d.SpentDelta}
 	if d.Accounting == store.AccountingPLD {
@@ -392,7 +392,7 @@ func (s *Service) budgetErrorOfComposed(ctx context.Context, d store.Dataset, ep
 }
 
 // counterOf decodes a counter record into its public view.
-func (s *Service) counterOf(rec *store.StateRecord) (Counter, error) {
+func (s *Counters) counterOf(rec *store.StateRecord) (Counter, error) {
 	c, err := panprivate.UnmarshalCounter(rec.State, s.noise, s.newRand())
 	if err != nil {
 		return Counter{}, fmt.Errorf("decoding counter: %w", err)

@@ -72,14 +72,14 @@ func TestSampleRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	smp, err := svc.CreateSample(ctx, testSpec(t, "", 0.5), 10, oneElement())
+	smp, err := svc.Samples.Create(ctx, testSpec(t, "", 0.5), 10, oneElement())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !smp.ExpiresAt.Equal(smp.CreatedAt.Add(ttl)) {
 		t.Fatalf("expires_at %v, want created_at + %v", smp.ExpiresAt, ttl)
 	}
-	if got, err := svc.getSample(ctx, smp.ID); err != nil || !got.ExpiresAt.Equal(smp.ExpiresAt) {
+	if got, err := svc.Samples.getSample(ctx, smp.ID); err != nil || !got.ExpiresAt.Equal(smp.ExpiresAt) {
 		t.Fatalf("before expiry: %v %v", got, err)
 	}
 	jctx, stop := context.WithCancel(ctx)
@@ -93,10 +93,10 @@ func TestSampleRetention(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the janitor purged nothing within a minute of the TTL")
 	}
-	if _, err := svc.getSample(ctx, smp.ID); !errors.Is(err, ErrNotFound) {
+	if _, err := svc.Samples.getSample(ctx, smp.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("after expiry: %v, want ErrNotFound", err)
 	}
-	if items, _, err := svc.ListSamples(ctx, Page{}); err != nil || len(items) != 0 {
+	if items, _, err := svc.Samples.List(ctx, Page{}); err != nil || len(items) != 0 {
 		t.Fatalf("listing after expiry: %d items, %v", len(items), err)
 	}
 	if n, err := svc.purgeExpired(ctx); err != nil || n.Samples != 0 {
@@ -104,7 +104,7 @@ func TestSampleRetention(t *testing.T) {
 	}
 	// Without a TTL samples do not expire.
 	keep, _ := New(Config{Store: store.NewMemory()})
-	smp, _ = keep.CreateSample(ctx, testSpec(t, "", 0.5), 10, oneElement())
+	smp, _ = keep.Samples.Create(ctx, testSpec(t, "", 0.5), 10, oneElement())
 	if !smp.ExpiresAt.IsZero() {
 		t.Fatalf("expires_at %v without a TTL", smp.ExpiresAt)
 	}
@@ -124,14 +124,14 @@ func TestBudgetPrecheck(t *testing.T) {
 	ctx := context.Background()
 	st := store.NewMemory()
 	svc, _ := New(Config{Store: st})
-	if _, err := svc.CreateDataset(ctx, "d", 1, 1); err != nil {
+	if _, err := svc.Datasets.Create(ctx, "d", 1, 1); err != nil {
 		t.Fatal(err)
 	}
 	untouched := func() (string, int64, error) {
 		t.Fatal("the upload was read before the budget check")
 		return "", 0, nil
 	}
-	_, err := svc.CreateSample(ctx, testSpec(t, "d", 1.5), 10, untouched)
+	_, err := svc.Samples.Create(ctx, testSpec(t, "d", 1.5), 10, untouched)
 	var be *BudgetError
 	if !errors.As(err, &be) || !errors.Is(err, ErrBudget) {
 		t.Fatalf("overspend: %v, want *BudgetError", err)
@@ -139,7 +139,7 @@ func TestBudgetPrecheck(t *testing.T) {
 	if be.RequestedEpsilon != 1.5 || be.SpentEpsilon != 0 || be.remainingEpsilon() != 1 || be.remainingDelta() != 1 {
 		t.Fatalf("budget error %+v", be)
 	}
-	if _, err := svc.CreateSample(ctx, testSpec(t, "nope", 0.5), 10, untouched); !errors.Is(err, ErrNotFound) {
+	if _, err := svc.Samples.Create(ctx, testSpec(t, "nope", 0.5), 10, untouched); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown dataset: %v", err)
 	}
 }
@@ -153,36 +153,36 @@ func TestIdempotencyClaims(t *testing.T) {
 	ctx := context.Background()
 	st := store.NewMemory()
 	svc, _ := New(Config{Store: st, IdempotencyWait: 50 * time.Millisecond})
-	c, err := svc.BeginIdempotent(ctx, "k")
+	c, err := svc.Idempotency.Begin(ctx, "k")
 	if err != nil || !c.Reserved {
 		t.Fatalf("first claim: %+v %v", c, err)
 	}
-	if _, err := svc.BeginIdempotent(ctx, "k"); !errors.Is(err, ErrIdempotencyInProgress) {
+	if _, err := svc.Idempotency.Begin(ctx, "k"); !errors.Is(err, ErrIdempotencyInProgress) {
 		t.Fatalf("duplicate while running: %v", err)
 	}
 	got := make(chan *IdempotencyClaim)
 	go func() {
 		c, _ := New(Config{Store: st, IdempotencyWait: 5 * time.Second})
-		claim, _ := c.BeginIdempotent(ctx, "k")
+		claim, _ := c.Idempotency.Begin(ctx, "k")
 		got <- claim
 	}()
 	time.Sleep(20 * time.Millisecond)
-	if err := svc.AbandonIdempotent(ctx, c); err != nil {
+	if err := svc.Idempotency.Abandon(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	c = <-got
 	if c == nil || !c.Reserved {
 		t.Fatalf("a waiter did not claim the freed key: %+v", c)
 	}
-	if err := svc.FinishIdempotent(ctx, c, []byte{7}, IdempotentAnswer{Status: 201, Body: []byte("x")}); err != nil {
+	if err := svc.Idempotency.Finish(ctx, c, []byte{7}, IdempotentAnswer{Status: 201, Body: []byte("x")}); err != nil {
 		t.Fatal(err)
 	}
-	if c, err := svc.BeginIdempotent(ctx, "k"); err != nil || c.Reserved || c.Answer.Status != 201 || string(c.Answer.Body) != "x" {
+	if c, err := svc.Idempotency.Begin(ctx, "k"); err != nil || c.Reserved || c.Answer.Status != 201 || string(c.Answer.Body) != "x" {
 		t.Fatalf("after finish: %+v %v", c, err)
 	}
 	past := time.Now().Add(-time.Minute)
 	st.ReserveIdempotency(ctx, &store.IdempotencyRecord{Key: "stale", CreatedAt: past, LockedUntil: past, ExpiresAt: time.Now().Add(time.Hour)})
-	if _, err := svc.BeginIdempotent(ctx, "stale"); !errors.Is(err, ErrIdempotencyAbandoned) {
+	if _, err := svc.Idempotency.Begin(ctx, "stale"); !errors.Is(err, ErrIdempotencyAbandoned) {
 		t.Fatalf("abandoned key: %v", err)
 	}
 }

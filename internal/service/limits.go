@@ -133,7 +133,7 @@ func WithWorkLimit(ctx context.Context, cells int64, setting string) context.Con
 
 // workLimit is the bound on the table work of ctx's request: the lower of
 // s.maxWork and the request's own (WithWorkLimit); cells <= 0 is none.
-func (s *Service) workLimit(ctx context.Context) workBound {
+func (s *deps) workLimit(ctx context.Context) workBound {
 	b := workBound{cells: s.maxWork, setting: "PWSD_MAX_TABLE_WORK"}
 	if own, ok := ctx.Value(workBoundKey{}).(workBound); ok && (b.cells <= 0 || own.cells < b.cells) {
 		b = own
@@ -146,13 +146,13 @@ func (s *Service) workLimit(ctx context.Context) workBound {
 // wrote it ("epsilon", "privacy.epsilon"); rowsField the rows or frequency
 // parameter. When even the smallest request (one row of frequency 1) is too
 // much, or rowsField is empty, epsilon is named: L is too large.
-func (s *Service) checkWork(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, rows, top int64, estimators int, epsField, rowsField string) error {
+func (s *deps) checkWork(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, rows, top int64, estimators int, epsField, rowsField string) error {
 	return s.checkWorkOf(ctx, func(rows, top int64) (float64, float64) { return tableWork(p, smp, rows, top, estimators) },
 		rows, top, epsField, rowsField)
 }
 
 // checkWorkOf is checkWork for the work estimate work(rows, top).
-func (s *Service) checkWorkOf(ctx context.Context, work func(rows, top int64) (float64, float64), rows, top int64, epsField, rowsField string) error {
+func (s *deps) checkWorkOf(ctx context.Context, work func(rows, top int64) (float64, float64), rows, top int64, epsField, rowsField string) error {
 	limit := s.workLimit(ctx)
 	if limit.cells <= 0 {
 		return nil
@@ -174,7 +174,7 @@ func (s *Service) checkWorkOf(ctx context.Context, work func(rows, top int64) (f
 // release's cost then grows with the number of distinct stretches of
 // frequencies it holds, never with how large they are, and is bounded by
 // PWSD_MAX_ELEMENTS and the request timeout.
-func (s *Service) checkSampleWork(ctx context.Context, spec SampleSpec) error {
+func (s *Samples) checkSampleWork(ctx context.Context, spec SampleSpec) error {
 	limit := s.workLimit(ctx)
 	if limit.cells <= 0 {
 		return nil
@@ -201,7 +201,7 @@ func releaseWork(p sanitize.Privacy, estimates bool) (work, window float64) {
 
 // sampleFrequencyLimit returns the largest frequency an element of a release
 // under spec may have (FrequencyLimit).
-func (s *Service) sampleFrequencyLimit(_ context.Context, spec SampleSpec, _ *sanitize.Table) int64 {
+func (s *Samples) sampleFrequencyLimit(_ context.Context, spec SampleSpec, _ *sanitize.Table) int64 {
 	return FrequencyLimit(spec.Privacy)
 }
 
@@ -266,7 +266,7 @@ func (r *releaseStretches) add(i int, f float64) {
 // (taken in ascending frequency, at most 20 named), the limit and the
 // setting. It depends on the release's frequencies, never on anything
 // released.
-func (s *Service) releaseCost(spec SampleSpec, r *releaseStretches) error {
+func (s *Samples) releaseCost(spec SampleSpec, r *releaseStretches) error {
 	if s.maxReleaseWork <= 0 || len(r.elems) == 0 {
 		return nil
 	}

@@ -54,10 +54,10 @@ func TestFrequencyRowsWork(t *testing.T) {
 		s := newTestService(t, Config{})
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // admission only: the computation itself stops at once
-		if _, err := s.FrequencyRows(ctx, priv(0.2, 1e-7), ppswor, sanitize.MethodDiscrete, 1_000_000, 1_000_000); err == nil || !errors.Is(err, context.Canceled) {
+		if _, err := s.Tables.FrequencyRows(ctx, priv(0.2, 1e-7), ppswor, sanitize.MethodDiscrete, 1_000_000, 1_000_000); err == nil || !errors.Is(err, context.Canceled) {
 			t.Fatalf("the 10^6 request must pass admission and then stop on its context: %v", err)
 		}
-		_, err := s.FrequencyRows(context.Background(), priv(1e-4, 1e-6), none, sanitize.MethodDiscrete, 1, 1)
+		_, err := s.Tables.FrequencyRows(context.Background(), priv(1e-4, 1e-6), none, sanitize.MethodDiscrete, 1, 1)
 		var fe *checks.FieldError
 		if !errors.As(err, &fe) || fe.Field != "epsilon" {
 			t.Fatalf("small epsilon: %v, want a field error naming epsilon", err)

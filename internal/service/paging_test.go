@@ -24,21 +24,21 @@ func TestListPaging(t *testing.T) {
 		var samples, datasets, streams, counters []string
 		for i := range n {
 			name := fmt.Sprintf("d%d", i)
-			if _, err := svc.CreateDataset(ctx, name, 1, 1); err != nil {
+			if _, err := svc.Datasets.Create(ctx, name, 1, 1); err != nil {
 				t.Fatal(err)
 			}
 			datasets = append(datasets, name)
-			smp, err := svc.CreateSample(ctx, testSpec(t, "", 0.5), 10, oneElement())
+			smp, err := svc.Samples.Create(ctx, testSpec(t, "", 0.5), 10, oneElement())
 			if err != nil {
 				t.Fatal(err)
 			}
 			samples = append(samples, smp.ID)
-			s, err := svc.CreateStream(ctx, densitySpec("", 1))
+			s, err := svc.Streams.Create(ctx, densitySpec("", 1))
 			if err != nil {
 				t.Fatal(err)
 			}
 			streams = append(streams, s.ID)
-			c, err := svc.CreateCounter(ctx, panprivate.CounterConfig{Epsilon: 1, Horizon: 10})
+			c, err := svc.Counters.Create(ctx, panprivate.CounterConfig{Epsilon: 1, Horizon: 10})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -58,19 +58,19 @@ func TestListPaging(t *testing.T) {
 			list lister
 		}{
 			{"samples", samples, func(p Page) ([]string, string, error) {
-				items, next, err := svc.ListSamples(ctx, p)
+				items, next, err := svc.Samples.List(ctx, p)
 				return ids(func(i int) string { return items[i].ID }, len(items)), next, err
 			}},
 			{"datasets", datasets, func(p Page) ([]string, string, error) {
-				items, next, err := svc.ListDatasets(ctx, p)
+				items, next, err := svc.Datasets.List(ctx, p)
 				return ids(func(i int) string { return items[i].Name }, len(items)), next, err
 			}},
 			{"streams", streams, func(p Page) ([]string, string, error) {
-				items, next, err := svc.ListStreams(ctx, p)
+				items, next, err := svc.Streams.List(ctx, p)
 				return ids(func(i int) string { return items[i].ID }, len(items)), next, err
 			}},
 			{"counters", counters, func(p Page) ([]string, string, error) {
-				items, next, err := svc.ListCounters(ctx, p)
+				items, next, err := svc.Counters.List(ctx, p)
 				return ids(func(i int) string { return items[i].ID }, len(items)), next, err
 			}},
 		}

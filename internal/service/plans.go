@@ -3,6 +3,8 @@ package service
 import (
 	"context"
 
+	"github.com/pwsd/pwsd/internal/tablecache"
+
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/planner"
 	"github.com/pwsd/pwsd/internal/planner/plotsvg"
@@ -11,25 +13,25 @@ import (
 
 // ReportingBaseline returns the sampled-SbH reporting probabilities
 // phi_1..phi_n (Appendix G), cached.
-func (s *Service) ReportingBaseline(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, n int64) ([]float64, error) {
-	key := s.tableKey("sbh-reporting", p, smp, "", intPart("n", n))
-	return cached(ctx, s, key, func() ([]float64, error) {
+func (s *Tables) ReportingBaseline(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, n int64) ([]float64, error) {
+	key := s.cache.Key("sbh-reporting", p, smp, "", tablecache.Int("n", n))
+	return cached(ctx, s.deps, key, func() ([]float64, error) {
 		phi, err := planner.SbHReporting(p, smp, n)
 		return phi, err
 	})
 }
 
 // EstimatorBaseline returns sampled-SbH's per-frequency statistics, cached.
-func (s *Service) EstimatorBaseline(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, g estimate.G, n int64) ([]estimate.FrequencyStats, error) {
-	key := s.tableKey("sbh-estimators", p, smp, "", strPart("g", g.String()), intPart("n", n))
-	return cached(ctx, s, key, func() ([]estimate.FrequencyStats, error) {
+func (s *Tables) EstimatorBaseline(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, g estimate.G, n int64) ([]estimate.FrequencyStats, error) {
+	key := s.cache.Key("sbh-estimators", p, smp, "", tablecache.Str("g", g.String()), tablecache.Int("n", n))
+	return cached(ctx, s.deps, key, func() ([]estimate.FrequencyStats, error) {
 		rows, err := planner.SbHEstimatorRows(p, smp, g, n)
 		return rows, err
 	})
 }
 
 // PlotReporting renders pi_i against q_i (and the SbH baseline) as SVG.
-func (s *Service) PlotReporting(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, n int64, baseline bool) ([]byte, error) {
+func (s *Tables) PlotReporting(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, n int64, baseline bool) ([]byte, error) {
 	rep, err := s.Reporting(ctx, p, smp, n)
 	if err != nil {
 		return nil, err
@@ -52,7 +54,7 @@ const (
 
 // PlotEstimator renders the bias or variance of the per-key estimate per
 // frequency (optionally with the SbH baseline, normalized by g(i)^2) as SVG.
-func (s *Service) PlotEstimator(ctx context.Context, kind PlotKind, p sanitize.Privacy, smp sanitize.Sampling, m sanitize.Method, g estimate.G, e estimate.Estimator, n int64, baseline, normalized bool) ([]byte, error) {
+func (s *Tables) PlotEstimator(ctx context.Context, kind PlotKind, p sanitize.Privacy, smp sanitize.Sampling, m sanitize.Method, g estimate.G, e estimate.Estimator, n int64, baseline, normalized bool) ([]byte, error) {
 	if err := s.checkWork(ctx, p, smp, 0, n, 1, "epsilon", "max_frequency"); err != nil {
 		return nil, err
 	}
@@ -72,7 +74,7 @@ func (s *Service) PlotEstimator(ctx context.Context, kind PlotKind, p sanitize.P
 
 // Plan compares PWS, sampled-SbH and non-private sampling on a synthetic
 // frequency distribution (exact expressions, no simulation).
-func (s *Service) Plan(ctx context.Context, req planner.PlanRequest) (*planner.PlanResult, error) {
+func (s *Tables) Plan(ctx context.Context, req planner.PlanRequest) (*planner.PlanResult, error) {
 	res, err := planner.Plan(ctx, req)
 	if err != nil {
 		return nil, err
@@ -81,7 +83,7 @@ func (s *Service) Plan(ctx context.Context, req planner.PlanRequest) (*planner.P
 }
 
 // PlotNRMSE renders the NRMSE of the sum estimate as the threshold sweeps.
-func (s *Service) PlotNRMSE(ctx context.Context, req planner.PlanRequest) ([]byte, error) {
+func (s *Tables) PlotNRMSE(ctx context.Context, req planner.PlanRequest) ([]byte, error) {
 	req.Sweep = true
 	res, err := s.Plan(ctx, req)
 	if err != nil {

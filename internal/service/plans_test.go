@@ -36,19 +36,19 @@ func TestPlotsRefuseWorkUpFront(t *testing.T) {
 		field string
 	}{
 		{"bias plot, many frequencies", func(ctx context.Context) error {
-			_, err := svc.PlotEstimator(ctx, PlotBias, p, s, sanitize.MethodDiscrete, identity, estimate.MLE, 1_000_000, false, false)
+			_, err := svc.Tables.PlotEstimator(ctx, PlotBias, p, s, sanitize.MethodDiscrete, identity, estimate.MLE, 1_000_000, false, false)
 			return err
 		}, "max_frequency"},
 		{"variance plot, small epsilon", func(ctx context.Context) error {
-			_, err := svc.PlotEstimator(ctx, PlotVariance, tiny, s, sanitize.MethodDiscrete, identity, estimate.MLE, 10, false, true)
+			_, err := svc.Tables.PlotEstimator(ctx, PlotVariance, tiny, s, sanitize.MethodDiscrete, identity, estimate.MLE, 10, false, true)
 			return err
 		}, "epsilon"},
 		{"estimator rows, many frequencies", func(ctx context.Context) error {
-			_, err := svc.EstimatorRows(ctx, p, s, sanitize.MethodDiscrete, identity, estimate.MLE, 1_000_000)
+			_, err := svc.Tables.EstimatorRows(ctx, p, s, sanitize.MethodDiscrete, identity, estimate.MLE, 1_000_000)
 			return err
 		}, "max_frequency"},
 		{"reader's tighter limit", func(ctx context.Context) error {
-			_, err := svc.EstimatorRows(WithWorkLimit(ctx, reader, "PWSD_MAX_READER_TABLE_WORK"), p, s, sanitize.MethodDiscrete, identity, estimate.MLE, 1000)
+			_, err := svc.Tables.EstimatorRows(WithWorkLimit(ctx, reader, "PWSD_MAX_READER_TABLE_WORK"), p, s, sanitize.MethodDiscrete, identity, estimate.MLE, 1000)
 			return err
 		}, "max_frequency"},
 	} {
@@ -58,7 +58,7 @@ func TestPlotsRefuseWorkUpFront(t *testing.T) {
 			}
 		})
 	}
-	if n := svc.computed.Load(); n != 0 {
+	if n := svc.cache.Computed(); n != 0 {
 		t.Fatalf("refused requests computed %d tables", n)
 	}
 }
@@ -73,19 +73,19 @@ func TestPlotsAndBaselines(t *testing.T) {
 	p, _ := sanitize.NewPrivacy(0.5, 1e-3)
 	s, _ := sanitize.NewSampling(sanitize.SchemePPSWOR, 0.05, 1, nil)
 	identity, _ := estimate.ParseG("identity")
-	a, err := svc.PlotReporting(ctx, p, s, 100, true)
+	a, err := svc.Tables.PlotReporting(ctx, p, s, 100, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := svc.PlotReporting(ctx, p, s, 100, true)
+	b, err := svc.Tables.PlotReporting(ctx, p, s, 100, true)
 	if err != nil || !bytes.Equal(a, b) || !bytes.Contains(a, []byte("<svg")) {
 		t.Fatalf("reporting plot: %d and %d bytes (%v), want the same SVG twice", len(a), len(b), err)
 	}
-	bias, err := svc.PlotEstimator(ctx, PlotBias, p, s, sanitize.MethodDiscrete, identity, estimate.MLE, 100, true, false)
+	bias, err := svc.Tables.PlotEstimator(ctx, PlotBias, p, s, sanitize.MethodDiscrete, identity, estimate.MLE, 100, true, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	variance, err := svc.PlotEstimator(ctx, PlotVariance, p, s, sanitize.MethodDiscrete, identity, estimate.MLE, 100, true, true)
+	variance, err := svc.Tables.PlotEstimator(ctx, PlotVariance, p, s, sanitize.MethodDiscrete, identity, estimate.MLE, 100, true, true)
 	if err != nil || bytes.Equal(bias, variance) || !bytes.Contains(variance, []byte("<svg")) {
 		t.Fatalf("bias and variance plots: %v", err)
 	}
@@ -93,15 +93,15 @@ func TestPlotsAndBaselines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := svc.ReportingBaseline(ctx, p, s, 100)
+	got, err := svc.Tables.ReportingBaseline(ctx, p, s, 100)
 	if err != nil || !slices.Equal(got, want) {
 		t.Fatalf("reporting baseline differs from planner.SbHReporting (%v)", err)
 	}
-	before := svc.computed.Load()
-	if _, err := svc.ReportingBaseline(ctx, p, s, 100); err != nil || svc.computed.Load() != before {
+	before := svc.cache.Computed()
+	if _, err := svc.Tables.ReportingBaseline(ctx, p, s, 100); err != nil || svc.cache.Computed() != before {
 		t.Fatalf("the baseline was computed again (%v)", err)
 	}
-	rows, err := svc.EstimatorBaseline(ctx, p, s, identity, 50)
+	rows, err := svc.Tables.EstimatorBaseline(ctx, p, s, identity, 50)
 	if err != nil || len(rows) != 50 {
 		t.Fatalf("estimator baseline: %d rows, %v", len(rows), err)
 	}

@@ -63,7 +63,7 @@ func TestCreateSampleReadAhead(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var returned atomic.Bool
 			var late atomic.Int64
-			smp, err := s.CreateSample(context.Background(), spec, tc.maxElements, countingSource(tc.n, tc.failAt, -1, errSrc, &returned, &late))
+			smp, err := s.Samples.Create(context.Background(), spec, tc.maxElements, countingSource(tc.n, tc.failAt, -1, errSrc, &returned, &late))
 			returned.Store(true)
 			switch {
 			case tc.want == "" && err != nil:
@@ -87,6 +87,6 @@ func TestCreateSampleReadAhead(t *testing.T) {
 				t.Fatalf("recovered %v, want the source's panic", p)
 			}
 		}()
-		s.CreateSample(context.Background(), spec, 1<<20, countingSource(10000, -1, 5000, nil, &returned, &late))
+		s.Samples.Create(context.Background(), spec, 1<<20, countingSource(10000, -1, 5000, nil, &returned, &late))
 	})
 }

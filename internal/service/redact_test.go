@@ -17,21 +17,21 @@ func TestRedactIdempotent(t *testing.T) {
 	bothServices(t, func(t *testing.T, svc *Service, st store.Store) {
 		ctx := context.Background()
 		for key, ref := range map[string]string{"first": "sample-1", "retry": "sample-1", "other": "sample-2"} {
-			c, err := svc.BeginIdempotent(ctx, key)
+			c, err := svc.Idempotency.Begin(ctx, key)
 			if err != nil || !c.Reserved {
 				t.Fatalf("claim %s: %+v %v", key, c, err)
 			}
 			a := IdempotentAnswer{Status: 201, Header: map[string]string{"Location": "/v1/samples/" + ref}, Body: []byte(`{"id":"` + ref + `","elements":["secret"]}`), Ref: ref}
-			if err := svc.FinishIdempotent(ctx, c, []byte(key), a); err != nil {
+			if err := svc.Idempotency.Finish(ctx, c, []byte(key), a); err != nil {
 				t.Fatal(err)
 			}
 		}
 		gone := IdempotentAnswer{Status: 410, Body: []byte(`{"title":"Gone"}`)}
-		if err := svc.RedactIdempotent(ctx, "sample-1", gone); err != nil {
+		if err := svc.Idempotency.Redact(ctx, "sample-1", gone); err != nil {
 			t.Fatal(err)
 		}
 		for key, want := range map[string]int{"first": 410, "retry": 410, "other": 201} {
-			c, err := svc.BeginIdempotent(ctx, key)
+			c, err := svc.Idempotency.Begin(ctx, key)
 			if err != nil || c.Reserved || c.Answer == nil || c.Answer.Status != want {
 				t.Fatalf("%s after the redaction: %+v %v, want the recorded answer %d", key, c, err, want)
 			}
@@ -39,7 +39,7 @@ func TestRedactIdempotent(t *testing.T) {
 				t.Fatalf("%s: the deleted sample's answer survives: %s %v", key, c.Answer.Body, c.Answer.Header)
 			}
 		}
-		if err := svc.RedactIdempotent(ctx, "no-such-ref", gone); err != nil {
+		if err := svc.Idempotency.Redact(ctx, "no-such-ref", gone); err != nil {
 			t.Fatalf("redacting nothing: %v", err)
 		}
 	})

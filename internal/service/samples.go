@@ -106,7 +106,7 @@ type ElementSource func() (key string, frequency int64, err error)
 //
 // The result holds reported keys only, in random order: it reveals neither how
 // many elements came in nor which were dropped.
-func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements int, src ElementSource) (*Sample, error) {
+func (s *Samples) Create(ctx context.Context, spec SampleSpec, maxElements int, src ElementSource) (*Sample, error) {
 	if err := inScope(ctx, "dataset", spec.Dataset); err != nil {
 		return nil, err
 	}
@@ -117,11 +117,11 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 	// the store charges atomically below, so a concurrent release that
 	// spends the rest meanwhile is still refused there.
 	if spec.Dataset != "" {
-		if err := s.checkBudget(ctx, spec.Dataset, spec.Privacy.Epsilon, spec.Privacy.Delta); err != nil {
+		if err := s.datasets.checkBudget(ctx, spec.Dataset, spec.Privacy.Epsilon, spec.Privacy.Delta); err != nil {
 			return nil, err
 		}
 	}
-	table, err := s.tables.get(spec.Privacy, spec.Sampling, spec.Method)
+	table, err := s.sanitizer(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -229,14 +229,14 @@ func (s *Service) CreateSample(ctx context.Context, spec SampleSpec, maxElements
 		charge = &store.Charge{Dataset: spec.Dataset, Kind: "sample", Ref: smp.ID, Epsilon: spec.Privacy.Epsilon, Delta: spec.Privacy.Delta, Mechanism: accounting.MechanismGeneric}
 	}
 	if err := s.store.CreateSample(ctx, smp, charge); err != nil {
-		return nil, notFoundAs(s.budgetError(ctx, err, "storing sample", spec.Dataset, spec.Privacy.Epsilon, spec.Privacy.Delta), "dataset", spec.Dataset)
+		return nil, notFoundAs(s.datasets.budgetError(ctx, err, "storing sample", spec.Dataset, spec.Privacy.Epsilon, spec.Privacy.Delta), "dataset", spec.Dataset)
 	}
 	return &Sample{ID: smp.ID, CreatedAt: smp.CreatedAt, ExpiresAt: smp.ExpiresAt, Spec: view.Spec, Elements: out, Reported: len(out), Keys: view.Keys}, nil
 }
 
 // estimateElements sets each element's MLE contribution (g = identity) in a
 // frequencies release, from the chunks near the values (chunks.go).
-func (s *Service) estimateElements(ctx context.Context, spec SampleSpec, table *sanitize.Table, out []store.Element) error {
+func (s *Samples) estimateElements(ctx context.Context, spec SampleSpec, table *sanitize.Table, out []store.Element) error {
 	if spec.Release != ReleaseFrequencies || len(out) == 0 {
 		return nil
 	}
@@ -252,7 +252,7 @@ func (s *Service) estimateElements(ctx context.Context, spec SampleSpec, table *
 	for i, f := range freq {
 		ks[i] = frequencyChunk(f, size)
 	}
-	s.prefetchChunks(table, []estimate.G{identityG}, ks)
+	s.cache.Prefetch(table, []estimate.G{identityG}, ks)
 	for i := range out {
 		out[i].Estimate = contrib[i]
 	}
@@ -260,7 +260,7 @@ func (s *Service) estimateElements(ctx context.Context, spec SampleSpec, table *
 }
 
 // newStoredSample is a new stored sample of spec holding out.
-func (s *Service) newStoredSample(spec SampleSpec, out []store.Element) (*store.Sample, error) {
+func (s *Samples) newStoredSample(spec SampleSpec, out []store.Element) (*store.Sample, error) {
 	header, err := encodeSampleHeader(spec)
 	if err != nil {
 		return nil, fmt.Errorf("encoding sample header: %w", err)
@@ -274,7 +274,7 @@ func (s *Service) newStoredSample(spec SampleSpec, out []store.Element) (*store.
 
 // attachKeys fills smp.Keys for a frequencies release under
 // smp.Spec.Estimator (empty: mle).
-func (s *Service) attachKeys(ctx context.Context, smp *Sample) error {
+func (s *Samples) attachKeys(ctx context.Context, smp *Sample) error {
 	if smp.Spec.Estimator == "" {
 		smp.Spec.Estimator = estimate.DefaultEstimator
 	}
@@ -292,7 +292,7 @@ func (s *Service) attachKeys(ctx context.Context, smp *Sample) error {
 
 // GetSampleView returns a stored sample with each reported key's MLE
 // frequency and its contribution under estimator e (mle or biased_down).
-func (s *Service) GetSampleView(ctx context.Context, id string, e estimate.Estimator) (*Sample, error) {
+func (s *Samples) Get(ctx context.Context, id string, e estimate.Estimator) (*Sample, error) {
 	if e != "" && e != estimate.MLE && e != estimate.BiasedDown {
 		return nil, fieldErr("estimator", "must be mle or biased_down")
 	}
@@ -308,7 +308,7 @@ func (s *Service) GetSampleView(ctx context.Context, id string, e estimate.Estim
 }
 
 // getSample returns a stored sample.
-func (s *Service) getSample(ctx context.Context, id string) (*Sample, error) {
+func (s *Samples) getSample(ctx context.Context, id string) (*Sample, error) {
 	smp, err := s.store.GetSample(ctx, id)
 	if err != nil {
 		return nil, storeErr(err, "reading sample")
@@ -388,7 +388,7 @@ func (p *keySetPool) put(k *keySet) {
 
 // newKeySet returns an empty key set for at most maxElements keys, with
 // fresh hash seeds, reusing a pooled one's buffers when there is one.
-func (s *Service) newKeySet(maxElements int) *keySet {
+func (s *Samples) newKeySet(maxElements int) *keySet {
 	k := s.keySets.get()
 	k.s1, k.s2 = maphash.MakeSeed(), maphash.MakeSeed()
 	k.idxBits = uint(min(max(bits.Len(uint(maxElements)), 1), 40))
@@ -407,7 +407,7 @@ func (s *Service) newKeySet(maxElements int) *keySet {
 }
 
 // release returns k's buffers to the pool.
-func (s *Service) releaseKeySet(k *keySet) { s.keySets.put(k) }
+func (s *Samples) releaseKeySet(k *keySet) { s.keySets.put(k) }
 
 // add records the key of the next element (index k.n). The key is hashed,
 // not kept: it may alias a buffer the caller reuses.

@@ -39,7 +39,7 @@ func exactSample(t *testing.T, svc *Service, dataset string) *Sample {
 		keys, freqs = append(keys, fmt.Sprintf("a/%d", j)), append(freqs, 10*j)
 		keys, freqs = append(keys, fmt.Sprintf("b/%d", j)), append(freqs, 50+10*j)
 	}
-	smp, err := svc.CreateSample(context.Background(), testSpec(t, dataset, 1), 100, pairs(keys, freqs))
+	smp, err := svc.Samples.Create(context.Background(), testSpec(t, dataset, 1), 100, pairs(keys, freqs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestSampleQueries(t *testing.T) {
 	t.Parallel()
 	bothServices(t, func(t *testing.T, svc *Service, st store.Store) {
 		ctx := context.Background()
-		if _, err := svc.CreateDataset(ctx, "d", 10, 1); err != nil {
+		if _, err := svc.Datasets.Create(ctx, "d", 10, 1); err != nil {
 			t.Fatal(err)
 		}
 		smp := exactSample(t, svc, "d")
@@ -82,7 +82,7 @@ func TestSampleQueries(t *testing.T) {
 			{"grouped by length", count, Selection{}, GroupBy{Length: 1}, 10, 10, map[string]float64{"a": 5, "b": 5}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				e, err := svc.EstimateSample(ctx, smp.ID, tc.g, estimate.MLE, tc.sel, 0.95, tc.by)
+				e, err := svc.Samples.Estimate(ctx, smp.ID, tc.g, estimate.MLE, tc.sel, 0.95, tc.by)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -99,7 +99,7 @@ func TestSampleQueries(t *testing.T) {
 				}
 			})
 		}
-		top, err := svc.Top(ctx, smp.ID, 3)
+		top, err := svc.Samples.Top(ctx, smp.ID, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,18 +113,18 @@ func TestSampleQueries(t *testing.T) {
 		if want := []string{"b/5:100", "b/4:90", "b/3:80"}; !slices.Equal(got, want) {
 			t.Fatalf("top 3: %v, want %v", got, want)
 		}
-		if all, _ := svc.Top(ctx, smp.ID, 100); len(all) != 10 {
+		if all, _ := svc.Samples.Top(ctx, smp.ID, 100); len(all) != 10 {
 			t.Fatalf("top 100 of 10 keys: %d", len(all))
 		}
-		r, n, err := svc.Rank(ctx, smp.ID, "a/4") // 40: above a/1..a/3 only
+		r, n, err := svc.Samples.Rank(ctx, smp.ID, "a/4") // 40: above a/1..a/3 only
 		if err != nil || r.Rank != 7 || n != 10 || r.Frequency != 40 {
 			t.Fatalf("rank of a/4: %+v of %d (%v), want 7 of 10", r, n, err)
 		}
 		var nf *NotFoundError
-		if _, _, err := svc.Rank(ctx, smp.ID, "c/1"); !errors.As(err, &nf) || nf.Kind != "key" || nf.Name != "c/1" {
+		if _, _, err := svc.Samples.Rank(ctx, smp.ID, "c/1"); !errors.As(err, &nf) || nf.Kind != "key" || nf.Name != "c/1" {
 			t.Fatalf("rank of a missing key: %v", err)
 		}
-		q, err := svc.Quantiles(ctx, smp.ID, []float64{0.1, 0.5, 1}, PopulationReported)
+		q, err := svc.Samples.Quantiles(ctx, smp.ID, []float64{0.1, 0.5, 1}, PopulationReported)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,46 +135,46 @@ func TestSampleQueries(t *testing.T) {
 		if q.Population != PopulationReported || !slices.Equal(qf, []float64{10, 50, 100}) {
 			t.Fatalf("quantiles %+v, want the lower order statistics 10, 50, 100", q)
 		}
-		if _, err := svc.Quantiles(ctx, smp.ID, []float64{0.5}, "some"); !slices.Equal(fieldsOf(err), []string{"population"}) {
+		if _, err := svc.Samples.Quantiles(ctx, smp.ID, []float64{0.5}, "some"); !slices.Equal(fieldsOf(err), []string{"population"}) {
 			t.Fatalf("unknown population: %v", err)
 		}
 
 		keysSpec := testSpec(t, "", 1)
 		keysSpec.Release = ReleaseKeys
-		keysOnly, err := svc.CreateSample(ctx, keysSpec, 10, pairs([]string{"x", "y"}, []int64{5, 7}))
+		keysOnly, err := svc.Samples.Create(ctx, keysSpec, 10, pairs([]string{"x", "y"}, []int64{5, 7}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		id := keysOnly.ID
-		if _, err := svc.EstimateSample(ctx, id, identity, estimate.MLE, Selection{}, 0.95, GroupBy{}); !slices.Equal(fieldsOf(err), []string{"sample"}) {
+		if _, err := svc.Samples.Estimate(ctx, id, identity, estimate.MLE, Selection{}, 0.95, GroupBy{}); !slices.Equal(fieldsOf(err), []string{"sample"}) {
 			t.Errorf("estimate of a keys release: %v", err)
 		}
-		if _, err := svc.Top(ctx, id, 1); !slices.Equal(fieldsOf(err), []string{"sample"}) {
+		if _, err := svc.Samples.Top(ctx, id, 1); !slices.Equal(fieldsOf(err), []string{"sample"}) {
 			t.Errorf("top of a keys release: %v", err)
 		}
-		if _, err := svc.Quantiles(ctx, id, []float64{0.5}, ""); !slices.Equal(fieldsOf(err), []string{"sample"}) {
+		if _, err := svc.Samples.Quantiles(ctx, id, []float64{0.5}, ""); !slices.Equal(fieldsOf(err), []string{"sample"}) {
 			t.Errorf("quantiles of a keys release: %v", err)
 		}
 
-		if err := svc.DeleteSample(ctx, smp.ID); err != nil {
+		if err := svc.Samples.Delete(ctx, smp.ID); err != nil {
 			t.Fatal(err)
 		}
 		for name, op := range map[string]func() error{
-			"view": func() error { _, err := svc.GetSampleView(ctx, smp.ID, estimate.MLE); return err },
+			"view": func() error { _, err := svc.Samples.Get(ctx, smp.ID, estimate.MLE); return err },
 			"estimate": func() error {
-				_, err := svc.EstimateSample(ctx, smp.ID, identity, estimate.MLE, Selection{}, 0.95, GroupBy{})
+				_, err := svc.Samples.Estimate(ctx, smp.ID, identity, estimate.MLE, Selection{}, 0.95, GroupBy{})
 				return err
 			},
-			"top":      func() error { _, err := svc.Top(ctx, smp.ID, 1); return err },
-			"rank":     func() error { _, _, err := svc.Rank(ctx, smp.ID, "a/1"); return err },
-			"quantile": func() error { _, err := svc.Quantiles(ctx, smp.ID, []float64{0.5}, ""); return err },
-			"delete":   func() error { return svc.DeleteSample(ctx, smp.ID) },
+			"top":      func() error { _, err := svc.Samples.Top(ctx, smp.ID, 1); return err },
+			"rank":     func() error { _, _, err := svc.Samples.Rank(ctx, smp.ID, "a/1"); return err },
+			"quantile": func() error { _, err := svc.Samples.Quantiles(ctx, smp.ID, []float64{0.5}, ""); return err },
+			"delete":   func() error { return svc.Samples.Delete(ctx, smp.ID) },
 		} {
 			if err := op(); !errors.Is(err, ErrNotFound) {
 				t.Errorf("%s of a deleted sample: %v, want ErrNotFound", name, err)
 			}
 		}
-		if d, _ := svc.GetDataset(ctx, "d"); len(d.Releases) != 1 || d.Releases[0].Ref != smp.ID || d.SpentEpsilon != 1 {
+		if d, _ := svc.Datasets.Get(ctx, "d"); len(d.Releases) != 1 || d.Releases[0].Ref != smp.ID || d.SpentEpsilon != 1 {
 			t.Fatalf("the ledger lost the deleted sample's charge: %+v", d)
 		}
 	})
@@ -187,7 +187,7 @@ func TestCreateSampleRefuses(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc := newTestService(t, Config{})
-	if _, err := svc.CreateDataset(ctx, "d", 10, 1); err != nil {
+	if _, err := svc.Datasets.Create(ctx, "d", 10, 1); err != nil {
 		t.Fatal(err)
 	}
 	bad := &checks.FieldError{Field: "elements[1].frequency", Reason: "must be a positive integer"}
@@ -210,7 +210,7 @@ func TestCreateSampleRefuses(t *testing.T) {
 		}(), 10, "elements[1].frequency"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := svc.CreateSample(ctx, testSpec(t, "d", 1), tc.max, tc.src)
+			_, err := svc.Samples.Create(ctx, testSpec(t, "d", 1), tc.max, tc.src)
 			var le *LimitError
 			if tc.field == "" && !errors.As(err, &le) {
 				t.Fatalf("%v, want a *LimitError", err)
@@ -220,10 +220,10 @@ func TestCreateSampleRefuses(t *testing.T) {
 			}
 		})
 	}
-	if items, _, _ := svc.ListSamples(ctx, Page{}); len(items) != 0 {
+	if items, _, _ := svc.Samples.List(ctx, Page{}); len(items) != 0 {
 		t.Fatalf("%d refused samples stored", len(items))
 	}
-	if d, _ := svc.GetDataset(ctx, "d"); d.SpentEpsilon != 0 || len(d.Releases) != 0 {
+	if d, _ := svc.Datasets.Get(ctx, "d"); d.SpentEpsilon != 0 || len(d.Releases) != 0 {
 		t.Fatalf("refused samples were charged: %+v", d)
 	}
 }
@@ -266,14 +266,14 @@ func TestEstimateRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.EstimateSample(ctx, smp.ID, huge, estimate.MLE, Selection{}, 0.95, GroupBy{}); !slices.Equal(fieldsOf(err), []string{"g"}) {
+	if _, err := svc.Samples.Estimate(ctx, smp.ID, huge, estimate.MLE, Selection{}, 0.95, GroupBy{}); !slices.Equal(fieldsOf(err), []string{"g"}) {
 		t.Fatalf("power 200: %v, want a field error naming g", err)
 	}
-	empty, err := svc.CreateSample(ctx, testSpec(t, "", 1), 10, pairs(nil, nil))
+	empty, err := svc.Samples.Create(ctx, testSpec(t, "", 1), 10, pairs(nil, nil))
 	if err != nil || empty.Reported != 0 {
 		t.Fatalf("empty release: %+v %v", empty, err)
 	}
-	if _, err := svc.Quantiles(ctx, empty.ID, []float64{0.5}, ""); !slices.Equal(fieldsOf(err), []string{"sample"}) {
+	if _, err := svc.Samples.Quantiles(ctx, empty.ID, []float64{0.5}, ""); !slices.Equal(fieldsOf(err), []string{"sample"}) {
 		t.Fatalf("quantiles of no keys: %v", err)
 	}
 }

@@ -4,18 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/pwsd/pwsd/internal/sanitize"
 	"log/slog"
 	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/pwsd/pwsd/internal/sanitize"
 
 	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/dprand"
-	"github.com/pwsd/pwsd/internal/estimate"
-	"github.com/pwsd/pwsd/internal/lru"
 	"github.com/pwsd/pwsd/internal/store"
+	"github.com/pwsd/pwsd/internal/tablecache"
 )
 
 // Config holds the service's dependencies.
@@ -62,49 +60,67 @@ type Config struct {
 }
 
 // DefaultCacheBytes is the default bound of the in-memory estimator cache.
-const DefaultCacheBytes = 256 << 20
+const DefaultCacheBytes = tablecache.DefaultBytes
 
-// Service implements pwsd's use cases. It is safe for concurrent use.
+// Service implements pwsd's use cases, one type per resource over shared
+// dependencies: Samples (releases, imports and their estimates), Streams
+// and Counters (pan-private state), Datasets (budgets and the ledger),
+// Tables (the data-independent tables, plans and prebuilds) and
+// Idempotency (retried requests). The table cache is package tablecache.
+// It is safe for concurrent use.
 type Service struct {
+	*deps
+	Samples     *Samples
+	Streams     *Streams
+	Counters    *Counters
+	Datasets    *Datasets
+	Tables      *Tables
+	Idempotency *Idempotency
+}
+
+// deps are the dependencies and settings every part of the service shares.
+type deps struct {
 	store   store.Store
 	log     *slog.Logger
 	noise   dprand.Laplacer
 	newRand func() *rand.Rand
-	tables  *tableRegistry
-	// estimators keeps recently built estimator tables in memory, bounded in bytes.
-	estimators *lru.Cache[string, *estimate.Table]
-	// chunkCache keeps recently used MLE chunks in memory, bounded in bytes
-	// (chunks.go); supported keeps each table's supported frequency.
-	chunkCache *lru.Cache[string, *estimate.Chunk]
-	supported  *lru.Cache[string, int64]
-	// writers bounds the background writes of chunks to the store
-	// (writeBehind); background counts them (Wait).
-	writers chan struct{}
-	// prefetchers bounds the background builds of the chunks a release's
-	// estimates will read (prefetchChunks) to one at a time.
-	prefetchers chan struct{}
-	// optional is the context of background work that may be abandoned
-	// (prefetchChunks); StopOptional cancels it.
-	optional     context.Context
-	stopOptional context.CancelFunc
-	background   sync.WaitGroup
-	// flight makes concurrent first requests for one cached table compute it once.
-	flight flightGroup
-	// building holds the chunks under construction (chunkSets waits for
-	// them rather than building them twice).
-	building chunkBuilds
-	// keySets keeps the duplicate-key detectors' buffers across samples.
-	keySets keySetPool
-	// version prefixes cache keys (algorithmVersion; tests change it).
-	version string
-	// computed counts table computations (cache misses); tests read it.
-	computed atomic.Int64
+	// cache keeps the tables derived from public parameters (tablecache).
+	cache tableCache
 	// sampleTTL, idemTTL, idemWait, idemHold and idemLease: see Config.
 	sampleTTL, idemTTL, idemWait, idemHold, idemLease time.Duration
 	// maxWork bounds one request's table work (see checkWork);
 	// maxReleaseWork a release's in total (releaseCost).
 	maxWork, maxReleaseWork int64
 }
+
+// Samples releases sanitized samples (from frequencies or imported),
+// keeps them, and answers estimates over them.
+type Samples struct {
+	*deps
+	datasets *Datasets
+	// keySets keeps the duplicate-key detectors' buffers across samples.
+	keySets keySetPool
+}
+
+// Streams runs the pan-private streaming estimators.
+type Streams struct {
+	*deps
+	datasets *Datasets
+}
+
+// Counters runs the counters under continual observation.
+type Counters struct{ *deps }
+
+// Datasets keeps privacy budgets and the ledger of what each release spent.
+type Datasets struct{ *deps }
+
+// Tables answers the data-independent tables: reporting probabilities,
+// sanitizer rows, estimator rows, audits, plans and prebuilds.
+type Tables struct{ *deps }
+
+// Idempotency remembers the answers of requests sent with an
+// Idempotency-Key, so that a retried request never charges twice.
+type Idempotency struct{ *deps }
 
 // New returns a Service; nil Noise and NewRand default to the secure ones.
 func New(cfg Config) (*Service, error) {
@@ -119,12 +135,6 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.NewRand == nil {
 		cfg.NewRand = dprand.New
-	}
-	if cfg.TableCacheSize <= 0 {
-		cfg.TableCacheSize = 64
-	}
-	if cfg.CacheBytes <= 0 {
-		cfg.CacheBytes = DefaultCacheBytes
 	}
 	if cfg.MaxTableWork == 0 {
 		cfg.MaxTableWork = DefaultMaxTableWork
@@ -151,24 +161,28 @@ func New(cfg Config) (*Service, error) {
 	if cfg.IdempotencyLease <= 0 {
 		cfg.IdempotencyLease = DefaultIdempotencyLease
 	}
-	optional, stopOptional := context.WithCancel(context.Background())
-	return &Service{optional: optional, stopOptional: stopOptional, store: cfg.Store, log: cfg.Logger, noise: cfg.Noise, newRand: cfg.NewRand, tables: newTableRegistry(cfg.TableCacheSize),
-		estimators: lru.New[string, *estimate.Table](cfg.CacheBytes, (*estimate.Table).SizeBytes),
-		chunkCache: lru.New[string, *estimate.Chunk](cfg.CacheBytes, (*estimate.Chunk).SizeBytes),
-		supported:  lru.New[string, int64](1024, nil), writers: make(chan struct{}, 2), prefetchers: make(chan struct{}, 1), version: algorithmVersion,
+	cache, err := tablecache.New(tablecache.Config{Store: cfg.Store, Logger: cfg.Logger, Sanitizers: cfg.TableCacheSize, Bytes: cfg.CacheBytes})
+	if err != nil {
+		return nil, fmt.Errorf("service: %w", err)
+	}
+	d := &deps{store: cfg.Store, log: cfg.Logger, noise: cfg.Noise, newRand: cfg.NewRand, cache: cache,
 		sampleTTL: cfg.SampleTTL, idemTTL: cfg.IdempotencyTTL, idemWait: cfg.IdempotencyWait,
-		idemHold: cfg.IdempotencyHold, idemLease: cfg.IdempotencyLease, maxWork: cfg.MaxTableWork, maxReleaseWork: cfg.MaxReleaseWork}, nil
+		idemHold: cfg.IdempotencyHold, idemLease: cfg.IdempotencyLease, maxWork: cfg.MaxTableWork, maxReleaseWork: cfg.MaxReleaseWork}
+	datasets := &Datasets{d}
+	return &Service{deps: d,
+		Samples: &Samples{deps: d, datasets: datasets}, Streams: &Streams{deps: d, datasets: datasets},
+		Counters: &Counters{d}, Datasets: datasets, Tables: &Tables{d}, Idempotency: &Idempotency{d}}, nil
 }
 
 // Wait waits for the service's background work (writes of computed tables
 // to the store, builds of the chunks a release's estimates will read) to
 // finish; call it before closing the store.
-func (s *Service) Wait() { s.background.Wait() }
+func (s *Service) Wait() { s.cache.Wait() }
 
 // StopOptional cancels the background work that only saves later requests
 // time (the builds of the chunks a release's estimates will read), so that
 // a shutdown's Wait waits for the store writes alone.
-func (s *Service) StopOptional() { s.stopOptional() }
+func (s *Service) StopOptional() { s.cache.StopOptional() }
 
 // IsUnverifiedRows reports whether err is a refusal because the sanitizer
 // rows a request needs meet a restart junction that failed its check

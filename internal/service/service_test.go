@@ -120,13 +120,13 @@ func TestKeySetFindsFirstRepeat(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for round := range 2 { // the second round reuses pooled buffers
-				k := s.newKeySet(tc.maxElements)
+				k := s.Samples.newKeySet(tc.maxElements)
 				for _, key := range tc.keys {
 					k.add([]byte(key))
 				}
 				gi, gok := k.firstRepeat()
 				wi, wok := oracle(tc.keys)
-				s.releaseKeySet(k)
+				s.Samples.releaseKeySet(k)
 				if gi != wi || gok != wok {
 					t.Fatalf("round %d: firstRepeat = %d, %v; want %d, %v", round, gi, gok, wi, wok)
 				}

@@ -339,7 +339,7 @@ func (s *Service) RewriteStoredFormats(ctx context.Context) (RewriteCounts, erro
 		if err != nil {
 			return err
 		}
-		st, err := s.loadStream(cfg, rec.State)
+		st, err := s.Streams.loadStream(cfg, rec.State)
 		if err != nil {
 			return err
 		}

@@ -225,7 +225,7 @@ func TestRewriteStoredFormats(t *testing.T) {
 			if err := decodeStrict(raw, &h); err != nil || h.Format != SampleHeaderFormat {
 				t.Fatalf("%s header %s is not strictly format %d: %v", tc.id, raw, SampleHeaderFormat, err)
 			}
-			got, err := svc.getSample(ctx, tc.id)
+			got, err := svc.Samples.getSample(ctx, tc.id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -267,7 +267,7 @@ func TestRewriteStoredFormats(t *testing.T) {
 		if !bytes.Equal(state, estState) {
 			t.Error("state is not the current encoding of the same estimator (legacy slot not dropped?)")
 		}
-		v, err := svc.GetStream(ctx, "e1")
+		v, err := svc.Streams.Get(ctx, "e1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -285,7 +285,7 @@ func TestRewriteStoredFormats(t *testing.T) {
 		if !bytes.Equal(state, cdState) {
 			t.Error("continual state changed meaning")
 		}
-		v, err := svc.GetStream(ctx, "c1")
+		v, err := svc.Streams.Get(ctx, "c1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -302,7 +302,7 @@ func TestRewriteStoredFormats(t *testing.T) {
 		if !bytes.Equal(state, ctrState) || events != 5 {
 			t.Errorf("counter state or steps changed (events %d)", events)
 		}
-		c, err := svc.GetCounter(ctx, "k1")
+		c, err := svc.Counters.Get(ctx, "k1")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -55,7 +55,7 @@ type Stream struct {
 
 // CreateStream validates spec and stores a fresh pan-private state. A
 // continual stream's whole output is charged to its dataset at creation.
-func (s *Service) CreateStream(ctx context.Context, spec StreamSpec) (Stream, error) {
+func (s *Streams) Create(ctx context.Context, spec StreamSpec) (Stream, error) {
 	if err := inScope(ctx, "dataset", spec.Dataset); err != nil {
 		return Stream{}, err
 	}
@@ -107,7 +107,7 @@ func (s *Service) CreateStream(ctx context.Context, spec StreamSpec) (Stream, er
 	}
 	if err := s.store.CreateState(ctx, rec, charge); err != nil {
 		if charge != nil {
-			return Stream{}, notFoundAs(s.budgetError(ctx, err, "creating stream", charge.Dataset, charge.Epsilon, charge.Delta), "dataset", spec.Dataset)
+			return Stream{}, notFoundAs(s.datasets.budgetError(ctx, err, "creating stream", charge.Dataset, charge.Epsilon, charge.Delta), "dataset", spec.Dataset)
 		}
 		return Stream{}, storeErr(err, "creating stream")
 	}
@@ -131,7 +131,7 @@ type stream interface {
 }
 
 // loadStream decodes a record's state as the stream its configuration says.
-func (s *Service) loadStream(cfg streamConfig, state []byte) (stream, error) {
+func (s *Streams) loadStream(cfg streamConfig, state []byte) (stream, error) {
 	if cfg.Continual {
 		cd, err := panprivate.UnmarshalContinualDensity(state, s.noise, s.newRand())
 		if err != nil {
@@ -221,7 +221,7 @@ func (c continualStream) fill(v *Stream) {
 func (c continualStream) MarshalBinary() ([]byte, error) { return c.cd.MarshalBinary() }
 
 // streamView decodes a record into the public view.
-func (s *Service) streamView(rec *store.StateRecord) (Stream, error) {
+func (s *Streams) streamView(rec *store.StateRecord) (Stream, error) {
 	cfg, st, err := s.streamOf(rec)
 	if err != nil {
 		return Stream{}, err
@@ -237,7 +237,7 @@ func viewOf(rec *store.StateRecord, cfg streamConfig, st stream) Stream {
 }
 
 // streamOf decodes a stream record: configuration and state.
-func (s *Service) streamOf(rec *store.StateRecord) (streamConfig, stream, error) {
+func (s *Streams) streamOf(rec *store.StateRecord) (streamConfig, stream, error) {
 	cfg, err := decodeStreamConfig(rec.Config)
 	if err != nil {
 		return cfg, nil, err
@@ -247,7 +247,7 @@ func (s *Service) streamOf(rec *store.StateRecord) (streamConfig, stream, error)
 }
 
 // GetStream returns a stream's public view.
-func (s *Service) GetStream(ctx context.Context, id string) (Stream, error) {
+func (s *Streams) Get(ctx context.Context, id string) (Stream, error) {
 	rec, err := s.store.GetState(ctx, kindStream, id)
 	if err != nil {
 		return Stream{}, storeErr(err, "reading stream")
@@ -258,7 +258,7 @@ func (s *Service) GetStream(ctx context.Context, id string) (Stream, error) {
 // ApplyEvents applies a batch of events to a stream in one transaction with
 // the state locked; it returns after the new state is durable. A batch with
 // an invalid event changes nothing.
-func (s *Service) ApplyEvents(ctx context.Context, id string, events []panprivate.Event) (Stream, error) {
+func (s *Streams) Apply(ctx context.Context, id string, events []panprivate.Event) (Stream, error) {
 	var view Stream
 	err := s.store.UpdateState(ctx, kindStream, id, func(rec *store.StateRecord) (*store.Charge, error) {
 		if err := inScope(ctx, "id", rec.Dataset); err != nil {
@@ -309,7 +309,7 @@ type StreamRelease struct {
 // source) with its standard error and an interval at level, charging its epsilon to the stream's dataset in the same
 // transaction. Past the stream's max_releases it fails with ErrLimit. A
 // continual stream's release is its latest output, already paid for.
-func (s *Service) ReleaseStream(ctx context.Context, id string, level float64) (StreamRelease, error) {
+func (s *Streams) Release(ctx context.Context, id string, level float64) (StreamRelease, error) {
 	if !(level > 0 && level < 1) {
 		return StreamRelease{}, fieldErr("level", "must be a number strictly between 0 and 1")
 	}
@@ -345,7 +345,7 @@ func (s *Service) ReleaseStream(ctx context.Context, id string, level float64) (
 		return charged, nil
 	})
 	if err != nil && charged != nil {
-		return StreamRelease{}, s.budgetError(ctx, err, "releasing", charged.Dataset, charged.Epsilon, charged.Delta)
+		return StreamRelease{}, s.datasets.budgetError(ctx, err, "releasing", charged.Dataset, charged.Epsilon, charged.Delta)
 	}
 	if err != nil {
 		return StreamRelease{}, storeErr(err, "releasing")
@@ -356,7 +356,7 @@ func (s *Service) ReleaseStream(ctx context.Context, id string, level float64) (
 
 // IntrudeStream performs an announced intrusion: it returns the internal
 // state as it was, then durably re-randomizes it.
-func (s *Service) IntrudeStream(ctx context.Context, id string) (panprivate.State, error) {
+func (s *Streams) Intrude(ctx context.Context, id string) (panprivate.State, error) {
 	var out panprivate.State
 	err := s.store.UpdateState(ctx, kindStream, id, func(rec *store.StateRecord) (*store.Charge, error) {
 		if err := inScope(ctx, "id", rec.Dataset); err != nil {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/pwsd/pwsd/internal/tablecache"
+
 	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
@@ -20,9 +22,9 @@ type ReportingTable struct {
 
 // Reporting returns pi_1..pi_n and L(eps, delta), cached under their
 // canonical parameters.
-func (s *Service) Reporting(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, n int64) (ReportingTable, error) {
-	key := s.tableKey("reporting", p, smp, "", intPart("n", n))
-	return cached(ctx, s, key, func() (ReportingTable, error) {
+func (s *Tables) Reporting(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, n int64) (ReportingTable, error) {
+	key := s.cache.Key("reporting", p, smp, "", tablecache.Int("n", n))
+	return cached(ctx, s.deps, key, func() (ReportingTable, error) {
 		t := ReportingTable{L: sanitize.L(p), Pi: sanitize.ReportingProbabilities(p, smp, int(n)), Q: make([]float64, n)}
 		for i := range t.Q {
 			t.Q[i] = smp.Q(int64(i + 1))
@@ -58,14 +60,14 @@ type FrequencyRow struct {
 }
 
 // FrequencyRows returns rows from..to of the frequency sanitizer, cached.
-func (s *Service) FrequencyRows(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, m sanitize.Method, from, to int64) ([]FrequencyRow, error) {
+func (s *Tables) FrequencyRows(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, m sanitize.Method, from, to int64) ([]FrequencyRow, error) {
 	work := func(rows, top int64) (float64, float64) { return FrequencyRowsWork(p, smp, rows, top) }
 	if err := s.checkWorkOf(ctx, work, to-from+1, to, "epsilon", "frequency"); err != nil {
 		return nil, err
 	}
-	key := s.tableKey("rows", p, smp, m, rangePart(from, to))
-	return cachedCtx(ctx, s, key, func(ctx context.Context) ([]FrequencyRow, error) {
-		t, err := s.tables.get(p, smp, m)
+	key := s.cache.Key("rows", p, smp, m, tablecache.Range(from, to))
+	return cachedCtx(ctx, s.deps, key, func(ctx context.Context) ([]FrequencyRow, error) {
+		t, err := s.cache.Sanitizer(p, smp, m)
 		if err != nil {
 			return nil, err
 		}
@@ -107,7 +109,7 @@ func frequencyRowsBand(ctx context.Context, t *sanitize.Table, from, to int64) (
 // frequencyRowsFromTables computes rows from..to with their estimates looked
 // up in the MLE and biased-down estimator tables of t (used once the rows
 // are stationary, where the tables' tails extend them to any frequency).
-func (s *Service) frequencyRowsFromTables(ctx context.Context, t *sanitize.Table, from, to int64) ([]FrequencyRow, error) {
+func (s *Tables) frequencyRowsFromTables(ctx context.Context, t *sanitize.Table, from, to int64) ([]FrequencyRow, error) {
 	// Rows first: computing them detects stationarity, which lets the
 	// estimator tables stop early and extend through their tails.
 	rows := make([]FrequencyRow, 0, to-from+1)
@@ -176,12 +178,12 @@ type EstimatorRow struct {
 
 // EstimatorRows returns expected value, bias, variance and MSE of the per-key
 // estimate for frequencies 1..n, with the non-private reference variance.
-func (s *Service) EstimatorRows(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, m sanitize.Method, g estimate.G, e estimate.Estimator, n int64) ([]EstimatorRow, error) {
+func (s *Tables) EstimatorRows(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, m sanitize.Method, g estimate.G, e estimate.Estimator, n int64) ([]EstimatorRow, error) {
 	if err := s.checkWork(ctx, p, smp, 0, n, 1, "epsilon", "max_frequency"); err != nil {
 		return nil, err
 	}
-	key := s.tableKey("estimator-rows", p, smp, m, strPart("g", g.String()), strPart("est", string(e)), intPart("n", n))
-	return cachedCtx(ctx, s, key, func(ctx context.Context) ([]EstimatorRow, error) {
+	key := s.cache.Key("estimator-rows", p, smp, m, tablecache.Str("g", g.String()), tablecache.Str("est", string(e)), tablecache.Int("n", n))
+	return cachedCtx(ctx, s.deps, key, func(ctx context.Context) ([]EstimatorRow, error) {
 		et, err := s.estimatorTableFor(ctx, p, smp, m, estimate.Spec{MaxFrequency: n, G: g, Estimator: e})
 		if err != nil {
 			return nil, err
@@ -200,68 +202,9 @@ func (s *Service) EstimatorRows(ctx context.Context, p sanitize.Privacy, smp san
 	})
 }
 
-// persistEstimatorsUpTo bounds the estimator tables written to the store:
-// beyond it a table is tens of megabytes and cheaper to rebuild (O(n L)).
-const persistEstimatorsUpTo = 1 << 16
-
-// estimatorKey is the cache key of the estimator table of spec over t. It
-// names the table's binary format (estimate.TableFormat), so a table stored
-// in another format is never looked up.
-func (s *Service) estimatorKey(t *sanitize.Table, spec estimate.Spec) string {
-	return s.tableKey("estimator", t.Privacy(), t.Sampling(), t.Method(), intPart("format", estimate.TableFormat),
-		strPart("g", spec.G.String()), strPart("est", string(spec.Estimator)), intPart("n", spec.MaxFrequency))
-}
-
-// estimatorTable returns the estimator table of spec over t: from memory,
-// else from the store, else built (once under concurrency) and cached. A
-// stored table that does not decode (UnmarshalBinary is strict) is rebuilt
-// and served from memory; the stored row stays (a put of an existing key
-// does nothing) until the cache evicts it.
-func (s *Service) estimatorTable(ctx context.Context, t *sanitize.Table, spec estimate.Spec) (*estimate.Table, error) {
-	key := s.estimatorKey(t, spec)
-	if et, ok := s.estimators.Get(key); ok {
-		return et, nil
-	}
-	v, err := s.flight.do(ctx, key, func(ctx context.Context) (any, error) {
-		if et, ok := s.estimators.Get(key); ok {
-			return et, nil
-		}
-		if spec.MaxFrequency <= persistEstimatorsUpTo {
-			if data, ok, err := s.store.GetTable(ctx, key); err != nil {
-				return nil, fmt.Errorf("reading table cache: %w", err)
-			} else if ok {
-				et := &estimate.Table{}
-				if err := et.UnmarshalBinary(data); err == nil {
-					return s.estimators.Add(key, et), nil
-				}
-				s.log.Warn("ignoring undecodable cached estimator table", "key", key)
-			}
-		}
-		s.computed.Add(1)
-		et, err := estimate.BuildContext(ctx, t, spec)
-		if err != nil {
-			return nil, gErr(estimateErr(err), spec.G, spec.MaxFrequency)
-		}
-		if spec.MaxFrequency <= persistEstimatorsUpTo {
-			data, err := et.MarshalBinary()
-			if err != nil {
-				return nil, fmt.Errorf("encoding estimator table: %w", err)
-			}
-			if err := s.store.PutTable(ctx, key, data); err != nil {
-				return nil, fmt.Errorf("caching estimator table: %w", err)
-			}
-		}
-		return s.estimators.Add(key, et), nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return v.(*estimate.Table), nil
-}
-
 // estimatorTableFor is estimatorTable for the sanitizer (p, smp, m).
-func (s *Service) estimatorTableFor(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, m sanitize.Method, spec estimate.Spec) (*estimate.Table, error) {
-	t, err := s.tables.get(p, smp, m)
+func (s *deps) estimatorTableFor(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, m sanitize.Method, spec estimate.Spec) (*estimate.Table, error) {
+	t, err := s.cache.Sanitizer(p, smp, m)
 	if err != nil {
 		return nil, err
 	}

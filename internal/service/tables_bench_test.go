@@ -30,7 +30,7 @@ func BenchmarkFrequencyRowsCold(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					rows, err := svc.FrequencyRows(context.Background(), p, smp, m, f, f)
+					rows, err := svc.Tables.FrequencyRows(context.Background(), p, smp, m, f, f)
 					if err != nil || len(rows) != 1 {
 						b.Fatal(err)
 					}

@@ -22,7 +22,7 @@ func TestAuditRowsSpendsExactlyDelta(t *testing.T) {
 		t.Run(string(m), func(t *testing.T) {
 			p, _ := sanitize.NewPrivacy(1, 1e-3)
 			none, _ := sanitize.NewSampling(sanitize.SchemeNone, 0, 0, nil)
-			a, err := svc.AuditRows(ctx, p, none, m, 1, 60)
+			a, err := svc.Tables.AuditRows(ctx, p, none, m, 1, 60)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -34,9 +34,9 @@ func TestAuditRowsSpendsExactlyDelta(t *testing.T) {
 					t.Fatalf("worst loss %g at %d, want delta %g", d.Loss, d.Frequency, p.Delta)
 				}
 			}
-			before := svc.computed.Load()
-			if b, err := svc.AuditRows(ctx, p, none, m, 1, 60); err != nil || b != a || svc.computed.Load() != before {
-				t.Fatalf("repeat: %+v %v, %d computations", b, err, svc.computed.Load()-before)
+			before := svc.cache.Computed()
+			if b, err := svc.Tables.AuditRows(ctx, p, none, m, 1, 60); err != nil || b != a || svc.cache.Computed() != before {
+				t.Fatalf("repeat: %+v %v, %d computations", b, err, svc.cache.Computed()-before)
 			}
 		})
 	}
@@ -55,7 +55,7 @@ func TestEstimatorRowsWithoutPrivacy(t *testing.T) {
 	p, _ := sanitize.NewPrivacy(1, 1)
 	identity, _ := estimate.ParseG("identity")
 	none, _ := sanitize.NewSampling(sanitize.SchemeNone, 0, 0, nil)
-	rows, err := svc.EstimatorRows(ctx, p, none, sanitize.MethodDiscrete, identity, estimate.MLE, 40)
+	rows, err := svc.Tables.EstimatorRows(ctx, p, none, sanitize.MethodDiscrete, identity, estimate.MLE, 40)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestEstimatorRowsWithoutPrivacy(t *testing.T) {
 		}
 	}
 	prio, _ := sanitize.NewSampling(sanitize.SchemePriority, 0.05, 1, nil)
-	rows, err = svc.EstimatorRows(ctx, p, prio, sanitize.MethodDiscrete, identity, estimate.MLE, 40)
+	rows, err = svc.Tables.EstimatorRows(ctx, p, prio, sanitize.MethodDiscrete, identity, estimate.MLE, 40)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestReportingTable(t *testing.T) {
 	svc := newTestService(t, Config{})
 	p, _ := sanitize.NewPrivacy(0.5, 1e-6)
 	s, _ := sanitize.NewSampling(sanitize.SchemePPSWOR, 0.01, 1, nil)
-	r, err := svc.Reporting(ctx, p, s, 200)
+	r, err := svc.Tables.Reporting(ctx, p, s, 200)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,8 +103,8 @@ func TestReportingTable(t *testing.T) {
 			t.Fatalf("i = %d: pi %g q %g, want pi %g <= q %g", i+1, r.Pi[i], r.Q[i], pi[i], s.Q(int64(i+1)))
 		}
 	}
-	before := svc.computed.Load()
-	if _, err := svc.Reporting(ctx, p, s, 200); err != nil || svc.computed.Load() != before {
+	before := svc.cache.Computed()
+	if _, err := svc.Tables.Reporting(ctx, p, s, 200); err != nil || svc.cache.Computed() != before {
 		t.Fatalf("repeat computed again (%v)", err)
 	}
 }

@@ -110,7 +110,7 @@ func TestWorstAdmittedReleaseFinishes(t *testing.T) {
 	for run := range 2 {
 		s = newTestService(t, Config{MaxReleaseWork: budget})
 		c, err := cpuclock.Measure(func() error {
-			_, err := s.CreateSample(context.Background(), spec, 100, spreadSource(keys, estimate.ChunkSize(p)))
+			_, err := s.Samples.Create(context.Background(), spec, 100, spreadSource(keys, estimate.ChunkSize(p)))
 			return err
 		})
 		if err != nil {
@@ -134,7 +134,7 @@ func TestWorstAdmittedReleaseFinishes(t *testing.T) {
 		t.Errorf("the largest admitted release cost %.3g calibration units (%v CPU at %v each), above the %.3g (%v of one reference core, times %g for a loaded machine) its budget stands for: recalibrate DefaultMaxReleaseWork",
 			units, cpu, unit, allowed, timeout, contention)
 	}
-	_, err = s.CreateSample(context.Background(), spec, 100, spreadSource(keys+1, estimate.ChunkSize(p)))
+	_, err = s.Samples.Create(context.Background(), spec, 100, spreadSource(keys+1, estimate.ChunkSize(p)))
 	fs, ok := checks.Fields(err)
 	if !ok || len(fs) != 1 || fs[0].Field != "elements["+strconv.Itoa(keys)+"].frequency" {
 		t.Errorf("one key more: %v, want a 422 naming elements[%d].frequency", err, keys)

@@ -1,0 +1,421 @@
+package tablecache
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/pwsd/pwsd/internal/estimate"
+	"github.com/pwsd/pwsd/internal/sanitize"
+)
+
+// MLE answers of frequencies releases come from estimate.Chunks: the MLE
+// estimator table cut into stretches of ChunkSize frequencies, each built
+// from the sanitizer rows near it (rows by restart make those cheap at any
+// frequency) and kept in memory and in the store under its canonical
+// parameters, so a parameter set released every day never computes a chunk
+// twice. A release needs the chunks holding its values and, for error bars,
+// those holding its keys' MLE frequencies (about L above the values).
+
+// runWorkers is how many runs of chunks one read builds at once.
+const runWorkers = 2
+
+// Read says how ChunkSets may answer.
+type Read struct {
+	// EstimatesOnly lets the chunks hold their tokens and estimates alone
+	// (for answers that read no statistics: a value's a_j, a key's MLE
+	// frequency), which for Algorithm 5 costs markedly less
+	// (estimate.BuildChunkEstimates).
+	EstimatesOnly bool
+	// MaxWork, when positive, bounds the chunk work (RunWork's window
+	// cells) the read may start; above it the chunks are built in the
+	// background (Prefetch) and the read fails with a *WarmingError naming
+	// Setting, the configuration that set the bound.
+	MaxWork int64
+	Setting string
+}
+
+// WarmingError says a read was not served because what it reads is being
+// computed in the background (the API's 503 with Retry-After).
+type WarmingError struct{ Msg string }
+
+func (e *WarmingError) Error() string { return e.Msg }
+
+// RunWork is the work model of a run of consecutive chunks of size size, in
+// window cells: start for the run (a restart's warm-up and two windows) and
+// chunk for each of its chunks, all times the window L + 1. A release's
+// admission and Read.MaxWork both count by it.
+func RunWork(p sanitize.Privacy, size int64) (start, chunk float64) {
+	window := math.Ceil(sanitize.L(p)) + 1
+	return window * (float64(sanitize.RestartCost(p)) + 2*window), window * float64(size)
+}
+
+// chunkKey is the key of chunk k of (g, MLE) over t, with its statistics,
+// or with estimatesOnly the key of its tokens and estimates alone.
+func (c *Cache) chunkKey(t *sanitize.Table, g estimate.G, size, k int64, estimatesOnly bool) string {
+	key := c.Key("chunk", t.Privacy(), t.Sampling(), t.Method(), Int("format", estimate.ChunkFormat),
+		Str("g", g.String()), Int("size", size), Int("k", k))
+	if estimatesOnly {
+		key += "|estimates-only"
+	}
+	return key
+}
+
+// ChunkSets returns, for each g, the MLE chunk set over t holding the
+// chunks ks (in any order, repeats allowed): each chunk from memory, else
+// from the store, else built. Chunks another call is building are waited
+// for. Missing chunks with consecutive indices are built in one pass over
+// their rows (every g at once), two runs at a time, and written to the
+// store in the background (the store is a cache: a failed write costs a
+// rebuild later, never an answer). Errors of the builds are estimate's,
+// for the caller to map.
+func (c *Cache) ChunkSets(ctx context.Context, t *sanitize.Table, gs []estimate.G, ks []int64, r Read) ([]*estimate.ChunkSet, error) {
+	size := estimate.ChunkSize(t.Privacy())
+	from, err := c.SupportedFrom(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	sets := make([]*estimate.ChunkSet, len(gs))
+	for n, g := range gs {
+		sets[n] = &estimate.ChunkSet{G: g, Size: size, Chunks: make(map[int64]*estimate.Chunk), Supported: from}
+	}
+	slices.Sort(ks)
+	ks = slices.Compact(ks)
+	collect := func(ks []int64) (missing []int64, err error) {
+		for _, k := range ks {
+			have := true
+			for n, g := range gs {
+				ch, err := c.storedChunk(ctx, t, g, size, k, r.EstimatesOnly)
+				if err != nil {
+					return nil, err
+				}
+				if ch == nil {
+					have = false
+					break
+				}
+				sets[n].Chunks[k] = ch
+			}
+			if !have {
+				missing = append(missing, k)
+			}
+		}
+		return missing, nil
+	}
+	missing, err := collect(ks)
+	if err != nil {
+		return nil, err
+	}
+	// Chunks another request is building in the same form (a concurrent
+	// release, a GET waiting for a release's background build) are waited
+	// for, not built twice. A request for estimates only does not wait for
+	// a build with statistics: building its own costs less than waiting.
+	waited := false
+	for _, k := range missing {
+		for _, g := range gs {
+			if ch := c.flight.pending(c.chunkKey(t, g, size, k, r.EstimatesOnly)); ch != nil {
+				select {
+				case <-ch:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				waited = true
+			}
+		}
+	}
+	if waited {
+		if missing, err = collect(missing); err != nil {
+			return nil, err
+		}
+	}
+	runs := chunkRuns(missing, estimate.MaxChunkRun(t.Privacy(), size))
+	if err := c.checkWork(t, gs, size, runs, missing, r); err != nil {
+		return nil, err
+	}
+	// Every chunk this call builds is marked as under construction until
+	// the call ends, so that a request arriving meanwhile waits for them
+	// rather than building them too.
+	var building []string
+	for _, run := range runs {
+		for k := run[0]; k < run[0]+run[1]; k++ {
+			for _, g := range gs {
+				building = append(building, c.chunkKey(t, g, size, k, r.EstimatesOnly))
+			}
+		}
+	}
+	defer c.flight.hold(building)()
+	built := make([][][]*estimate.Chunk, len(runs))
+	errs := make([]error, len(runs))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(runWorkers, len(runs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range next {
+				built[n], errs[n] = c.buildRun(ctx, t, gs, size, runs[n][0], runs[n][1], r.EstimatesOnly)
+			}
+		}()
+	}
+	for n := range runs {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- n
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for n, run := range built {
+		if errs[n] != nil {
+			return nil, errs[n]
+		}
+		for k, cs := range run {
+			for m, ch := range cs {
+				sets[m].Chunks[runs[n][0]+int64(k)] = ch
+			}
+		}
+	}
+	return sets, nil
+}
+
+// chunkRuns groups sorted distinct chunk indices into runs {first, count}
+// of consecutive indices, at most max long.
+func chunkRuns(ks []int64, max int64) [][2]int64 {
+	var runs [][2]int64
+	for _, k := range ks {
+		if n := len(runs); n > 0 && runs[n-1][0]+runs[n-1][1] == k && runs[n-1][1] < max {
+			runs[n-1][1]++
+			continue
+		}
+		runs = append(runs, [2]int64{k, 1})
+	}
+	return runs
+}
+
+// storedChunk returns chunk k of g from memory or the store, or nil: with
+// its statistics, or with estimatesOnly possibly without them (a chunk with
+// statistics is taken when there is one in the same place).
+func (c *Cache) storedChunk(ctx context.Context, t *sanitize.Table, g estimate.G, size, k int64, estimatesOnly bool) (*estimate.Chunk, error) {
+	keys := []string{c.chunkKey(t, g, size, k, false)}
+	if estimatesOnly {
+		keys = append(keys, c.chunkKey(t, g, size, k, true))
+	}
+	// Memory first for every form, then the store.
+	for _, key := range keys {
+		if ch, ok := c.chunks.Get(key); ok {
+			return ch, nil
+		}
+	}
+	for n, key := range keys {
+		data, ok, err := c.store.GetTable(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("reading table cache: %w", err)
+		}
+		if !ok {
+			continue
+		}
+		ch := &estimate.Chunk{}
+		if err := ch.UnmarshalBinary(data); err != nil || ch.Index != k || ch.Size != size || ch.G != g || (n == 0 && !ch.HasStats()) {
+			c.log.Warn("ignoring undecodable cached chunk", "key", key)
+			continue
+		}
+		return c.chunks.Add(key, ch), nil
+	}
+	return nil, nil
+}
+
+// buildRun builds chunks k0 .. k0+n-1 of every g (once under concurrency;
+// with estimatesOnly, estimate.BuildChunkEstimates), keeps them in memory
+// and writes them to the store in the background.
+func (c *Cache) buildRun(ctx context.Context, t *sanitize.Table, gs []estimate.G, size, k0, n int64, estimatesOnly bool) ([][]*estimate.Chunk, error) {
+	key := c.chunkKey(t, gs[0], size, k0, estimatesOnly) + "|run=" + strconv.FormatInt(n, 10)
+	for _, g := range gs[1:] {
+		key += "+" + g.String()
+	}
+	v, err := c.flight.do(ctx, key, func(ctx context.Context) (any, error) {
+		c.computed.Add(1)
+		build := estimate.BuildChunks
+		if estimatesOnly {
+			build = estimate.BuildChunkEstimates
+		}
+		run, err := build(ctx, t, gs, size, k0, n)
+		if err != nil {
+			return nil, err
+		}
+		var writes []entry
+		for _, cs := range run {
+			for m, ch := range cs {
+				key := c.chunkKey(t, ch.G, size, ch.Index, !ch.HasStats())
+				cs[m] = c.chunks.Add(key, ch)
+				data, err := ch.MarshalBinary()
+				if err != nil {
+					return nil, fmt.Errorf("encoding chunk: %w", err)
+				}
+				writes = append(writes, entry{key: key, data: data})
+			}
+		}
+		c.writeBehind(ctx, writes)
+		return run, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([][]*estimate.Chunk), nil
+}
+
+// checkWork applies r.MaxWork: the estimate, top, rank and quantile GETs of
+// a stored sample build the chunks of its keys that no cache holds (after a
+// restart, all of them), as much work as the release itself. Above the
+// bound the chunks are built in the background instead (Prefetch) and the
+// read is told to come back (*WarmingError): a reader never starts more
+// work than its bound, and the sample stays answerable. The work is
+// counted by RunWork; public parameters only.
+func (c *Cache) checkWork(t *sanitize.Table, gs []estimate.G, size int64, runs [][2]int64, missing []int64, r Read) error {
+	if r.MaxWork <= 0 || len(runs) == 0 {
+		return nil
+	}
+	start, chunk := RunWork(t.Privacy(), size)
+	work := 0.0
+	for _, run := range runs {
+		work += start + chunk*float64(run[1])
+	}
+	if work <= float64(r.MaxWork) {
+		return nil
+	}
+	c.Prefetch(t, gs, missing)
+	return &WarmingError{Msg: fmt.Sprintf("the estimator chunks this answer reads are not cached, and computing them (about %.3g window cells) is more than a request of this token may start (%s = %d); they are being computed now: retry in a few seconds, or ask with a writer token", work, r.Setting, r.MaxWork)}
+}
+
+// Prefetch builds the chunks ks of gs, with their statistics, on a
+// background goroutine, one such build at a time (while one runs, others
+// are dropped: the reads build what is missing), within a minute and until
+// StopOptional, so that the reads that follow a release find them cached.
+// Public parameters and released values only.
+func (c *Cache) Prefetch(t *sanitize.Table, gs []estimate.G, ks []int64) {
+	select {
+	case c.prefetchers <- struct{}{}:
+	default:
+		return
+	}
+	c.background.Add(1)
+	go func() {
+		defer func() { <-c.prefetchers; c.background.Done() }()
+		pctx, cancel := context.WithTimeout(c.optional, time.Minute)
+		defer cancel()
+		if _, err := c.ChunkSets(pctx, t, gs, ks, Read{}); err != nil {
+			c.log.Warn("building chunks ahead of estimates", "err", err)
+		}
+	}()
+}
+
+// entry is one table to write to the store.
+type entry struct {
+	key  string
+	data []byte
+}
+
+// writeBehind writes entries to the store on a background goroutine (at
+// most two at once; beyond that the entries are dropped: the store is a
+// cache), so that a cold release does not wait for the store.
+func (c *Cache) writeBehind(ctx context.Context, entries []entry) {
+	select {
+	case c.writers <- struct{}{}:
+	default:
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	c.background.Add(1)
+	go func() {
+		defer func() { <-c.writers; c.background.Done() }()
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		for _, e := range entries {
+			if err := c.store.PutTable(wctx, e.key, e.data); err != nil {
+				c.log.Warn("caching chunks", "err", err)
+				return
+			}
+		}
+	}()
+}
+
+// SupportedFrom returns the smallest frequency whose privacy part of
+// reporting, pi_i/q_i, reaches 1/2 under t (estimate.Table.SupportedFrom's
+// rule), or 0. At most 2L + 1 frequencies have pi_i < q_i (Lemma 4.3), so
+// the scan from row 1 stops within a few L rows; it is capped at 2^22 rows
+// all the same. Public parameters only.
+func (c *Cache) SupportedFrom(ctx context.Context, t *sanitize.Table) (int64, error) {
+	key := c.Key("supported", t.Privacy(), t.Sampling(), t.Method())
+	if v, ok := c.supported.Get(key); ok {
+		return v, nil
+	}
+	smp := t.Sampling()
+	var found int64
+	err := t.Rows(1, 1<<22, func(r sanitize.Row) bool {
+		if r.Frequency%4096 == 0 && ctx.Err() != nil {
+			return false
+		}
+		if q := smp.Q(r.Frequency); q > 0 && r.Pi >= 0.5*q {
+			found = r.Frequency
+			return false
+		}
+		return true
+	})
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reporting probabilities: %w", err)
+	}
+	c.supported.Add(key, found)
+	return found, nil
+}
+
+// prebuildBatch is how many chunks Prebuild builds at a time.
+const prebuildBatch = 256
+
+// Prebuilt says what Prebuild found and built.
+type Prebuilt struct {
+	ChunkSize int64 // frequencies per chunk (estimate.ChunkSize)
+	Chunks    int64 // chunks covering (0, maxFrequency]
+	Built     int64 // of which built now (the others were cached)
+}
+
+// Prebuild builds the MLE chunks of every g in gs over t, with their
+// statistics, that cover the frequencies up to maxFrequency, and keeps
+// them in memory and in the store. Chunks already cached are not built
+// again. Admission (what a prebuild may cost) is the caller's.
+func (c *Cache) Prebuild(ctx context.Context, t *sanitize.Table, gs []estimate.G, maxFrequency int64) (Prebuilt, error) {
+	size := estimate.ChunkSize(t.Privacy())
+	n := estimate.ChunkOf(float64(maxFrequency), size) + 1
+	ks := make([]int64, n)
+	missing := int64(0)
+	for k := range ks {
+		ks[k] = int64(k)
+		for _, g := range gs {
+			ch, err := c.storedChunk(ctx, t, g, size, int64(k), false)
+			if err != nil {
+				return Prebuilt{}, err
+			}
+			if ch == nil {
+				missing++
+				break
+			}
+		}
+	}
+	// Built a batch at a time: each batch's chunks go to the caches (memory
+	// and store) and are let go before the next, so a prebuild holds one
+	// batch, not every chunk up to maxFrequency (issue 31: 8 concurrent
+	// prebuilds of 626,483 frequencies peaked at 2.6 GB).
+	for lo := 0; lo < len(ks); lo += prebuildBatch {
+		if _, err := c.ChunkSets(ctx, t, gs, ks[lo:min(lo+prebuildBatch, len(ks))], Read{}); err != nil {
+			return Prebuilt{}, err
+		}
+	}
+	return Prebuilt{ChunkSize: size, Chunks: n, Built: missing}, nil
+}

@@ -1,0 +1,113 @@
+package tablecache
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/pwsd/pwsd/internal/estimate"
+	"github.com/pwsd/pwsd/internal/sanitize"
+)
+
+// TestChunkSetsWaitForBuilds: a request needing chunks that another one is
+// building waits for that build and does not build them again.
+func TestChunkSetsWaitForBuilds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newTestCache(t, Config{})
+	p := sanitize.Privacy{Epsilon: 1, Delta: 1e-6}
+	tb, err := s.Sanitizer(p, sanitize.Sampling{Scheme: sanitize.SchemePPSWOR, Threshold: 1e-5, Power: 1}, sanitize.MethodDiscrete)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := estimate.ChunkSize(p)
+	gs := []estimate.G{identityG}
+	ks := []int64{40, 41}
+	// Build the chunks elsewhere first (the "other request"), then take
+	// them out of the cache and mark them as under construction.
+	built, err := estimate.BuildChunks(ctx, tb, gs, size, 40, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{s.chunkKey(tb, identityG, size, 40, false), s.chunkKey(tb, identityG, size, 41, false)}
+	done := s.flight.hold(keys)
+	if s.flight.pending(keys[0]) == nil || s.flight.pending(keys[1]) == nil {
+		t.Fatal("a chunk under construction is not pending")
+	}
+	type result struct {
+		sets []*estimate.ChunkSet
+		err  error
+	}
+	// A request for estimates only does not wait for builds with
+	// statistics: it builds its own (cheaper) chunks at once.
+	others := []int64{60, 61}
+	doneOthers := s.flight.hold([]string{s.chunkKey(tb, identityG, size, 60, false), s.chunkKey(tb, identityG, size, 61, false)})
+	defer doneOthers()
+	light := make(chan error, 1)
+	go func() {
+		_, err := s.ChunkSets(ctx, tb, gs, others, Read{EstimatesOnly: true})
+		light <- err
+	}()
+	select {
+	case err := <-light:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("an estimates-only request waited for a build with statistics")
+	}
+	got := make(chan result, 1)
+	before := s.Computed()
+	go func() {
+		sets, err := s.ChunkSets(ctx, tb, gs, ks, Read{})
+		got <- result{sets, err}
+	}()
+	select {
+	case r := <-got:
+		t.Fatalf("chunkSets returned (%v) while its chunks were being built", r.err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	for k, cs := range built {
+		s.chunks.Add(keys[k], cs[0])
+	}
+	done()
+	r := <-got
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if d := s.Computed() - before; d != 0 {
+		t.Errorf("%d chunk runs built again", d)
+	}
+	if s.flight.pending(keys[0]) != nil {
+		t.Error("a finished build is still pending")
+	}
+	for k, key := range keys {
+		if c := r.sets[0].Chunks[ks[k]]; c == nil {
+			t.Errorf("chunk %s missing from the set", key)
+		}
+	}
+}
+
+// TestStopOptionalCancelsPrefetch: a background build of the chunks a
+// release's estimates will read stops soon after StopOptional (a shutdown
+// does not wait for it), having built only part of them.
+func TestStopOptionalCancelsPrefetch(t *testing.T) {
+	t.Parallel()
+	s := newTestCache(t, Config{})
+	p := sanitize.Privacy{Epsilon: 0.1, Delta: 1e-6}
+	tb, err := s.Sanitizer(p, sanitize.Sampling{Scheme: sanitize.SchemePPSWOR, Threshold: 1e-7, Power: 1}, sanitize.MethodMaxSeparation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks := make([]int64, 2000) // isolated chunks far up: seconds of work
+	for i := range ks {
+		ks[i] = 10_000 + int64(i)*97
+	}
+	s.Prefetch(tb, []estimate.G{identityG}, ks)
+	time.Sleep(50 * time.Millisecond)
+	s.StopOptional()
+	s.Wait() // without the stop, it waits for all 2000 runs: the count below tells
+	if n := s.Computed(); n >= int64(len(ks)) {
+		t.Errorf("%d runs built: the prefetch was not stopped", n)
+	}
+}
