@@ -218,7 +218,7 @@ func (h *handler) estimateSample(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := chi.URLParam(r, "id")
-	est, err := h.svc.Samples.Estimate(r.Context(), id, g, e, sel, level, by)
+	est, err := h.svc.Estimates.Sample(r.Context(), id, g, e, sel, level, by)
 	if err != nil {
 		return err
 	}
@@ -257,7 +257,7 @@ func (h *handler) top(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := chi.URLParam(r, "id")
-	rs, err := h.svc.Samples.Top(r.Context(), id, int(k))
+	rs, err := h.svc.Estimates.Top(r.Context(), id, int(k))
 	if err != nil {
 		return err
 	}
@@ -289,7 +289,7 @@ func (h *handler) rank(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := chi.URLParam(r, "id")
-	x, n, err := h.svc.Samples.Rank(r.Context(), id, key)
+	x, n, err := h.svc.Estimates.Rank(r.Context(), id, key)
 	if err != nil {
 		return err
 	}
@@ -325,7 +325,7 @@ func (h *handler) quantiles(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := chi.URLParam(r, "id")
-	res, err := h.svc.Samples.Quantiles(r.Context(), id, qs, pop)
+	res, err := h.svc.Estimates.Quantiles(r.Context(), id, qs, pop)
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ func frequencyChunk(f float64, size int64) int64 {
 // values: a value's MLE frequency is the ratio of the two
 // (estimate.MLEFrequency), its contribution the identity one. Their chunks
 // may hold estimates only (chunkSetsOf).
-func (s *Samples) frequencyChunkSets(ctx context.Context, t *sanitize.Table, values []float64) (identity, count *estimate.ChunkSet, err error) {
+func (s *deps) frequencyChunkSets(ctx context.Context, t *sanitize.Table, values []float64) (identity, count *estimate.ChunkSet, err error) {
 	sets, err := s.chunkSetsOf(ctx, t, []estimate.G{identityG, countG}, valueChunks(estimate.ChunkSize(t.Privacy()), values), true)
 	if err != nil {
 		return nil, nil, err
@@ -49,7 +49,7 @@ func (s *Samples) frequencyChunkSets(ctx context.Context, t *sanitize.Table, val
 
 // mleKeys returns each value's MLE frequency (estimate.MLEFrequency) and
 // MLE contribution under identity, from the chunks.
-func (s *Samples) mleKeys(ctx context.Context, t *sanitize.Table, values []float64) (freq, contrib []float64, err error) {
+func (s *deps) mleKeys(ctx context.Context, t *sanitize.Table, values []float64) (freq, contrib []float64, err error) {
 	id, ct, err := s.frequencyChunkSets(ctx, t, values)
 	if err != nil {
 		return nil, nil, err

@@ -146,3 +146,38 @@ func (s *Counters) Steps(ctx context.Context, id string, bits []int) (CounterOut
 	}
 	return outputs, nil
 }
+
+// counterOf decodes a counter record into its public view.
+func (s *Counters) counterOf(rec *store.StateRecord) (Counter, error) {
+	c, err := panprivate.UnmarshalCounter(rec.State, s.noise, s.newRand())
+	if err != nil {
+		return Counter{}, fmt.Errorf("decoding counter: %w", err)
+	}
+	_, level := c.Cost()
+	return Counter{ID: rec.ID, CreatedAt: rec.CreatedAt, State: c.State(), Level: level, CountError: counterError(c)}, nil
+}
+
+// ListCounters lists counters, oldest first.
+func (s *Counters) List(ctx context.Context, p Page) ([]Counter, string, error) {
+	rows, next, err := pageOf(p, cursorCounters, func(c store.Cursor, n int) ([]*store.StateRecord, error) {
+		return s.store.ListStates(ctx, kindCounter, c, n)
+	}, statePos)
+	if err != nil {
+		return nil, "", storeErr(err, "listing counters")
+	}
+	out := make([]Counter, len(rows))
+	for i, r := range rows {
+		if out[i], err = s.counterOf(r); err != nil {
+			return nil, "", err
+		}
+	}
+	return out, next, nil
+}
+
+// DeleteCounter deletes a counter and its state.
+func (s *Counters) Delete(ctx context.Context, id string) error {
+	if err := inScope(ctx, "id", ""); err != nil { // counters belong to no dataset
+		return err
+	}
+	return storeErr(s.store.DeleteState(ctx, kindCounter, id), "deleting counter")
+}

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -216,4 +217,140 @@ func (s *Datasets) Charge(ctx context.Context, dataset string, eps, delta float6
 		return Charge{}, notFoundAs(s.budgetError(ctx, err, "charging dataset", dataset, eps, delta), "dataset", dataset)
 	}
 	return Charge{ID: rec.ID, Dataset: dataset, Epsilon: eps, Delta: delta, Description: description, CreatedAt: now}, nil
+}
+
+// compose sets d.ComposedEpsilon for a PLD dataset from its composed ledger
+// (the store's cache extended by the releases recorded since).
+func (s *Datasets) compose(ctx context.Context, d *Dataset) error {
+	if d.Accounting != store.AccountingPLD {
+		return nil
+	}
+	pld, err := s.store.ComposedLedger(ctx, d.Name)
+	if err != nil {
+		return storeErr(err, "composing the ledger")
+	}
+	d.ComposedEpsilon = accounting.Spent(pld, d.SpentEpsilon, d.SpentDelta, d.DeltaBudget)
+	return nil
+}
+
+// datasetOf is the service view of a stored dataset and its ledger.
+func datasetOf(d store.Dataset, rel []store.Release) Dataset {
+	acct := d.Accounting
+	if acct == "" {
+		acct = store.AccountingBasic
+	}
+	return Dataset{Name: d.Name, EpsilonBudget: d.EpsilonBudget, DeltaBudget: d.DeltaBudget, Accounting: acct,
+		SpentEpsilon: d.SpentEpsilon, SpentDelta: d.SpentDelta, ComposedEpsilon: d.SpentEpsilon, CreatedAt: d.CreatedAt, Releases: ledgerOf(rel)}
+}
+
+// BudgetError is a release refused because it would overspend its
+// dataset's budget; it says what was asked, what is spent and what remains.
+// It matches ErrBudget with errors.Is.
+type BudgetError struct {
+	Dataset                          string
+	RequestedEpsilon, RequestedDelta float64
+	BudgetEpsilon, BudgetDelta       float64
+	SpentEpsilon, SpentDelta         float64
+	// Composed is true when SpentEpsilon is the dataset's ledger composed
+	// by PLD at BudgetDelta, below BasicEpsilon, the sum of its epsilons
+	// (SpentDelta stays the sum of deltas).
+	Composed     bool
+	BasicEpsilon float64
+}
+
+// remainingEpsilon is what is left of the epsilon budget.
+func (e *BudgetError) remainingEpsilon() float64 { return max(0, e.BudgetEpsilon-e.SpentEpsilon) }
+
+// remainingDelta is what is left of the delta budget.
+func (e *BudgetError) remainingDelta() float64 { return max(0, e.BudgetDelta-e.SpentDelta) }
+
+// Error says what was asked, spent and remains; it names the dataset
+// (the client's own name) and no request data.
+func (e *BudgetError) Error() string {
+	if e.Composed {
+		return fmt.Sprintf("the release asks epsilon %g and delta %g but dataset %q has spent epsilon %.6g and delta %g of its budget (%g, %g): remaining epsilon %.6g and delta %g (epsilon composed by privacy loss distributions at delta %g, against %g by adding epsilons; the release composed with the ledger would exceed epsilon %g)",
+			e.RequestedEpsilon, e.RequestedDelta, e.Dataset, e.SpentEpsilon, e.SpentDelta, e.BudgetEpsilon, e.BudgetDelta, e.remainingEpsilon(), e.remainingDelta(),
+			e.BudgetDelta, e.BasicEpsilon, e.BudgetEpsilon)
+	}
+	return fmt.Sprintf("the release asks epsilon %g and delta %g but dataset %q has spent epsilon %g and delta %g of its budget (%g, %g): remaining epsilon %g and delta %g",
+		e.RequestedEpsilon, e.RequestedDelta, e.Dataset, e.SpentEpsilon, e.SpentDelta, e.BudgetEpsilon, e.BudgetDelta, e.remainingEpsilon(), e.remainingDelta())
+}
+
+// Is makes errors.Is(err, ErrBudget) true.
+func (e *BudgetError) Is(target error) bool { return target == ErrBudget }
+
+// checkBudget reports, without charging, whether (eps, delta) fits
+// dataset's remaining budget: nil, a *BudgetError, or ErrNotFound for an
+// unknown dataset. The charge itself stays atomic in the store; this only
+// refuses early what the store would refuse.
+func (s *Datasets) checkBudget(ctx context.Context, dataset string, eps, delta float64) error {
+	d, _, err := s.store.GetDataset(ctx, dataset)
+	if err != nil {
+		return notFoundAs(storeErr(err, fmt.Sprintf("dataset %q", dataset)), "dataset", dataset)
+	}
+	c := &store.Charge{Dataset: dataset, Epsilon: eps, Delta: delta, Mechanism: accounting.MechanismGeneric}
+	err = store.Admit(d, c, func() (*accounting.PLD, error) { return s.store.ComposedLedger(ctx, dataset) })
+	if errors.Is(err, store.ErrBudget) {
+		return s.budgetErrorOfComposed(ctx, d, eps, delta)
+	}
+	if err != nil {
+		return storeErr(err, "checking the budget")
+	}
+	return nil
+}
+
+// budgetError turns a store.ErrBudget for a charge of (eps, delta) to
+// dataset into a *BudgetError with the dataset's current spend; other
+// errors pass through storeErr.
+func (s *Datasets) budgetError(ctx context.Context, err error, what, dataset string, eps, delta float64) error {
+	if !errors.Is(err, store.ErrBudget) {
+		return storeErr(err, what)
+	}
+	d, _, gerr := s.store.GetDataset(ctx, dataset)
+	if gerr != nil {
+		return ErrBudget
+	}
+	return s.budgetErrorOfComposed(ctx, d, eps, delta)
+}
+
+// budgetErrorOfComposed is the *BudgetError of a refused charge of (eps,
+// delta) to d, with what d has spent under its accounting.
+func (s *Datasets) budgetErrorOfComposed(ctx context.Context, d store.Dataset, eps, delta float64) *BudgetError {
+	e := &BudgetError{Dataset: d.Name, RequestedEpsilon: eps, RequestedDelta: delta, BudgetEpsilon: d.EpsilonBudget,
+		BudgetDelta: d.DeltaBudget, SpentEpsilon: d.SpentEpsilon, SpentDelta: d.SpentDelta}
+	if d.Accounting == store.AccountingPLD {
+		if pld, err := s.store.ComposedLedger(ctx, d.Name); err == nil {
+			if spent := accounting.Spent(pld, d.SpentEpsilon, d.SpentDelta, d.DeltaBudget); spent < d.SpentEpsilon {
+				e.Composed, e.BasicEpsilon, e.SpentEpsilon = true, d.SpentEpsilon, spent
+			}
+		}
+	}
+	return e
+}
+
+// ListDatasets lists datasets with their ledgers, oldest first.
+func (s *Datasets) List(ctx context.Context, p Page) ([]Dataset, string, error) {
+	type row struct {
+		d   store.Dataset
+		rel []store.Release
+	}
+	rows, next, err := pageOf(p, cursorDatasets, func(c store.Cursor, n int) ([]row, error) {
+		ds, rel, err := s.store.ListDatasets(ctx, c, n)
+		out := make([]row, len(ds))
+		for i := range ds {
+			out[i] = row{ds[i], rel[i]}
+		}
+		return out, err
+	}, func(r row) (time.Time, string) { return r.d.CreatedAt, r.d.Name })
+	if err != nil {
+		return nil, "", storeErr(err, "listing datasets")
+	}
+	out := make([]Dataset, len(rows))
+	for i, r := range rows {
+		out[i] = datasetOf(r.d, r.rel)
+		if err := s.compose(ctx, &out[i]); err != nil {
+			return nil, "", err
+		}
+	}
+	return out, next, nil
 }

@@ -37,7 +37,7 @@ func (sel Selection) match(key string) bool {
 }
 
 // frequencySample loads a sample and refuses keys-only releases.
-func (s *Samples) frequencySample(ctx context.Context, id string) (*Sample, error) {
+func (s *Estimates) frequencySample(ctx context.Context, id string) (*Sample, error) {
 	smp, err := s.getSample(ctx, id)
 	if err != nil {
 		return nil, err
@@ -49,14 +49,14 @@ func (s *Samples) frequencySample(ctx context.Context, id string) (*Sample, erro
 }
 
 // sampleTable returns the estimator table of (g, e) covering smp's values.
-func (s *Samples) sampleTable(ctx context.Context, smp *Sample, g estimate.G, e estimate.Estimator) (*estimate.Table, error) {
+func (s *deps) sampleTable(ctx context.Context, smp *Sample, g estimate.G, e estimate.Estimator) (*estimate.Table, error) {
 	return s.sampleTableMargin(ctx, smp, g, e, 0)
 }
 
 // sampleTableMargin is sampleTable covering margin more than the largest
 // value: per-frequency statistics are read at MLE frequencies, which lie
 // above the values (a key of frequency i is reported near i - L).
-func (s *Samples) sampleTableMargin(ctx context.Context, smp *Sample, g estimate.G, e estimate.Estimator, margin float64) (*estimate.Table, error) {
+func (s *deps) sampleTableMargin(ctx context.Context, smp *Sample, g estimate.G, e estimate.Estimator, margin float64) (*estimate.Table, error) {
 	t, err := s.sanitizer(smp.Spec)
 	if err != nil {
 		return nil, err
@@ -103,7 +103,7 @@ type SampleEstimate struct {
 
 // frequencyChunks returns the identity and count MLE chunk sets holding
 // smp's values, from which a reported key's MLE frequency is read.
-func (s *Samples) frequencyChunks(ctx context.Context, smp *Sample) (identity, count *estimate.ChunkSet, err error) {
+func (s *Estimates) frequencyChunks(ctx context.Context, smp *Sample) (identity, count *estimate.ChunkSet, err error) {
 	t, err := s.sanitizer(smp.Spec)
 	if err != nil {
 		return nil, nil, err
@@ -118,7 +118,7 @@ var countG = estimate.G{Kind: estimate.GCount}
 // the standard error, interval (at level) and reliability of
 // estimate.SumWithError, overall and per group when by is set (the groups
 // share the selection's unseen weight).
-func (s *Samples) Estimate(ctx context.Context, id string, g estimate.G, e estimate.Estimator, sel Selection, level float64, by GroupBy) (SampleEstimate, error) {
+func (s *Estimates) Sample(ctx context.Context, id string, g estimate.G, e estimate.Estimator, sel Selection, level float64, by GroupBy) (SampleEstimate, error) {
 	smp, err := s.frequencySample(ctx, id)
 	if err != nil {
 		return SampleEstimate{}, err
@@ -172,7 +172,7 @@ func (s *Samples) Estimate(ctx context.Context, id string, g estimate.G, e estim
 // the chunks holding the keys' values and MLE frequencies (chunks.go); for
 // biased-down, the full table covering the values and 4L + 8 beyond, where
 // statistics are read at MLE frequencies (about 2L above the values).
-func (s *Samples) sampleLookup(ctx context.Context, smp *Sample, g estimate.G, e estimate.Estimator, keys []estimate.ReportedKey) (estimate.Lookup, error) {
+func (s *Estimates) sampleLookup(ctx context.Context, smp *Sample, g estimate.G, e estimate.Estimator, keys []estimate.ReportedKey) (estimate.Lookup, error) {
 	if e != estimate.MLE {
 		return s.sampleTableMargin(ctx, smp, g, e, 4*sanitize.L(smp.Spec.Privacy)+8)
 	}
@@ -244,7 +244,7 @@ type KeyEstimate struct {
 // keyEstimates returns the KeyEstimate of every element of a frequencies
 // release, in the order of smp.Elements, with contributions from estimator e
 // (mle or biased_down); nil for a keys release.
-func (s *Samples) keyEstimates(ctx context.Context, smp *Sample, e estimate.Estimator) ([]KeyEstimate, error) {
+func (s *deps) keyEstimates(ctx context.Context, smp *Sample, e estimate.Estimator) ([]KeyEstimate, error) {
 	if smp.Spec.Release != ReleaseFrequencies || len(smp.Elements) == 0 {
 		return nil, nil
 	}
@@ -295,7 +295,7 @@ type RankedElement struct {
 // per request (the MLE frequency is non-decreasing in the value for the
 // paper's sanitizers, so this is the sanitized order of Section 6 with the
 // frequency shown).
-func (s *Samples) ordered(ctx context.Context, smp *Sample) ([]RankedElement, error) {
+func (s *Estimates) ordered(ctx context.Context, smp *Sample) ([]RankedElement, error) {
 	kes, err := s.keyEstimates(ctx, smp, estimate.MLE)
 	if err != nil {
 		return nil, err
@@ -320,7 +320,7 @@ func (s *Samples) ordered(ctx context.Context, smp *Sample) ([]RankedElement, er
 }
 
 // Top returns the k reported keys with the largest estimated frequencies.
-func (s *Samples) Top(ctx context.Context, id string, k int) ([]RankedElement, error) {
+func (s *Estimates) Top(ctx context.Context, id string, k int) ([]RankedElement, error) {
 	smp, err := s.frequencySample(ctx, id)
 	if err != nil {
 		return nil, err
@@ -333,7 +333,7 @@ func (s *Samples) Top(ctx context.Context, id string, k int) ([]RankedElement, e
 }
 
 // Rank returns the rank of key by estimated frequency (1 = largest).
-func (s *Samples) Rank(ctx context.Context, id, key string) (RankedElement, int, error) {
+func (s *Estimates) Rank(ctx context.Context, id, key string) (RankedElement, int, error) {
 	smp, err := s.frequencySample(ctx, id)
 	if err != nil {
 		return RankedElement{}, 0, err
@@ -398,7 +398,7 @@ type QuantileAnswer struct {
 // such quantiles are marked unsupported; so is every quantile of all keys when
 // much of the weight sits near or below SupportedFrom (the answer is then
 // flagged unreliable, with a note), because keys far below it are invisible.
-func (s *Samples) Quantiles(ctx context.Context, id string, qs []float64, pop Population) (QuantileAnswer, error) {
+func (s *Estimates) Quantiles(ctx context.Context, id string, qs []float64, pop Population) (QuantileAnswer, error) {
 	if pop == "" {
 		pop = PopulationAll
 	}

@@ -57,7 +57,7 @@ func TestEstimateReadsStatisticsAboveTheLargestValue(t *testing.T) {
 			continue
 		}
 		for _, e := range []estimate.Estimator{estimate.MLE, estimate.BiasedDown} {
-			all, err := s.Samples.Estimate(ctx, smp.ID, identityG, e, Selection{}, 0.95, GroupBy{Delimiter: "/"})
+			all, err := s.Estimates.Sample(ctx, smp.ID, identityG, e, Selection{}, 0.95, GroupBy{Delimiter: "/"})
 			if err != nil {
 				t.Fatalf("%s: %v", e, err)
 			}

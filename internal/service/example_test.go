@@ -95,7 +95,7 @@ func ExampleSamples_Create() {
 // with its standard error and interval. With delta = 1 the discrete
 // sanitizer is the identity (no privacy at all): the estimate is then the
 // exact sum of the selected frequencies, 100 + 200, with no error.
-func ExampleSamples_Estimate() {
+func ExampleEstimates_Sample() {
 	ctx := context.Background()
 	svc := newExampleService()
 	smp, err := svc.Samples.Create(ctx, sampleSpec("", 1, 1), 1000,
@@ -104,7 +104,7 @@ func ExampleSamples_Estimate() {
 		log.Fatal(err)
 	}
 	g, _ := estimate.ParseG("identity")
-	est, err := svc.Samples.Estimate(ctx, smp.ID, g, estimate.MLE, service.Selection{Prefix: "a/"}, 0.95, service.GroupBy{})
+	est, err := svc.Estimates.Sample(ctx, smp.ID, g, estimate.MLE, service.Selection{Prefix: "a/"}, 0.95, service.GroupBy{})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func TestReleasesNearTheTopFrequency(t *testing.T) {
 			if err != nil {
 				t.Fatalf("release up to the limit: %v", err)
 			}
-			est, err := s.Samples.Estimate(ctx, smp.ID, identityG, estimate.MLE, Selection{}, 0.95, GroupBy{})
+			est, err := s.Estimates.Sample(ctx, smp.ID, identityG, estimate.MLE, Selection{}, 0.95, GroupBy{})
 			if err != nil {
 				t.Fatalf("estimate of a release up to the limit: %v", err)
 			}

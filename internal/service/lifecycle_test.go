@@ -79,7 +79,7 @@ func TestSampleRetention(t *testing.T) {
 	if !smp.ExpiresAt.Equal(smp.CreatedAt.Add(ttl)) {
 		t.Fatalf("expires_at %v, want created_at + %v", smp.ExpiresAt, ttl)
 	}
-	if got, err := svc.Samples.getSample(ctx, smp.ID); err != nil || !got.ExpiresAt.Equal(smp.ExpiresAt) {
+	if got, err := svc.getSample(ctx, smp.ID); err != nil || !got.ExpiresAt.Equal(smp.ExpiresAt) {
 		t.Fatalf("before expiry: %v %v", got, err)
 	}
 	jctx, stop := context.WithCancel(ctx)
@@ -93,7 +93,7 @@ func TestSampleRetention(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the janitor purged nothing within a minute of the TTL")
 	}
-	if _, err := svc.Samples.getSample(ctx, smp.ID); !errors.Is(err, ErrNotFound) {
+	if _, err := svc.getSample(ctx, smp.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("after expiry: %v, want ErrNotFound", err)
 	}
 	if items, _, err := svc.Samples.List(ctx, Page{}); err != nil || len(items) != 0 {

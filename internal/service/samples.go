@@ -308,7 +308,7 @@ func (s *Samples) Get(ctx context.Context, id string, e estimate.Estimator) (*Sa
 }
 
 // getSample returns a stored sample.
-func (s *Samples) getSample(ctx context.Context, id string) (*Sample, error) {
+func (s *deps) getSample(ctx context.Context, id string) (*Sample, error) {
 	smp, err := s.store.GetSample(ctx, id)
 	if err != nil {
 		return nil, storeErr(err, "reading sample")
@@ -581,4 +581,77 @@ func (ra *readAhead) stop() {
 		close(ra.done)
 	}
 	<-ra.exited
+}
+
+// PageElements returns one page of smp's elements in their stored order and
+// the cursor of the next page ("" on the last). Cursors of one sample do
+// not work on another.
+func PageElements(smp *Sample, p Page) (*Sample, string, error) {
+	limit, err := p.limit()
+	if err != nil {
+		return nil, "", err
+	}
+	start := 0
+	if p.Cursor != "" {
+		c, err := decodeCursor(cursorElements, p.Cursor)
+		if err != nil || c.ID != smp.ID || c.CreatedAt.UnixNano() < 0 || c.CreatedAt.UnixNano() > int64(len(smp.Elements)) {
+			return nil, "", errCursor()
+		}
+		start = int(c.CreatedAt.UnixNano())
+	}
+	end := min(start+limit, len(smp.Elements))
+	next := ""
+	if end < len(smp.Elements) {
+		next = encodeCursor(cursorElements, time.Unix(0, int64(end)), smp.ID)
+	}
+	pg := *smp
+	pg.Elements = smp.Elements[start:end]
+	if len(smp.Keys) == len(smp.Elements) {
+		pg.Keys = smp.Keys[start:end]
+	}
+	return &pg, next, nil
+}
+
+// sampleOf decodes a stored sample (with or without elements).
+func sampleOf(smp *store.Sample) (*Sample, error) {
+	spec, err := decodeSampleHeader(smp.Header)
+	if err != nil {
+		return nil, err
+	}
+	n := smp.Reported
+	if smp.Elements != nil {
+		n = len(smp.Elements)
+	}
+	return &Sample{ID: smp.ID, CreatedAt: smp.CreatedAt, ExpiresAt: smp.ExpiresAt, Spec: spec, Elements: smp.Elements, Reported: n}, nil
+}
+
+// ListSamples lists stored samples without their elements (Elements nil,
+// Reported set), oldest first.
+func (s *Samples) List(ctx context.Context, p Page) ([]*Sample, string, error) {
+	rows, next, err := pageOf(p, cursorSamples, func(c store.Cursor, n int) ([]*store.Sample, error) { return s.store.ListSamples(ctx, c, n) },
+		func(x *store.Sample) (time.Time, string) { return x.CreatedAt, x.ID })
+	if err != nil {
+		return nil, "", storeErr(err, "listing samples")
+	}
+	out := make([]*Sample, len(rows))
+	for i, r := range rows {
+		if out[i], err = sampleOf(r); err != nil {
+			return nil, "", err
+		}
+	}
+	return out, next, nil
+}
+
+// DeleteSample deletes a sample; its dataset's ledger keeps the charge.
+func (s *Samples) Delete(ctx context.Context, id string) error {
+	if scoped(ctx) {
+		smp, err := s.store.GetSample(ctx, id)
+		if err != nil {
+			return storeErr(err, "deleting sample")
+		}
+		if err := inScope(ctx, "id", smp.Dataset); err != nil {
+			return err
+		}
+	}
+	return storeErr(s.store.DeleteSample(ctx, id), "deleting sample")
 }

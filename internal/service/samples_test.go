@@ -82,7 +82,7 @@ func TestSampleQueries(t *testing.T) {
 			{"grouped by length", count, Selection{}, GroupBy{Length: 1}, 10, 10, map[string]float64{"a": 5, "b": 5}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				e, err := svc.Samples.Estimate(ctx, smp.ID, tc.g, estimate.MLE, tc.sel, 0.95, tc.by)
+				e, err := svc.Estimates.Sample(ctx, smp.ID, tc.g, estimate.MLE, tc.sel, 0.95, tc.by)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -99,7 +99,7 @@ func TestSampleQueries(t *testing.T) {
 				}
 			})
 		}
-		top, err := svc.Samples.Top(ctx, smp.ID, 3)
+		top, err := svc.Estimates.Top(ctx, smp.ID, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,18 +113,18 @@ func TestSampleQueries(t *testing.T) {
 		if want := []string{"b/5:100", "b/4:90", "b/3:80"}; !slices.Equal(got, want) {
 			t.Fatalf("top 3: %v, want %v", got, want)
 		}
-		if all, _ := svc.Samples.Top(ctx, smp.ID, 100); len(all) != 10 {
+		if all, _ := svc.Estimates.Top(ctx, smp.ID, 100); len(all) != 10 {
 			t.Fatalf("top 100 of 10 keys: %d", len(all))
 		}
-		r, n, err := svc.Samples.Rank(ctx, smp.ID, "a/4") // 40: above a/1..a/3 only
+		r, n, err := svc.Estimates.Rank(ctx, smp.ID, "a/4") // 40: above a/1..a/3 only
 		if err != nil || r.Rank != 7 || n != 10 || r.Frequency != 40 {
 			t.Fatalf("rank of a/4: %+v of %d (%v), want 7 of 10", r, n, err)
 		}
 		var nf *NotFoundError
-		if _, _, err := svc.Samples.Rank(ctx, smp.ID, "c/1"); !errors.As(err, &nf) || nf.Kind != "key" || nf.Name != "c/1" {
+		if _, _, err := svc.Estimates.Rank(ctx, smp.ID, "c/1"); !errors.As(err, &nf) || nf.Kind != "key" || nf.Name != "c/1" {
 			t.Fatalf("rank of a missing key: %v", err)
 		}
-		q, err := svc.Samples.Quantiles(ctx, smp.ID, []float64{0.1, 0.5, 1}, PopulationReported)
+		q, err := svc.Estimates.Quantiles(ctx, smp.ID, []float64{0.1, 0.5, 1}, PopulationReported)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +135,7 @@ func TestSampleQueries(t *testing.T) {
 		if q.Population != PopulationReported || !slices.Equal(qf, []float64{10, 50, 100}) {
 			t.Fatalf("quantiles %+v, want the lower order statistics 10, 50, 100", q)
 		}
-		if _, err := svc.Samples.Quantiles(ctx, smp.ID, []float64{0.5}, "some"); !slices.Equal(fieldsOf(err), []string{"population"}) {
+		if _, err := svc.Estimates.Quantiles(ctx, smp.ID, []float64{0.5}, "some"); !slices.Equal(fieldsOf(err), []string{"population"}) {
 			t.Fatalf("unknown population: %v", err)
 		}
 
@@ -146,13 +146,13 @@ func TestSampleQueries(t *testing.T) {
 			t.Fatal(err)
 		}
 		id := keysOnly.ID
-		if _, err := svc.Samples.Estimate(ctx, id, identity, estimate.MLE, Selection{}, 0.95, GroupBy{}); !slices.Equal(fieldsOf(err), []string{"sample"}) {
+		if _, err := svc.Estimates.Sample(ctx, id, identity, estimate.MLE, Selection{}, 0.95, GroupBy{}); !slices.Equal(fieldsOf(err), []string{"sample"}) {
 			t.Errorf("estimate of a keys release: %v", err)
 		}
-		if _, err := svc.Samples.Top(ctx, id, 1); !slices.Equal(fieldsOf(err), []string{"sample"}) {
+		if _, err := svc.Estimates.Top(ctx, id, 1); !slices.Equal(fieldsOf(err), []string{"sample"}) {
 			t.Errorf("top of a keys release: %v", err)
 		}
-		if _, err := svc.Samples.Quantiles(ctx, id, []float64{0.5}, ""); !slices.Equal(fieldsOf(err), []string{"sample"}) {
+		if _, err := svc.Estimates.Quantiles(ctx, id, []float64{0.5}, ""); !slices.Equal(fieldsOf(err), []string{"sample"}) {
 			t.Errorf("quantiles of a keys release: %v", err)
 		}
 
@@ -162,12 +162,12 @@ func TestSampleQueries(t *testing.T) {
 		for name, op := range map[string]func() error{
 			"view": func() error { _, err := svc.Samples.Get(ctx, smp.ID, estimate.MLE); return err },
 			"estimate": func() error {
-				_, err := svc.Samples.Estimate(ctx, smp.ID, identity, estimate.MLE, Selection{}, 0.95, GroupBy{})
+				_, err := svc.Estimates.Sample(ctx, smp.ID, identity, estimate.MLE, Selection{}, 0.95, GroupBy{})
 				return err
 			},
-			"top":      func() error { _, err := svc.Samples.Top(ctx, smp.ID, 1); return err },
-			"rank":     func() error { _, _, err := svc.Samples.Rank(ctx, smp.ID, "a/1"); return err },
-			"quantile": func() error { _, err := svc.Samples.Quantiles(ctx, smp.ID, []float64{0.5}, ""); return err },
+			"top":      func() error { _, err := svc.Estimates.Top(ctx, smp.ID, 1); return err },
+			"rank":     func() error { _, _, err := svc.Estimates.Rank(ctx, smp.ID, "a/1"); return err },
+			"quantile": func() error { _, err := svc.Estimates.Quantiles(ctx, smp.ID, []float64{0.5}, ""); return err },
 			"delete":   func() error { return svc.Samples.Delete(ctx, smp.ID) },
 		} {
 			if err := op(); !errors.Is(err, ErrNotFound) {
@@ -266,14 +266,14 @@ func TestEstimateRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Samples.Estimate(ctx, smp.ID, huge, estimate.MLE, Selection{}, 0.95, GroupBy{}); !slices.Equal(fieldsOf(err), []string{"g"}) {
+	if _, err := svc.Estimates.Sample(ctx, smp.ID, huge, estimate.MLE, Selection{}, 0.95, GroupBy{}); !slices.Equal(fieldsOf(err), []string{"g"}) {
 		t.Fatalf("power 200: %v, want a field error naming g", err)
 	}
 	empty, err := svc.Samples.Create(ctx, testSpec(t, "", 1), 10, pairs(nil, nil))
 	if err != nil || empty.Reported != 0 {
 		t.Fatalf("empty release: %+v %v", empty, err)
 	}
-	if _, err := svc.Samples.Quantiles(ctx, empty.ID, []float64{0.5}, ""); !slices.Equal(fieldsOf(err), []string{"sample"}) {
+	if _, err := svc.Estimates.Quantiles(ctx, empty.ID, []float64{0.5}, ""); !slices.Equal(fieldsOf(err), []string{"sample"}) {
 		t.Fatalf("quantiles of no keys: %v", err)
 	}
 }

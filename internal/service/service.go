@@ -63,7 +63,8 @@ type Config struct {
 const DefaultCacheBytes = tablecache.DefaultBytes
 
 // Service implements pwsd's use cases, one type per resource over shared
-// dependencies: Samples (releases, imports and their estimates), Streams
+// dependencies: Samples (releases and imports), Estimates (answers over
+// stored samples), Streams
 // and Counters (pan-private state), Datasets (budgets and the ledger),
 // Tables (the data-independent tables, plans and prebuilds) and
 // Idempotency (retried requests). The table cache is package tablecache.
@@ -71,6 +72,7 @@ const DefaultCacheBytes = tablecache.DefaultBytes
 type Service struct {
 	*deps
 	Samples     *Samples
+	Estimates   *Estimates
 	Streams     *Streams
 	Counters    *Counters
 	Datasets    *Datasets
@@ -101,6 +103,10 @@ type Samples struct {
 	// keySets keeps the duplicate-key detectors' buffers across samples.
 	keySets keySetPool
 }
+
+// Estimates answers estimates over stored samples: sums with error bars,
+// top keys, ranks and quantiles.
+type Estimates struct{ *deps }
 
 // Streams runs the pan-private streaming estimators.
 type Streams struct {
@@ -169,8 +175,9 @@ func New(cfg Config) (*Service, error) {
 		sampleTTL: cfg.SampleTTL, idemTTL: cfg.IdempotencyTTL, idemWait: cfg.IdempotencyWait,
 		idemHold: cfg.IdempotencyHold, idemLease: cfg.IdempotencyLease, maxWork: cfg.MaxTableWork, maxReleaseWork: cfg.MaxReleaseWork}
 	datasets := &Datasets{d}
+	samples := &Samples{deps: d, datasets: datasets}
 	return &Service{deps: d,
-		Samples: &Samples{deps: d, datasets: datasets}, Streams: &Streams{deps: d, datasets: datasets},
+		Samples: samples, Estimates: &Estimates{d}, Streams: &Streams{deps: d, datasets: datasets},
 		Counters: &Counters{d}, Datasets: datasets, Tables: &Tables{d}, Idempotency: &Idempotency{d}}, nil
 }
 

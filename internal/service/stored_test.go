@@ -225,7 +225,7 @@ func TestRewriteStoredFormats(t *testing.T) {
 			if err := decodeStrict(raw, &h); err != nil || h.Format != SampleHeaderFormat {
 				t.Fatalf("%s header %s is not strictly format %d: %v", tc.id, raw, SampleHeaderFormat, err)
 			}
-			got, err := svc.Samples.getSample(ctx, tc.id)
+			got, err := svc.getSample(ctx, tc.id)
 			if err != nil {
 				t.Fatal(err)
 			}

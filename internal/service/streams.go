@@ -379,3 +379,37 @@ func (s *Streams) Intrude(ctx context.Context, id string) (panprivate.State, err
 	}
 	return out, nil
 }
+
+func statePos(r *store.StateRecord) (time.Time, string) { return r.CreatedAt, r.ID }
+
+// ListStreams lists streams (configuration and counts), oldest first.
+func (s *Streams) List(ctx context.Context, p Page) ([]Stream, string, error) {
+	rows, next, err := pageOf(p, cursorStreams, func(c store.Cursor, n int) ([]*store.StateRecord, error) {
+		return s.store.ListStates(ctx, kindStream, c, n)
+	}, statePos)
+	if err != nil {
+		return nil, "", storeErr(err, "listing streams")
+	}
+	out := make([]Stream, len(rows))
+	for i, r := range rows {
+		if out[i], err = s.streamView(r); err != nil {
+			return nil, "", err
+		}
+	}
+	return out, next, nil
+}
+
+// DeleteStream deletes a stream and its pan-private state; its dataset's
+// ledger keeps every charge.
+func (s *Streams) Delete(ctx context.Context, id string) error {
+	if scoped(ctx) {
+		rec, err := s.store.GetState(ctx, kindStream, id)
+		if err != nil {
+			return storeErr(err, "deleting stream")
+		}
+		if err := inScope(ctx, "id", rec.Dataset); err != nil {
+			return err
+		}
+	}
+	return storeErr(s.store.DeleteState(ctx, kindStream, id), "deleting stream")
+}
