@@ -19,6 +19,7 @@ import (
 	"github.com/pwsd/pwsd/internal/store"
 	"github.com/pwsd/pwsd/internal/store/pgtest"
 	"github.com/pwsd/pwsd/internal/store/storetest"
+	"github.com/pwsd/pwsd/internal/storedformat"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -221,8 +222,10 @@ func TestRewriteStoredFormats(t *testing.T) {
 			if err := conn.QueryRow(ctx, `SELECT header FROM samples WHERE id = $1`, tc.id).Scan(&raw); err != nil {
 				t.Fatal(err)
 			}
-			var h storedSampleHeader
-			if err := decodeStrict(raw, &h); err != nil || h.Format != SampleHeaderFormat {
+			if f, err := storedformat.Format(raw); err != nil || f != SampleHeaderFormat {
+				t.Fatalf("%s header %s is not format %d: %v", tc.id, raw, SampleHeaderFormat, err)
+			}
+			if _, err := storedformat.DecodeSampleHeader(raw); err != nil {
 				t.Fatalf("%s header %s is not strictly format %d: %v", tc.id, raw, SampleHeaderFormat, err)
 			}
 			got, err := svc.getSample(ctx, tc.id)
@@ -257,8 +260,10 @@ func TestRewriteStoredFormats(t *testing.T) {
 	}
 	t.Run("estimator stream", func(t *testing.T) {
 		config, state, events := rawState(t, "stream", "e1")
-		var sc storedStreamConfig
-		if err := decodeStrict(config, &sc); err != nil || sc.Format != StreamConfigFormat {
+		if f, err := storedformat.Format(config); err != nil || f != StreamConfigFormat {
+			t.Fatalf("config %s is not format %d: %v", config, StreamConfigFormat, err)
+		}
+		if _, err := decodeStreamConfig(config); err != nil {
 			t.Fatalf("config %s is not strictly format %d: %v", config, StreamConfigFormat, err)
 		}
 		if events != 0 {
@@ -278,8 +283,10 @@ func TestRewriteStoredFormats(t *testing.T) {
 	})
 	t.Run("continual stream", func(t *testing.T) {
 		config, state, _ := rawState(t, "stream", "c1")
-		var sc storedStreamConfig
-		if err := decodeStrict(config, &sc); err != nil || sc.Format != StreamConfigFormat || !sc.Continual {
+		if f, err := storedformat.Format(config); err != nil || f != StreamConfigFormat {
+			t.Fatalf("config %s is not format %d: %v", config, StreamConfigFormat, err)
+		}
+		if sc, err := decodeStreamConfig(config); err != nil || !sc.Continual {
 			t.Fatalf("config %s is not strictly format %d: %v", config, StreamConfigFormat, err)
 		}
 		if !bytes.Equal(state, cdState) {
@@ -295,8 +302,10 @@ func TestRewriteStoredFormats(t *testing.T) {
 	})
 	t.Run("counter", func(t *testing.T) {
 		config, state, events := rawState(t, "counter", "k1")
-		var sc storedCounterConfig
-		if err := decodeStrict(config, &sc); err != nil || sc.Format != CounterConfigFormat {
+		if f, err := storedformat.Format(config); err != nil || f != CounterConfigFormat {
+			t.Fatalf("config %s is not format %d: %v", config, CounterConfigFormat, err)
+		}
+		if _, err := decodeCounterConfig(config); err != nil {
 			t.Fatalf("config %s is not strictly format %d: %v", config, CounterConfigFormat, err)
 		}
 		if !bytes.Equal(state, ctrState) || events != 5 {
@@ -314,40 +323,3 @@ func TestRewriteStoredFormats(t *testing.T) {
 		t.Errorf("second rewrite: %+v, %v", again, err)
 	}
 }
-
-// TestStoredFormatsStrict checks that the stored JSON decoders refuse
-// unknown members, trailing data, unknown formats and inconsistent stream
-// configurations, and accept both the current and the legacy shapes.
-func TestStoredFormatsStrict(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name string
-		dec  func([]byte) error
-		data string
-		ok   bool
-	}{
-		{"header v2", decHeader, `{"format":2,"privacy":{"epsilon":1,"delta":0.1},"sampling":{"scheme":"ppswor","threshold":1,"power":1},"release":"keys","method":"discrete"}`, true},
-		{"header legacy", decHeader, `{"privacy":{"Epsilon":1,"Delta":0.1},"sampling":{"Scheme":"ppswor","Threshold":1,"Power":1,"Probabilities":null},"release":"keys","method":"discrete"}`, true},
-		{"header unknown member", decHeader, `{"format":2,"privacy":{"epsilon":1,"delta":0.1,"x":1},"sampling":{"scheme":"ppswor","threshold":1,"power":1},"release":"keys","method":"discrete"}`, false},
-		{"header trailing", decHeader, `{"format":2,"privacy":{"epsilon":1,"delta":0.1},"sampling":{"scheme":"ppswor","threshold":1,"power":1},"release":"keys","method":"discrete"} {}`, false},
-		{"header future", decHeader, `{"format":3}`, false},
-		{"stream v2", decStream, `{"format":2,"continual":false,"estimator":{"estimator":"density","epsilon":0.5,"universe_size":10}}`, true},
-		{"stream legacy", decStream, `{"continual":true,"continual_density":{"epsilon":0.3,"universe_size":10,"sample_size":5}}`, true},
-		{"stream both", decStream, `{"format":2,"continual":true,"estimator":{"estimator":"density","epsilon":0.5,"universe_size":10},"continual_density":{"epsilon":0.3,"universe_size":10,"sample_size":5}}`, false},
-		{"stream unknown", decStream, `{"format":2,"continual":false,"estimator":{"estimator":"density","epsilon":0.5,"universe_size":10,"events":3}}`, false},
-		{"counter v2", decCounter, `{"format":2,"algorithm":"tree","epsilon":1,"horizon":8}`, true},
-		{"counter legacy", decCounter, `{"algorithm":"tree","epsilon":1,"horizon":8,"steps":0,"count":0}`, true},
-		{"counter v2 with steps", decCounter, `{"format":2,"algorithm":"tree","epsilon":1,"horizon":8,"steps":0}`, false},
-		{"counter bad postprocess", decCounter, `{"format":2,"algorithm":"tree","epsilon":1,"horizon":8,"postprocess":"x"}`, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if err := tc.dec([]byte(tc.data)); (err == nil) != tc.ok {
-				t.Errorf("decoding %s: %v, want ok=%v", tc.data, err, tc.ok)
-			}
-		})
-	}
-}
-
-func decHeader(b []byte) error  { _, err := decodeSampleHeader(b); return err }
-func decStream(b []byte) error  { _, err := decodeStreamConfig(b); return err }
-func decCounter(b []byte) error { _, err := decodeCounterConfig(b); return err }

@@ -86,3 +86,37 @@ func TestFlightAllCallersLeaveCancelsWork(t *testing.T) {
 		t.Fatalf("later caller: %v, %v; want a fresh computation", v, err)
 	}
 }
+
+// TestFlightHold: held keys are pending until their holder is done, a key
+// held twice stays its first holder's, and done releases only the holder's
+// own keys.
+func TestFlightHold(t *testing.T) {
+	t.Parallel()
+	var g flight
+	if g.pending("a") != nil {
+		t.Fatal("a key nobody holds is pending")
+	}
+	doneA := g.hold([]string{"a", "b"})
+	chA := g.pending("a")
+	if chA == nil || g.pending("b") == nil {
+		t.Fatal("held keys are not pending")
+	}
+	doneB := g.hold([]string{"b", "c"}) // b is already held: only c is this holder's
+	doneB()
+	if g.pending("b") == nil {
+		t.Fatal("the second holder's done released the first holder's key")
+	}
+	if g.pending("c") != nil {
+		t.Fatal("done left its own key pending")
+	}
+	select {
+	case <-chA:
+		t.Fatal("a's channel closed before its holder was done")
+	default:
+	}
+	doneA()
+	<-chA // closed now (else the test hangs)
+	if g.pending("a") != nil || g.pending("b") != nil {
+		t.Fatal("keys pending after their holder was done")
+	}
+}
