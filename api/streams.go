@@ -19,15 +19,16 @@ type AccuracyParams struct {
 }
 
 // StreamRequest creates a pan-private stream. The validator checks only
-// presence and enumerations; every numeric bound is checked once, by
-// panprivate's constructors (the minimum tags only document them).
-// The estimator and algorithm lists spell panprivate's kind registry
-// (panprivate.Kinds) for swag, which needs them literal; kinds_test.go
-// fails, naming what to write, when they lag it.
+// presence and the enumerations that are not the kind registry's; the
+// estimator and algorithm names and every numeric bound are checked once,
+// by panprivate's constructors (the minimum tags only document them). The
+// enums tags spell panprivate's kind registry (panprivate.Kinds) for swag,
+// which needs them literal; kinds_test.go fails, naming what to write, when
+// they lag it.
 type StreamRequest struct {
 	Dataset        string          `json:"dataset,omitempty" validate:"omitempty,dataset_name"`
-	Estimator      string          `json:"estimator" validate:"required,oneof=density cropped_mean heavy_hitters incidence" enums:"density,cropped_mean,heavy_hitters,incidence"`
-	Algorithm      string          `json:"algorithm,omitempty" validate:"omitempty,oneof=dwork optbern ppds" enums:"dwork,optbern,ppds"`
+	Estimator      string          `json:"estimator" validate:"required" enums:"density,cropped_mean,heavy_hitters,incidence"`
+	Algorithm      string          `json:"algorithm,omitempty" enums:"dwork,optbern,ppds"`
 	Epsilon        *float64        `json:"epsilon" validate:"required" example:"0.25"`
 	UniverseSize   *uint64         `json:"universe_size" minimum:"1" validate:"required" example:"100000"`
 	SampleSize     int             `json:"sample_size,omitempty" minimum:"1" example:"1000"`
