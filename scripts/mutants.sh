@@ -68,7 +68,7 @@ for t in "${targets[@]}"; do
 		target budget-store internal/store "store.go memory_datasets.go postgres_datasets.go" "$STORE_TESTS"
 		;;
 	budget-service)
-		target budget-service internal/service "datasets.go" '^(TestCreateDataset|TestChargeDataset|TestBudgetPrecheck|ExampleService_ChargeDataset)$'
+		target budget-service internal/service "datasets.go" '^(TestCreateDataset|TestChargeDataset|TestBudgetPrecheck|ExampleDatasets_Charge)$'
 		;;
 	sanitize) target sanitize internal/sanitize "rounding.go audit.go restart.go" '^(TestDPAuditGrid|TestAuditDetectsViolations|TestRestartJunctionError|TestUncheckedRestartViolatesDP|TestRestartRandomAccess|TestRestartShortWarmUp|TestRestartPlan|ExampleAuditRows|FuzzTableAudit|TestRounding.*|Test.*Round.*)$' ;;
 	rounding) target rounding internal/sanitize "rounding.go" '^(TestTinyRoundingExact|TestDPAuditGrid|TestAuditDetectsViolations|TestRounding.*|Test.*Round.*)$' ;;

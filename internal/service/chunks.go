@@ -75,7 +75,7 @@ func elementValues(els []store.Element) []float64 {
 	return values
 }
 
-// PrebuildChunks builds, ahead of a scheduled release under spec, the MLE
+// Prebuild builds, ahead of a scheduled release under spec, the MLE
 // chunks (identity and count, what every frequencies release reads) that
 // cover the frequencies up to maxFrequency, and keeps them in memory and in
 // the store: the release then reads them instead of computing them. Chunks

@@ -47,7 +47,7 @@ type CounterOutputs struct {
 	Monotone       []float64
 }
 
-// CreateCounter validates cfg (an empty algorithm takes the lowest-error one
+// Create validates cfg (an empty algorithm takes the lowest-error one
 // for the horizon) and stores a fresh counter, noised from initialisation.
 func (s *Counters) Create(ctx context.Context, cfg panprivate.CounterConfig) (Counter, error) {
 	if err := inScope(ctx, "dataset", ""); err != nil { // counters belong to no dataset
@@ -75,7 +75,7 @@ func (s *Counters) Create(ctx context.Context, cfg panprivate.CounterConfig) (Co
 	return Counter{ID: rec.ID, CreatedAt: now, State: c.State(), Level: level, Postprocess: cfg.Postprocess, CountError: counterError(c)}, nil
 }
 
-// GetCounter returns a counter's public view: steps and the latest output.
+// Get returns a counter's public view: steps and the latest output.
 func (s *Counters) Get(ctx context.Context, id string) (Counter, error) {
 	rec, err := s.store.GetState(ctx, kindCounter, id)
 	if err != nil {
@@ -93,7 +93,7 @@ func (s *Counters) Get(ctx context.Context, id string) (Counter, error) {
 	return Counter{ID: rec.ID, CreatedAt: rec.CreatedAt, State: c.State(), Level: level, Postprocess: cr.Postprocess, Monotone: cr.Monotone, CountError: counterError(c)}, nil
 }
 
-// CounterSteps feeds bits to a counter in one transaction with the state
+// Steps feeds bits to a counter in one transaction with the state
 // locked and returns one output per step after the new state is durable. A
 // batch that would pass the horizon, or holds a bit other than 0 or 1,
 // changes nothing. With post-processing the post-processed outputs come
@@ -157,7 +157,7 @@ func (s *Counters) counterOf(rec *store.StateRecord) (Counter, error) {
 	return Counter{ID: rec.ID, CreatedAt: rec.CreatedAt, State: c.State(), Level: level, CountError: counterError(c)}, nil
 }
 
-// ListCounters lists counters, oldest first.
+// List lists counters, oldest first.
 func (s *Counters) List(ctx context.Context, p Page) ([]Counter, string, error) {
 	rows, next, err := pageOf(p, cursorCounters, func(c store.Cursor, n int) ([]*store.StateRecord, error) {
 		return s.store.ListStates(ctx, kindCounter, c, n)
@@ -174,7 +174,7 @@ func (s *Counters) List(ctx context.Context, p Page) ([]Counter, string, error) 
 	return out, next, nil
 }
 
-// DeleteCounter deletes a counter and its state.
+// Delete deletes a counter and its state.
 func (s *Counters) Delete(ctx context.Context, id string) error {
 	if err := inScope(ctx, "id", ""); err != nil { // counters belong to no dataset
 		return err

@@ -61,13 +61,13 @@ func ledgerOf(rel []store.Release) []LedgerEntry {
 // charges stay far from float64 overflow.
 const maxEpsilonBudget = 1e6
 
-// CreateDataset creates a dataset with a budget and PLD accounting (see
+// Create creates a dataset with a budget and PLD accounting (see
 // CreateDatasetAccounting).
 func (s *Datasets) Create(ctx context.Context, name string, eps, delta float64) (Dataset, error) {
 	return s.CreateAccounting(ctx, name, eps, delta, "")
 }
 
-// CreateDatasetAccounting creates a dataset with a budget: epsilon_budget a
+// CreateAccounting creates a dataset with a budget: epsilon_budget a
 // normal float64 in (0, maxEpsilonBudget] (no subnormal such as 5e-324),
 // 0 <= delta_budget <= 1 (-0 is taken as 0), and accounting "pld" or
 // "basic". Empty accounting is "pld" when delta_budget < 1, else "basic": a
@@ -106,7 +106,7 @@ func (s *Datasets) CreateAccounting(ctx context.Context, name string, eps, delta
 	return datasetOf(d, nil), nil
 }
 
-// GetDataset returns a dataset and its ledger, with ComposedEpsilon set.
+// Get returns a dataset and its ledger, with ComposedEpsilon set.
 func (s *Datasets) Get(ctx context.Context, name string) (Dataset, error) {
 	d, rel, err := s.store.GetDataset(ctx, name)
 	if err != nil {
@@ -123,7 +123,7 @@ func (s *Datasets) Get(ctx context.Context, name string) (Dataset, error) {
 // PLD grows with every release) and says nothing a planner needs.
 const maxAdmits = 10000
 
-// DatasetAdmits returns how many more generic (eps, delta) releases the
+// Admits returns how many more generic (eps, delta) releases the
 // dataset's budget admits under its accounting, up to maxAdmits (which
 // then means at least that many): eps a finite number in (0, 50], 0 <=
 // delta < 1. A release is admitted when basic composition fits or the
@@ -185,7 +185,7 @@ type chargeConfig struct {
 	Description string  `json:"description,omitempty"`
 }
 
-// ChargeDataset charges an external release of (eps, delta) to a dataset:
+// Charge charges an external release of (eps, delta) to a dataset:
 // eps a finite normal float64 > 0 (no subnormal such as 5e-324), 0 <= delta
 // < 1 (-0 is taken as 0). An overspend returns a *BudgetError (matching
 // ErrBudget) and an unknown dataset a *NotFoundError; either way nothing is
@@ -328,7 +328,7 @@ func (s *Datasets) budgetErrorOfComposed(ctx context.Context, d store.Dataset, e
 	return e
 }
 
-// ListDatasets lists datasets with their ledgers, oldest first.
+// List lists datasets with their ledgers, oldest first.
 func (s *Datasets) List(ctx context.Context, p Page) ([]Dataset, string, error) {
 	type row struct {
 		d   store.Dataset

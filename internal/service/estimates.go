@@ -113,7 +113,7 @@ func (s *Estimates) frequencyChunks(ctx context.Context, smp *Sample) (identity,
 
 var countG = estimate.G{Kind: estimate.GCount}
 
-// EstimateSample estimates sum_x L(x) g(w_x) from a stored sample: the sum of
+// Sample estimates sum_x L(x) g(w_x) from a stored sample: the sum of
 // the per-token estimates a_j of the selected reported keys (eq. 10), with
 // the standard error, interval (at level) and reliability of
 // estimate.SumWithError, overall and per group when by is set (the groups

@@ -100,7 +100,7 @@ func (c *IdempotencyClaim) release() {
 	}
 }
 
-// BeginIdempotent claims key (a digest naming the caller and its
+// Begin claims key (a digest naming the caller and its
 // Idempotency-Key). Exactly one of concurrent callers with a key is
 // Reserved; the others wait until it finishes and get its answer, or
 // ErrIdempotencyInProgress when ctx ends or the wait passes
@@ -152,7 +152,7 @@ func (s *Idempotency) Begin(ctx context.Context, key string) (*IdempotencyClaim,
 	}
 }
 
-// FinishIdempotent records the digest of the reserved request of c and its
+// Finish records the digest of the reserved request of c and its
 // answer, kept for the idempotency TTL from now; later requests with the
 // key get the answer again.
 func (s *Idempotency) Finish(ctx context.Context, c *IdempotencyClaim, requestHash []byte, a IdempotentAnswer) error {
@@ -165,7 +165,7 @@ func (s *Idempotency) Finish(ctx context.Context, c *IdempotencyClaim, requestHa
 	return nil
 }
 
-// AbandonIdempotent frees the reserved key of c whose request changed
+// Abandon frees the reserved key of c whose request changed
 // nothing (it failed with a server error), so that a retry runs it again.
 func (s *Idempotency) Abandon(ctx context.Context, c *IdempotencyClaim) error {
 	c.release()
@@ -175,7 +175,7 @@ func (s *Idempotency) Abandon(ctx context.Context, c *IdempotencyClaim) error {
 	return nil
 }
 
-// RedactIdempotent replaces every recorded answer that created ref (a
+// Redact replaces every recorded answer that created ref (a
 // resource now deleted) by a: the deleted resource's content does not
 // outlive it in the idempotency records, and a repeat of the request that
 // created it still runs nothing (it would charge again).

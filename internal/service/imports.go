@@ -47,7 +47,7 @@ type importClaim struct {
 	ImportedSample string `json:"imported_sample"`
 }
 
-// ImportSample stores an already-sanitized release as a sample, so that its
+// Import stores an already-sanitized release as a sample, so that its
 // estimates, top-k, ranks and quantiles can be asked like those of a sample
 // pwsd sanitized. The service cannot re-check the draws (a sanitized value
 // and a raw one can look alike), so it trusts the writer that sends it for

@@ -84,7 +84,7 @@ type Sample struct {
 	Spec      SampleSpec
 	Elements  []Element // nil in listings
 	Reported  int       // number of elements
-	// Keys holds, for a frequencies release read through CreateSample or
+	// Keys holds, for a frequencies release read through Samples.Create or
 	// GetSampleView, each element's MLE frequency and contribution under
 	// Spec.Estimator (same order as Elements); nil otherwise.
 	Keys []KeyEstimate
@@ -92,12 +92,12 @@ type Sample struct {
 
 // ElementSource yields the raw elements of a sample one at a time; it returns
 // io.EOF after the last. The key it returns need only stay valid until its
-// next call (it may alias the source's line buffer): CreateSample copies
+// next call (it may alias the source's line buffer): Samples.Create copies
 // the keys it keeps (reported ones only). Errors it returns (e.g. a *checks.FieldError for a malformed
 // element) abort the release. Raw elements never leave the service's memory.
 type ElementSource func() (key string, frequency int64, err error)
 
-// CreateSample sanitizes the elements src yields and stores only the
+// Create sanitizes the elements src yields and stores only the
 // sanitized output. Each key is reported with probability pi_i/q_i (the client
 // already sampled it with q_i), then (frequencies release) gets a sanitized
 // value and its MLE frequency estimate. A repeated key or invalid element
@@ -290,7 +290,7 @@ func (s *Samples) attachKeys(ctx context.Context, smp *Sample) error {
 	return nil
 }
 
-// GetSampleView returns a stored sample with each reported key's MLE
+// Get returns a stored sample with each reported key's MLE
 // frequency and its contribution under estimator e (mle or biased_down).
 func (s *Samples) Get(ctx context.Context, id string, e estimate.Estimator) (*Sample, error) {
 	if e != "" && e != estimate.MLE && e != estimate.BiasedDown {
@@ -625,7 +625,7 @@ func sampleOf(smp *store.Sample) (*Sample, error) {
 	return &Sample{ID: smp.ID, CreatedAt: smp.CreatedAt, ExpiresAt: smp.ExpiresAt, Spec: spec, Elements: smp.Elements, Reported: n}, nil
 }
 
-// ListSamples lists stored samples without their elements (Elements nil,
+// List lists stored samples without their elements (Elements nil,
 // Reported set), oldest first.
 func (s *Samples) List(ctx context.Context, p Page) ([]*Sample, string, error) {
 	rows, next, err := pageOf(p, cursorSamples, func(c store.Cursor, n int) ([]*store.Sample, error) { return s.store.ListSamples(ctx, c, n) },
@@ -642,7 +642,7 @@ func (s *Samples) List(ctx context.Context, p Page) ([]*Sample, string, error) {
 	return out, next, nil
 }
 
-// DeleteSample deletes a sample; its dataset's ledger keeps the charge.
+// Delete deletes a sample; its dataset's ledger keeps the charge.
 func (s *Samples) Delete(ctx context.Context, id string) error {
 	if scoped(ctx) {
 		smp, err := s.store.GetSample(ctx, id)

@@ -95,8 +95,8 @@ type deps struct {
 	maxWork, maxReleaseWork int64
 }
 
-// Samples releases sanitized samples (from frequencies or imported),
-// keeps them, and answers estimates over them.
+// Samples releases sanitized samples (from frequencies or imported) and
+// keeps them; Estimates answers over them.
 type Samples struct {
 	*deps
 	datasets *Datasets

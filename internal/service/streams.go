@@ -53,7 +53,7 @@ type Stream struct {
 	Privacy *panprivate.Privacy
 }
 
-// CreateStream validates spec and stores a fresh pan-private state. A
+// Create validates spec and stores a fresh pan-private state. A
 // continual stream's whole output is charged to its dataset at creation.
 func (s *Streams) Create(ctx context.Context, spec StreamSpec) (Stream, error) {
 	if err := inScope(ctx, "dataset", spec.Dataset); err != nil {
@@ -246,7 +246,7 @@ func (s *Streams) streamOf(rec *store.StateRecord) (streamConfig, stream, error)
 	return cfg, st, err
 }
 
-// GetStream returns a stream's public view.
+// Get returns a stream's public view.
 func (s *Streams) Get(ctx context.Context, id string) (Stream, error) {
 	rec, err := s.store.GetState(ctx, kindStream, id)
 	if err != nil {
@@ -255,7 +255,7 @@ func (s *Streams) Get(ctx context.Context, id string) (Stream, error) {
 	return s.streamView(rec)
 }
 
-// ApplyEvents applies a batch of events to a stream in one transaction with
+// Apply applies a batch of events to a stream in one transaction with
 // the state locked; it returns after the new state is durable. A batch with
 // an invalid event changes nothing.
 func (s *Streams) Apply(ctx context.Context, id string, events []panprivate.Event) (Stream, error) {
@@ -305,7 +305,7 @@ type StreamRelease struct {
 	laplace bool
 }
 
-// ReleaseStream draws one noisy estimate (Laplace noise from the vetted
+// Release draws one noisy estimate (Laplace noise from the vetted
 // source) with its standard error and an interval at level, charging its epsilon to the stream's dataset in the same
 // transaction. Past the stream's max_releases it fails with ErrLimit. A
 // continual stream's release is its latest output, already paid for.
@@ -354,7 +354,7 @@ func (s *Streams) Release(ctx context.Context, id string, level float64) (Stream
 	return out, nil
 }
 
-// IntrudeStream performs an announced intrusion: it returns the internal
+// Intrude performs an announced intrusion: it returns the internal
 // state as it was, then durably re-randomizes it.
 func (s *Streams) Intrude(ctx context.Context, id string) (panprivate.State, error) {
 	var out panprivate.State
@@ -382,7 +382,7 @@ func (s *Streams) Intrude(ctx context.Context, id string) (panprivate.State, err
 
 func statePos(r *store.StateRecord) (time.Time, string) { return r.CreatedAt, r.ID }
 
-// ListStreams lists streams (configuration and counts), oldest first.
+// List lists streams (configuration and counts), oldest first.
 func (s *Streams) List(ctx context.Context, p Page) ([]Stream, string, error) {
 	rows, next, err := pageOf(p, cursorStreams, func(c store.Cursor, n int) ([]*store.StateRecord, error) {
 		return s.store.ListStates(ctx, kindStream, c, n)
@@ -399,7 +399,7 @@ func (s *Streams) List(ctx context.Context, p Page) ([]Stream, string, error) {
 	return out, next, nil
 }
 
-// DeleteStream deletes a stream and its pan-private state; its dataset's
+// Delete deletes a stream and its pan-private state; its dataset's
 // ledger keeps every charge.
 func (s *Streams) Delete(ctx context.Context, id string) error {
 	if scoped(ctx) {
