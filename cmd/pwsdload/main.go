@@ -17,7 +17,7 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "pwsdload:", err)
 		os.Exit(1)
 	}
@@ -29,14 +29,18 @@ type result struct {
 	status  int
 }
 
-func run() error {
-	base := flag.String("url", "http://127.0.0.1:8080", "pwsd base URL (loopback only)")
-	clients := flag.Int("clients", 50, "concurrent clients")
-	duration := flag.Duration("duration", 30*time.Second, "how long to run")
-	maxReq := flag.Int("max-requests", 2_000_000, "stop after this many requests in all")
-	elements := flag.Int("elements", 1000, "elements per sanitize request")
-	events := flag.Int("events", 1000, "events per stream batch")
-	flag.Parse()
+// run parses args, drives the server and writes the report to out.
+func run(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("pwsdload", flag.ContinueOnError)
+	base := fs.String("url", "http://127.0.0.1:8080", "pwsd base URL (loopback only)")
+	clients := fs.Int("clients", 50, "concurrent clients")
+	duration := fs.Duration("duration", 30*time.Second, "how long to run")
+	maxReq := fs.Int("max-requests", 2_000_000, "stop after this many requests in all")
+	elements := fs.Int("elements", 1000, "elements per sanitize request")
+	events := fs.Int("events", 1000, "events per stream batch")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 
 	u, err := url.Parse(*base)
 	if err != nil {
@@ -100,7 +104,7 @@ func run() error {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	return report(results, elapsed, *elements, *events)
+	return report(out, results, elapsed, *elements, *events)
 }
 
 func timed(op string, f func() (int, error)) result {
@@ -112,7 +116,9 @@ func timed(op string, f func() (int, error)) result {
 	return result{op: op, latency: time.Since(t), status: st}
 }
 
-func report(rs []result, elapsed time.Duration, elements, events int) error {
+// report writes the requests' rate and latency per operation to out, and
+// fails when any was answered 5xx.
+func report(out io.Writer, rs []result, elapsed time.Duration, elements, events int) error {
 	byOp := map[string][]time.Duration{}
 	fivexx := 0
 	other := map[int]int{}
@@ -124,8 +130,8 @@ func report(rs []result, elapsed time.Duration, elements, events int) error {
 			other[r.status]++
 		}
 	}
-	fmt.Printf("requests %d in %.1fs: %.0f req/s; 5xx: %d; other non-2xx: %v\n", len(rs), elapsed.Seconds(), float64(len(rs))/elapsed.Seconds(), fivexx, other)
-	fmt.Printf("%-9s %8s %9s %9s %9s %12s\n", "op", "count", "req/s", "p50", "p99", "items/s")
+	fmt.Fprintf(out, "requests %d in %.1fs: %.0f req/s; 5xx: %d; other non-2xx: %v\n", len(rs), elapsed.Seconds(), float64(len(rs))/elapsed.Seconds(), fivexx, other)
+	fmt.Fprintf(out, "%-9s %8s %9s %9s %9s %12s\n", "op", "count", "req/s", "p50", "p99", "items/s")
 	for _, op := range []string{"sanitize", "estimate", "events"} {
 		ls := byOp[op]
 		if len(ls) == 0 {
@@ -133,7 +139,7 @@ func report(rs []result, elapsed time.Duration, elements, events int) error {
 		}
 		slices.Sort(ls)
 		items := map[string]int{"sanitize": elements, "estimate": 1, "events": events}[op]
-		fmt.Printf("%-9s %8d %9.0f %9s %9s %12.0f\n", op, len(ls), float64(len(ls))/elapsed.Seconds(),
+		fmt.Fprintf(out, "%-9s %8d %9.0f %9s %9s %12.0f\n", op, len(ls), float64(len(ls))/elapsed.Seconds(),
 			ls[len(ls)/2].Round(10*time.Microsecond), ls[len(ls)*99/100].Round(10*time.Microsecond), float64(len(ls)*items)/elapsed.Seconds())
 	}
 	if fivexx > 0 {
