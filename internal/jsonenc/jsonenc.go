@@ -3,16 +3,33 @@ package jsonenc
 import (
 	"math"
 	"strconv"
+	"unicode/utf8"
 )
 
 // AppendString appends s as a JSON string literal, escaping exactly as
-// encoding/json does by default (including <, > and &), without reflection.
+// encoding/json does by default (including <, > and &, U+2028 and U+2029,
+// and each invalid UTF-8 byte written as \ufffd), without reflection.
 func AppendString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			switch {
+			case r == utf8.RuneError && size == 1:
+				b = append(b, s[start:i]...)
+				b = append(b, `\ufffd`...)
+				start = i + 1
+			case r == '\u2028' || r == '\u2029':
+				b = append(b, s[start:i]...)
+				b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+				start = i + size
+			}
+			i += size - 1
+			continue
+		}
 		if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
 			continue
 		}
@@ -26,6 +43,10 @@ func AppendString(b []byte, s string) []byte {
 			b = append(b, '\\', 'r')
 		case '\t':
 			b = append(b, '\\', 't')
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\f':
+			b = append(b, '\\', 'f')
 		default:
 			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 		}

@@ -3,6 +3,8 @@ package jsonenc
 import (
 	"encoding/json"
 	"math"
+	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -23,5 +25,41 @@ func TestAppendFloatMatchesEncodingJSON(t *testing.T) {
 	}
 	if got := string(AppendFloat(nil, 1e7)); got != "10000000" {
 		t.Errorf("a frequency of 10^7 is written %s", got)
+	}
+}
+
+// TestAppendStringMatchesEncodingJSON checks AppendString against
+// encoding/json, its reference: every single byte, every pair of an ASCII
+// byte and a multi-byte or invalid sequence, and random strings over an
+// alphabet of the cases that need escaping.
+func TestAppendStringMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
+	check := func(s string) {
+		t.Helper()
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendString(nil, s); string(got) != string(want) {
+			t.Fatalf("AppendString(%q) = %s, encoding/json writes %s", s, got, want)
+		}
+	}
+	specials := []string{"\u2028", "\u2029", "é", "€", "😀", "\xff", "\xe2\x80", "\xed\xa0\x80", "\xc0\xaf", "\u2027", "\u202a"}
+	for c := range 256 {
+		check(string(rune(c)))
+		check(string([]byte{byte(c)}))
+		for _, sp := range specials {
+			check(string([]byte{byte(c)}) + sp)
+			check(sp + string([]byte{byte(c)}))
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	alphabet := append([]string{"a", "<", ">", "&", "\"", "\\", "\n", "\t", "\x00", "\x1f", "\x7f", "z"}, specials...)
+	for range 5000 {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		check(b.String())
 	}
 }
