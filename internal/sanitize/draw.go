@@ -1,6 +1,7 @@
 package sanitize
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -149,8 +150,10 @@ func (c *samplerCache) put(s *sampler) {
 }
 
 // samplerFor returns the sampler of frequency i and the shift to apply.
-// Samplers are cached only once both pairs next to their row are verified
-// (restart.go).
+// Samplers are cached; a walk that starts from a row of the table near i
+// (within two checkpoint spacings) also caches the rows on its way while
+// the cache has room for them: draws for nearby frequencies (Zipf-like
+// data hits most of them) are then hits.
 func (t *Table) samplerFor(i int64) (*sampler, int64, error) {
 	if st := t.stationary(); st != nil && i >= st.from() {
 		r, d := st.at(i)
@@ -164,53 +167,39 @@ func (t *Table) samplerFor(i int64) (*sampler, int64, error) {
 	if s := t.cache.get(i); s != nil {
 		return s, 0, nil
 	}
-	cp := t.checkpointBelow(i)
-	if i-cp.i > 2*t.currentSpacing() || t.startCost(i) < i-cp.i {
-		r, d, err := t.stateFor(i) // far beyond the known rows: no intermediates
-		if err != nil {
-			return nil, 0, err
-		}
-		s := newSampler(r)
-		t.cache.put(s)
-		return s, d, nil
+	cu := t.cursorFor(i)
+	from, keepAll := i, false
+	if cu.usable() && i-cu.cur.i <= 2*t.currentSpacing() {
+		// Rows on the way are kept only while the cache has room for them
+		// (samplerCache.room): wider rows (small epsilon) would evict each
+		// other, and the rows draws asked for, and every later draw would
+		// walk again.
+		from = min(cu.cur.i+1, i)
+		keepAll = int64(len(cu.cur.m)+1)*(i-cu.cur.i) <= int64(t.cache.room())
 	}
-	// Walk from the checkpoint and keep every row on the way: draws for
-	// nearby frequencies (Zipf-like data hits most of them) are then hits.
-	// A row is kept once the row above it is computed (so that a junction
-	// above it has been verified).
-	cu := t.cursorAt(cp)
-	var pending *sampler
-	// Rows on the way are kept only while the cache has room for them
-	// (samplerCache.room): wider rows (small epsilon) would evict each
-	// other, and the rows draws asked for, and every later draw would walk
-	// again.
-	keepAll := int64(len(cp.m)+1)*(i-cp.i) <= int64(t.cache.room())
-	for cu.cur.i < i && cu.err == nil {
-		cu.step()
+	var s *sampler
+	err := t.walk(context.Background(), cu, from, i, func(r *rowState, d int64) bool {
 		if cu.hitStationary {
-			if st := t.stationary(); i >= st.from() {
-				return t.samplerFor(i)
-			}
+			return false // rows from i's on come from the cycle
 		}
-		if cu.err == nil && pending != nil {
-			t.cache.put(pending)
+		if r.i == i {
+			s = newSampler(r)
+			t.cache.put(s)
+		} else if keepAll && t.cache.get(r.i) == nil {
+			t.cache.put(newSampler(r))
 		}
-		pending = nil
-		if (keepAll || cu.cur.i == i) && t.cache.get(cu.cur.i) == nil {
-			pending = newSampler(cu.cur)
-		}
-	}
-	if err := cu.finish(); err != nil {
+		return true
+	})
+	if err != nil {
 		return nil, 0, fmt.Errorf("sanitize: draw: %w", err)
 	}
-	if pending != nil {
-		t.cache.put(pending)
+	if cu.hitStationary {
+		return t.samplerFor(i)
 	}
-	if s := t.cache.get(i); s != nil {
-		return s, 0, nil
+	if c := t.cache.get(i); c != nil {
+		return c, 0, nil
 	}
-	s := newSampler(cu.cur) // evicted at once by a full cache
-	return s, 0, nil
+	return s, 0, nil // evicted at once by a full cache
 }
 
 // Draw sanitizes one sampled key of frequency freq: it reports the key with
@@ -280,9 +269,8 @@ func (t *Table) DrawAll(freqs []int64, rng *rand.Rand, out []Outcome) ([]Outcome
 	return out, nil
 }
 
-// rowWalker finds the samplers of ascending frequencies along one cursor:
-// rows between frequencies that are close are stepped once, and a wide gap
-// is crossed by the cheapest start (Table.cursorFor).
+// rowWalker finds the samplers of ascending frequencies along one cursor,
+// stepped on while no start is cheaper (rowChain.startFor).
 type rowWalker struct {
 	t  *Table
 	cu *cursor
@@ -299,33 +287,24 @@ func (w *rowWalker) sampler(f int64, keep bool) (*sampler, int64, error) {
 	if s := t.cache.get(f); s != nil {
 		return s, 0, nil
 	}
-	cu := w.cu
-	if cu == nil || cu.hitStationary || cu.cur.i > f || f-cu.cur.i > t.currentSpacing() || t.startCost(f) < f-cu.cur.i {
-		if fresh := t.cursorFor(f); cu == nil || cu.cur.i > f || cu.hitStationary || fresh.cur.i > cu.cur.i {
-			cu = fresh
-		}
-	}
+	cu := t.startFor(f, w.cu)
 	w.cu = cu
-	for cu.cur.i < f && !cu.hitStationary && cu.err == nil {
-		cu.step()
+	var s *sampler
+	if err := t.walk(context.Background(), cu, f, f, func(r *rowState, _ int64) bool {
+		if !cu.hitStationary {
+			s = newSampler(r)
+		}
+		return false
+	}); err != nil {
+		return nil, 0, err
 	}
 	if cu.hitStationary {
 		return t.samplerFor(f)
 	}
-	if err := cu.finish(); err != nil {
-		return nil, 0, err
-	}
-	s := newSampler(cu.cur)
 	if keep {
 		t.cache.put(s)
 	}
 	return s, 0, nil
-}
-
-func (t *Table) currentSpacing() int64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.spacing
 }
 
 // denseDraws is the number of small frequencies a Drawer indexes directly
