@@ -3,6 +3,9 @@ package sanitize
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -598,4 +601,101 @@ func (cu *cursor) finish() error {
 // a row inside its block reached along its own chain.
 func (cu *cursor) usable() bool {
 	return cu.trusted || (cu.insideFrom > 0 && cu.cur.i >= cu.insideFrom)
+}
+
+// keptSet is what a chain keeps, as (index, row) sets, for storing it
+// (persist.go) and restoring it into a fresh chain of the same parameters
+// and AlgorithmVersion. Its rows are shared with the chain and must not be
+// modified.
+type keptSet struct {
+	spacing     int64               // checkpoints are the rows i with i % spacing == 0
+	checkpoints []*rowState         // ascending; checkpoints[0] is row 0
+	starts      map[int64]*rowState // by junction a: the verified row a
+	inner       map[int64]*rowState // by row: rows inside blocks (restartPlan.keepsInner)
+	warms       map[int64]*rowState // by junction a: row a-1 of chain a (not a row of the table)
+	cycle       []*rowState         // the stationary rows s, s+1, ...; nil until detected
+}
+
+// kept returns the rows the chain keeps.
+func (ch *rowChain) kept() keptSet {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	k := keptSet{
+		spacing:     ch.spacing,
+		checkpoints: slices.Clone(ch.cps),
+		starts:      maps.Clone(ch.starts),
+		inner:       maps.Clone(ch.inner),
+		warms:       maps.Clone(ch.warms),
+	}
+	if st := ch.stat.Load(); st != nil {
+		k.cycle = st.rows
+	}
+	return k
+}
+
+// restore installs k, kept by a chain of the same parameters (kept), into
+// ch, which must keep nothing yet but row 0. It checks that every row sits
+// where the plan keeps such a row, under its own index, and has the shape
+// of a row; it cannot check that the rows are the chain's (the store that
+// held them vouches for that).
+func (ch *rowChain) restore(k keptSet) error {
+	pl := ch.plan
+	bad := func(what string, i int64) error {
+		return fmt.Errorf("sanitize: restore kept rows: %s %d out of place", what, i)
+	}
+	if k.spacing < initialSpacing || k.spacing&(k.spacing-1) != 0 || len(k.checkpoints) == 0 || k.checkpoints[0].i != 0 {
+		return errors.New("sanitize: restore kept rows: bad checkpoint spacing or no row 0")
+	}
+	for n, r := range k.checkpoints {
+		if !rowShaped(r) || r.i%k.spacing != 0 || (n > 0 && r.i <= k.checkpoints[n-1].i) ||
+			(pl.enabled() && r.i >= pl.from && r.i < pl.final) {
+			return bad("checkpoint", r.i)
+		}
+	}
+	for a, r := range k.starts {
+		if !rowShaped(r) || r.i != a || !pl.isJunction(a) {
+			return bad("junction row", a)
+		}
+	}
+	for i, r := range k.inner {
+		if !rowShaped(r) || r.i != i || !pl.keepsInner(i) {
+			return bad("inner row", i)
+		}
+	}
+	for a, r := range k.warms {
+		if !rowShaped(r) || r.i != a-1 || !pl.isJunction(a) {
+			return bad("warm-up row", a)
+		}
+	}
+	for n, r := range k.cycle {
+		if !rowShaped(r) || r.i < ch.qConst || r.i != k.cycle[0].i+int64(n) || n >= maxPeriod {
+			return bad("stationary row", r.i)
+		}
+	}
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if len(ch.cps) != 1 || ch.starts != nil || ch.inner != nil || ch.warms != nil || ch.stat.Load() != nil {
+		return errors.New("sanitize: restore kept rows: the table already keeps rows")
+	}
+	ch.spacing = k.spacing
+	ch.cps = slices.Clone(k.checkpoints)
+	ch.starts, ch.inner, ch.warms = maps.Clone(k.starts), maps.Clone(k.inner), maps.Clone(k.warms)
+	if len(k.cycle) > 0 {
+		ch.stat.Store(&cycle{rows: slices.Clone(k.cycle)})
+	}
+	return nil
+}
+
+// rowShaped reports whether r has the shape of a row (rowState): break
+// points ascending up to its frequency, one mass per piece, pi in [0, 1].
+func rowShaped(r *rowState) bool {
+	if r == nil || len(r.x) != len(r.m)+1 || r.x[len(r.m)] != float64(r.i) || !(r.pi >= 0 && r.pi <= 1) {
+		return false
+	}
+	for k := 1; k < len(r.x); k++ {
+		if !(r.x[k] > r.x[k-1]) {
+			return false
+		}
+	}
+	return true
 }

@@ -223,7 +223,7 @@ func (t *Table) Draw(freq int64, rng *rand.Rand) (Outcome, error) {
 // DrawAll sanitizes a batch of sampled keys: out[k] is the outcome for a key
 // of frequency freqs[k]. It appends to out[:0] and returns it. It computes
 // each needed row once, streaming the rows in ascending order (O(L) per row
-// between needed frequencies that are close, restarting from a checkpoint
+// between needed frequencies that are close, from the cheapest start
 // across wide gaps) and draws every key of one frequency from that row, so
 // its cost is O(n log n + (rows computed) L) whatever the cache holds. The
 // draws consume rng in ascending order of frequency (ties in input order),
@@ -457,8 +457,8 @@ func keepThreshold(pi, q float64) uint64 {
 // frequencies in freqs that the Drawer has not prepared yet, so that the
 // Draw calls that follow find them ready. Frequencies close together are
 // prepared in ascending order along one walk on one goroutine, which steps
-// each row between them once (Draw alone walks from a checkpoint for each
-// frequency whose row is not cached); distant ones, each a restart of its
+// each row between them once (Draw alone walks from the cheapest start for
+// each frequency whose row is not cached); distant ones, each a restart of its
 // own, spread over the goroutines.
 // Preparing takes no randomness, so the outcomes of the Draw calls, and the
 // words they take from the generator, are those without Prepare. A

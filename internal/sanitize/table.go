@@ -164,9 +164,10 @@ func (t *Table) stateFor(i int64) (*rowState, int64, error) {
 }
 
 // Rows calls fn with the rows of frequencies from..to in ascending order
-// until fn returns false. It runs in O((to - c) L) time, c the nearest
-// checkpoint at or below from (O(L) per row past the stationary point), and
-// O(L) memory. The Row passed to fn, including its Pieces slice, is only
+// until fn returns false. It runs in O((to - c) L) time, c the cheapest
+// start for from (chain.go: a checkpoint or, with restarts, a kept row or a
+// fresh start a bounded distance below), O(L) per row past the stationary
+// point, and O(L) memory. The Row passed to fn, including its Pieces slice, is only
 // valid during the call: use Row.Clone to keep it.
 func (t *Table) Rows(from, to int64, fn func(Row) bool) error {
 	var buf []Piece
