@@ -171,7 +171,7 @@ func TestChainWalkerKeepsItsCursor(t *testing.T) {
 func TestChainKeptRoundTrip(t *testing.T) {
 	t.Parallel()
 	src := chainTable(t, MethodMaxSeparation)
-	rowsFrom(t, src, 1, 1500) // checkpoints, every junction row, inner rows
+	rowsFrom(t, src, 1, 1500)                // checkpoints, every junction row, inner rows
 	if _, err := src.Row(1750); err != nil { // a fresh start inside a block: a warm-up row
 		t.Fatal(err)
 	}
