@@ -178,9 +178,11 @@ func (t *Table) samplerFor(i int64) (*sampler, int64, error) {
 		keepAll = int64(len(cu.cur.m)+1)*(i-cu.cur.i) <= int64(t.cache.room())
 	}
 	var s *sampler
+	shifted := false
 	err := t.walk(context.Background(), cu, from, i, func(r *rowState, d int64) bool {
-		if cu.hitStationary {
-			return false // rows from i's on come from the cycle
+		if d != 0 {
+			shifted = true // the walk met the stationary cycle, which covers i
+			return false
 		}
 		if r.i == i {
 			s = newSampler(r)
@@ -193,7 +195,7 @@ func (t *Table) samplerFor(i int64) (*sampler, int64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("sanitize: draw: %w", err)
 	}
-	if cu.hitStationary {
+	if shifted {
 		return t.samplerFor(i)
 	}
 	if c := t.cache.get(i); c != nil {
@@ -290,16 +292,16 @@ func (w *rowWalker) sampler(f int64, keep bool) (*sampler, int64, error) {
 	cu := t.startFor(f, w.cu)
 	w.cu = cu
 	var s *sampler
-	if err := t.walk(context.Background(), cu, f, f, func(r *rowState, _ int64) bool {
-		if !cu.hitStationary {
+	if err := t.walk(context.Background(), cu, f, f, func(r *rowState, d int64) bool {
+		if d == 0 {
 			s = newSampler(r)
 		}
 		return false
 	}); err != nil {
 		return nil, 0, err
 	}
-	if cu.hitStationary {
-		return t.samplerFor(f)
+	if s == nil {
+		return t.samplerFor(f) // a shifted row of the stationary cycle
 	}
 	if keep {
 		t.cache.put(s)

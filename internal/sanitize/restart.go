@@ -176,7 +176,6 @@ func (pl restartPlan) inside(i, a int64) bool {
 	return a < i && a < pl.final && i+1 < a+pl.block
 }
 
-// startCost is the number of rows a fresh start for row i computes before
 // RestartCost returns about how many rows a Table computes to reach a row
 // that no earlier request brought near, under privacy p: the warm-up of
 // the chain below the row's block, that block, and the warm-up of the row's

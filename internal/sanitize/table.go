@@ -118,7 +118,7 @@ func (t *Table) StationaryFromContext(ctx context.Context) (int64, bool, error) 
 	// Walk from q's constant point until the cycle is detected, at most
 	// 2^21 rows from the start.
 	cu := t.cursorFor(t.qConst)
-	err := t.walk(ctx, cu, t.qConst, cu.cur.i+(1<<21), func(*rowState, int64) bool { return !cu.hitStationary })
+	err := t.walk(ctx, cu, t.qConst, cu.cur.i+(1<<21), func(*rowState, int64) bool { return t.stationary() == nil })
 	if errors.Is(err, ErrJunction) {
 		return 0, false, err
 	} else if err != nil {
