@@ -149,59 +149,16 @@ func (c *samplerCache) put(s *sampler) {
 	c.pieces += len(s.m)
 }
 
-// samplerFor returns the sampler of frequency i and the shift to apply.
-// Samplers are cached; a walk that starts from a row of the table near i
-// (within two checkpoint spacings) also caches the rows on its way while
-// the cache has room for them: draws for nearby frequencies (Zipf-like
-// data hits most of them) are then hits.
+// samplerFor returns the sampler of frequency i and the shift to apply,
+// cached (rowWalker.sampler with a walker of its own that keeps the rows
+// near it).
 func (t *Table) samplerFor(i int64) (*sampler, int64, error) {
-	if st := t.stationary(); st != nil && i >= st.from() {
-		r, d := st.at(i)
-		if s := t.cache.get(r.i); s != nil {
-			return s, d, nil
-		}
-		s := newSampler(r)
-		t.cache.put(s)
-		return s, d, nil
-	}
-	if s := t.cache.get(i); s != nil {
-		return s, 0, nil
-	}
-	cu := t.cursorFor(i)
-	from, keepAll := i, false
-	if cu.usable() && i-cu.cur.i <= 2*t.currentSpacing() {
-		// Rows on the way are kept only while the cache has room for them
-		// (samplerCache.room): wider rows (small epsilon) would evict each
-		// other, and the rows draws asked for, and every later draw would
-		// walk again.
-		from = min(cu.cur.i+1, i)
-		keepAll = int64(len(cu.cur.m)+1)*(i-cu.cur.i) <= int64(t.cache.room())
-	}
-	var s *sampler
-	shifted := false
-	err := t.walk(context.Background(), cu, from, i, func(r *rowState, d int64) bool {
-		if d != 0 {
-			shifted = true // the walk met the stationary cycle, which covers i
-			return false
-		}
-		if r.i == i {
-			s = newSampler(r)
-			t.cache.put(s)
-		} else if keepAll && t.cache.get(r.i) == nil {
-			t.cache.put(newSampler(r))
-		}
-		return true
-	})
+	w := rowWalker{t: t, keepNear: true}
+	s, d, err := w.sampler(i, true)
 	if err != nil {
 		return nil, 0, fmt.Errorf("sanitize: draw: %w", err)
 	}
-	if shifted {
-		return t.samplerFor(i)
-	}
-	if c := t.cache.get(i); c != nil {
-		return c, 0, nil
-	}
-	return s, 0, nil // evicted at once by a full cache
+	return s, d, nil
 }
 
 // Draw sanitizes one sampled key of frequency freq: it reports the key with
@@ -272,39 +229,70 @@ func (t *Table) DrawAll(freqs []int64, rng *rand.Rand, out []Outcome) ([]Outcome
 }
 
 // rowWalker finds the samplers of ascending frequencies along one cursor,
-// stepped on while no start is cheaper (rowChain.startFor).
+// stepped on while no start is cheaper (rowChain.startFor). The samplers
+// of the stationary cycle's rows are always cached.
 type rowWalker struct {
 	t  *Table
 	cu *cursor
+	// keepNear: a walk that starts from a row of the table near the
+	// frequency (within two checkpoint spacings) caches the rows on its way
+	// while the cache has room for them: draws for nearby frequencies
+	// (Zipf-like data hits most of them) are then hits.
+	keepNear bool
 }
 
 // sampler returns the sampler of frequency f (at or above the frequencies
-// asked before) and the shift to apply; keep puts a sampler the walk made
-// into the Table's cache.
+// asked before) and the shift to apply; keep puts the sampler of f into
+// the Table's cache.
 func (w *rowWalker) sampler(f int64, keep bool) (*sampler, int64, error) {
 	t := w.t
 	if st := t.stationary(); st != nil && f >= st.from() {
-		return t.samplerFor(f)
+		r, d := st.at(f)
+		if s := t.cache.get(r.i); s != nil {
+			return s, d, nil
+		}
+		s := newSampler(r)
+		t.cache.put(s)
+		return s, d, nil
 	}
 	if s := t.cache.get(f); s != nil {
 		return s, 0, nil
 	}
 	cu := t.startFor(f, w.cu)
 	w.cu = cu
+	from, keepAll := f, false
+	if w.keepNear && cu.usable() && f-cu.cur.i <= 2*t.currentSpacing() {
+		// Rows on the way are kept only while the cache has room for them
+		// (samplerCache.room): wider rows (small epsilon) would evict each
+		// other, and the rows draws asked for, and every later draw would
+		// walk again.
+		from = min(cu.cur.i+1, f)
+		keepAll = int64(len(cu.cur.m)+1)*(f-cu.cur.i) <= int64(t.cache.room())
+	}
 	var s *sampler
-	if err := t.walk(context.Background(), cu, f, f, func(r *rowState, d int64) bool {
-		if d == 0 {
+	shifted := false
+	if err := t.walk(context.Background(), cu, from, f, func(r *rowState, d int64) bool {
+		switch {
+		case d != 0:
+			shifted = true // the walk met the stationary cycle, which covers f
+			return false
+		case r.i == f:
 			s = newSampler(r)
+		case keepAll && t.cache.get(r.i) == nil:
+			t.cache.put(newSampler(r))
 		}
-		return false
+		return true
 	}); err != nil {
 		return nil, 0, err
 	}
-	if s == nil {
-		return t.samplerFor(f) // a shifted row of the stationary cycle
+	if shifted {
+		return w.sampler(f, keep)
 	}
 	if keep {
 		t.cache.put(s)
+		if c := t.cache.get(f); c != nil {
+			return c, 0, nil
+		}
 	}
 	return s, 0, nil
 }
