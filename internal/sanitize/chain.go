@@ -480,9 +480,10 @@ func (cu *cursor) own() int64 {
 // step advances the cursor by one row.
 func (cu *cursor) step() {
 	ch := cu.ch
-	ch.stepRow(cu.cur, cu.nxt, &cu.sc)
-	if j := cu.nxt.i; ch.plan.isJunction(j) {
-		cu.junction(j)
+	if a := cu.cur.i + 1; ch.plan.isJunction(a) {
+		cu.junction(a)
+	} else {
+		ch.stepRow(cu.cur, cu.nxt, &cu.sc)
 	}
 	cu.cur, cu.nxt = cu.nxt, cu.cur
 	j := cu.cur.i
@@ -536,21 +537,19 @@ func (cu *cursor) detectCycle() {
 	cu.ringN++
 }
 
-// junction is called by step when the row just computed into cu.nxt (from
-// cu.cur, row a-1) is junction a: it makes cu.nxt the row of the new chain
-// and verifies the pair (row a-1, row a).
+// junction is called by step to compute row a, a junction, into cu.nxt
+// from cu.cur (row a-1): it makes cu.nxt the row of the new chain and
+// verifies the pair (row a-1, row a).
 func (cu *cursor) junction(a int64) {
 	ch := cu.ch
 	if !cu.trusted && cu.warmFrom == a-ch.plan.warm {
-		return // the cursor is the new chain itself (a fresh start)
+		ch.stepRow(cu.cur, cu.nxt, &cu.sc) // the cursor is the new chain itself (a fresh start)
+		return
 	}
 	if s := ch.blockStart(a); s != nil {
-		if !rowsEqual(cu.nxt, s) {
-			// Row a came from the new chain: all its break points are
-			// new (breakPoints).
-			cu.sc.newPts = append(cu.sc.newPts[:0], s.x...)
-		}
 		cu.nxt.copyFrom(s)
+		// Its break points, the new ones among them (breakPoints).
+		cu.sc.newPts = append(cu.sc.newPts[:0], s.x...)
 		cu.trusted = true
 		return
 	}
@@ -559,6 +558,7 @@ func (cu *cursor) junction(a int64) {
 		w = ch.warmRow(a, &cu.warm)
 	}
 	if rowsEqual(w, cu.cur) {
+		ch.stepRow(cu.cur, cu.nxt, &cu.sc)
 		ch.coalesced.Add(1)
 	} else {
 		ch.stepRow(w, cu.nxt, &cu.sc)

@@ -239,3 +239,36 @@ func TestChainKeptRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestChainBreakPointsAcrossJunctions checks breakPoints on rows by
+// restart against brute force (every break point of every row 1..n, from
+// PieceRows), on a fresh table (the walk checks the junctions) and on one
+// that already keeps the junction rows (it copies them).
+func TestChainBreakPointsAcrossJunctions(t *testing.T) {
+	t.Parallel()
+	const n = 1500
+	tb := chainTable(t, MethodMaxSeparation)
+	var want []float64
+	if err := chainTable(t, MethodMaxSeparation).PieceRows(1, n, func(_ int64, _ float64, x, _ []float64, d int64, _ bool) bool {
+		for _, v := range x {
+			want = append(want, v+float64(d))
+		}
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(want)
+	want = slices.Compact(want)
+	for _, pass := range []string{"fresh", "junction rows kept"} {
+		got, err := tb.breakPoints(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %d break points, brute force %d", pass, len(got), len(want))
+		}
+		if len(tb.kept().starts) == 0 {
+			t.Fatalf("%s: no junction row kept", pass)
+		}
+	}
+}
