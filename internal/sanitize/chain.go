@@ -27,9 +27,9 @@ import (
 //
 // # The cost model
 //
-// A start is where a cursor begins: a kept row of the table (a checkpoint,
-// the verified first row of row i's block, a kept row inside it, or the
-// cursor a caller already walks with), or a fresh start from the crude
+// A start is where a cursor begins: the cursor a caller already walks
+// with, a kept row of the table (a checkpoint, the verified first row of
+// row i's block, a kept row inside it), or a fresh start from the crude
 // guess (the warm-up of row i's own chain when row i is inside its block,
 // else of the chain one block below). Reaching row i from a start at row c
 // costs cost(c, own, i) rows: the i - c rows stepped, plus the warm-up
