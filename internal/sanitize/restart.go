@@ -7,14 +7,16 @@ import (
 
 // Rows by verified restart (docs/algorithms.md, "Rows by verified restart").
 //
-// A Table's row i is not always the chain from row 0. Past restartFrom the
-// frequencies are cut into blocks of restartBlock rows; the rows of the
-// block that starts at junction a are the chain started from a crude guess
-// (all of pi on the token just below) restartWarm rows below a. The block
-// that holds the first frequency with constant q (and every row above it)
-// is one chain, so the stationary rows past it are found as before. Which
-// chain defines a row depends on the parameters and the row's index only,
-// never on data.
+// A Table's row i is not always the chain from row 0. Past the first
+// junction (restartPlan.from) the frequencies are cut into blocks of
+// restartPlan.block rows; the rows of the block that starts at junction a
+// are the chain started from a crude guess (all of q on the token just
+// below) restartPlan.warm rows below a. The block that holds the first
+// frequency with constant q (and every row above it) is one chain, so the
+// stationary rows past it are found as before. Which chain defines a row
+// depends on the parameters and the row's index only, never on data. This
+// file lays the blocks out; the row chain (chain.go) computes, keeps and
+// verifies the rows.
 //
 // Inside a block every consecutive pair of rows is one step of the
 // algorithm, (eps, delta)-DP by the same argument as the chain from row 0.
@@ -23,9 +25,9 @@ import (
 // warm-up row a-1 equals the old chain's row a-1 bit for bit (every field
 // the step reads), row a is the step applied to row a-1 and the pair is a
 // step like any other ("coalesced"); otherwise the pair is audited exactly
-// (AuditRows, both directions) and accepted only within delta (1 + 1e-9),
-// the tolerance every table's audit is held to. A pair that fails both is
-// a JunctionError and the request fails before anything is released.
+// (AuditRows, both directions) and accepted only within delta. A pair that
+// fails both is a JunctionError and the request fails before anything is
+// released.
 
 // restartSlack is the part of delta that tables with restarts hold back:
 // their rows are computed with delta (1 - restartSlack), so every pair inside
