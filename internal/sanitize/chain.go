@@ -27,21 +27,9 @@ import (
 //
 // # The cost model
 //
-// A start is where a cursor begins: the cursor a caller already walks
-// with, a kept row of the table (a checkpoint, the verified first row of
-// row i's block, a kept row inside it), or a fresh start from the crude
-// guess (the warm-up of row i's own chain when row i is inside its block,
-// else of the chain one block below). Reaching row i from a start at row c
-// costs cost(c, own, i) rows: the i - c rows stepped, plus the warm-up
-// (restartPlan.warm rows) of each junction in (c, i] the walk must check,
-// that is one whose row is not kept yet and which is not the start's own
-// (a fresh start is the new chain of its own junction). A walk that would
-// check two junctions costs never: the fresh start one block below row i
-// checks one and steps fewer rows. cursorFor takes the cheapest start,
-// ties going to the earlier candidate in the order above. The check of the
-// junction just above row i is the same for every start and is not
-// counted. docs/algorithms.md, "Rows by verified restart", states the
-// model for readers of the maths.
+// Where a walk starts is decided by one cost model, the rows it computes
+// (cost, startFor); docs/algorithms.md, "One row chain, one cost model",
+// states it.
 
 // Checkpoint spacing (rowChain.record).
 const (
@@ -361,9 +349,12 @@ func rowsEqual(a, b *rowState) bool {
 	return a.i == b.i && a.total == b.total && shiftEqual(a, b)
 }
 
-// cost is the cost model (see the top of this file): the rows a cursor at
-// row c computes to reach row i >= c, own being the junction of the chain
-// a fresh start runs (0 for a row of the table).
+// cost is the cost model: the rows a cursor at row c computes to reach row
+// i >= c, own being the junction of the chain a fresh start runs (0 for a
+// row of the table): the i - c rows stepped, plus the warm-up of each
+// junction in (c, i] the walk must check (not kept yet, not own); never
+// for a walk that would check two (the fresh start one block below row i
+// checks one and steps fewer rows).
 func (ch *rowChain) cost(c, own, i int64) int64 {
 	n := i - c
 	pl := ch.plan
@@ -391,7 +382,10 @@ func (ch *rowChain) cost(c, own, i int64) int64 {
 func (ch *rowChain) cursorFor(i int64) *cursor { return ch.startFor(i, nil) }
 
 // startFor is cursorFor that also weighs cu, a cursor the caller walks
-// with (nil if none), and returns it when no start is cheaper.
+// with (nil if none). The starts, in the order ties go: cu, the checkpoint
+// below i, the verified row of i's junction, a kept row inside i's block,
+// a fresh start of i's own chain (i inside its block), a fresh start one
+// block below.
 func (ch *rowChain) startFor(i int64, cu *cursor) *cursor {
 	best, bestCost := cu, int64(never)
 	if cu != nil {

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -271,4 +272,41 @@ func TestChainBreakPointsAcrossJunctions(t *testing.T) {
 			t.Fatalf("%s: no junction row kept", pass)
 		}
 	}
+}
+
+// TestChainConcurrentReaders runs Row, Draw and Rows from several
+// goroutines on one table with restarts (the kept rows change under them):
+// every row equals the sequential walk's.
+func TestChainConcurrentReaders(t *testing.T) {
+	t.Parallel()
+	ref := rowsFrom(t, chainTable(t, MethodMaxSeparation), 1, 2400)
+	tb := chainTable(t, MethodMaxSeparation)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := newRand(uint64(g))
+			for range 25 {
+				i := 900 + int64(rng.Uint64()%1490)
+				r, err := tb.Row(i)
+				if err != nil || !equalRows(r, ref[i-1]) {
+					t.Errorf("goroutine %d: row %d differs (%v)", g, i, err)
+					return
+				}
+				if _, err := tb.Draw(i+1, rng); err != nil {
+					t.Error(err)
+				}
+				if err := tb.Rows(i, i+10, func(r Row) bool {
+					if !equalRows(r, ref[r.Frequency-1]) {
+						t.Errorf("goroutine %d: Rows: row %d differs", g, r.Frequency)
+					}
+					return true
+				}); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
