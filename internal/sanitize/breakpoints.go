@@ -1,6 +1,7 @@
 package sanitize
 
 import (
+	"context"
 	"fmt"
 	"slices"
 )
@@ -28,11 +29,10 @@ func (t *Table) breakPoints(n int64) ([]float64, error) {
 	pts := []float64{0}
 	cu := t.cursorAt(rowZero())
 	cu.detect = false // explicit rows: they equal the shifted ones exactly
-	for cu.cur.i < n {
-		cu.step()
-		pts = append(pts, cu.sc.newPts...)
-	}
-	if err := cu.finish(); err != nil {
+	if err := t.walk(context.Background(), cu, 1, n, func(*rowState, int64) bool {
+		pts = append(pts, cu.sc.newPts...) // the points the step to this row introduced
+		return true
+	}); err != nil {
 		return nil, fmt.Errorf("sanitize: break points: %w", err)
 	}
 	slices.Sort(pts)

@@ -10,7 +10,9 @@
 // Row i (the output distribution for a key of true frequency i) is built
 // from row i-1 and is supported on a window of width O(L(eps, delta)) just
 // below i, so rows up to n cost O(n L) time. A Table keeps only checkpoints
-// (one row every K) plus the rows a caller asks for. Once the sampling
+// (one row every K) plus the rows a caller asks for; its row chain
+// (chain.go) decides where a request starts, by one cost model, and hands
+// out only verified rows. Once the sampling
 // probabilities are constant (q_i = 1 for ppswor, priority and none) and
 // pi_i has reached them, the rows become shifted copies of one stationary
 // row; the Table detects this by exact (bit for bit) comparison of rows

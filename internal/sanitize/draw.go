@@ -1,6 +1,7 @@
 package sanitize
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -148,69 +149,16 @@ func (c *samplerCache) put(s *sampler) {
 	c.pieces += len(s.m)
 }
 
-// samplerFor returns the sampler of frequency i and the shift to apply.
-// Samplers are cached only once both pairs next to their row are verified
-// (restart.go).
+// samplerFor returns the sampler of frequency i and the shift to apply,
+// cached (rowWalker.sampler with a walker of its own that keeps the rows
+// near it).
 func (t *Table) samplerFor(i int64) (*sampler, int64, error) {
-	if st := t.stationary(); st != nil && i >= st.from() {
-		r, d := st.at(i)
-		if s := t.cache.get(r.i); s != nil {
-			return s, d, nil
-		}
-		s := newSampler(r)
-		t.cache.put(s)
-		return s, d, nil
-	}
-	if s := t.cache.get(i); s != nil {
-		return s, 0, nil
-	}
-	cp := t.checkpointBelow(i)
-	if i-cp.i > 2*t.currentSpacing() || t.startCost(i) < i-cp.i {
-		r, d, err := t.stateFor(i) // far beyond the known rows: no intermediates
-		if err != nil {
-			return nil, 0, err
-		}
-		s := newSampler(r)
-		t.cache.put(s)
-		return s, d, nil
-	}
-	// Walk from the checkpoint and keep every row on the way: draws for
-	// nearby frequencies (Zipf-like data hits most of them) are then hits.
-	// A row is kept once the row above it is computed (so that a junction
-	// above it has been verified).
-	cu := t.cursorAt(cp)
-	var pending *sampler
-	// Rows on the way are kept only while the cache has room for them
-	// (samplerCache.room): wider rows (small epsilon) would evict each
-	// other, and the rows draws asked for, and every later draw would walk
-	// again.
-	keepAll := int64(len(cp.m)+1)*(i-cp.i) <= int64(t.cache.room())
-	for cu.cur.i < i && cu.err == nil {
-		cu.step()
-		if cu.hitStationary {
-			if st := t.stationary(); i >= st.from() {
-				return t.samplerFor(i)
-			}
-		}
-		if cu.err == nil && pending != nil {
-			t.cache.put(pending)
-		}
-		pending = nil
-		if (keepAll || cu.cur.i == i) && t.cache.get(cu.cur.i) == nil {
-			pending = newSampler(cu.cur)
-		}
-	}
-	if err := cu.finish(); err != nil {
+	w := rowWalker{t: t, keepNear: true}
+	s, d, err := w.sampler(i, true)
+	if err != nil {
 		return nil, 0, fmt.Errorf("sanitize: draw: %w", err)
 	}
-	if pending != nil {
-		t.cache.put(pending)
-	}
-	if s := t.cache.get(i); s != nil {
-		return s, 0, nil
-	}
-	s := newSampler(cu.cur) // evicted at once by a full cache
-	return s, 0, nil
+	return s, d, nil
 }
 
 // Draw sanitizes one sampled key of frequency freq: it reports the key with
@@ -234,7 +182,7 @@ func (t *Table) Draw(freq int64, rng *rand.Rand) (Outcome, error) {
 // DrawAll sanitizes a batch of sampled keys: out[k] is the outcome for a key
 // of frequency freqs[k]. It appends to out[:0] and returns it. It computes
 // each needed row once, streaming the rows in ascending order (O(L) per row
-// between needed frequencies that are close, restarting from a checkpoint
+// between needed frequencies that are close, from the cheapest start
 // across wide gaps) and draws every key of one frequency from that row, so
 // its cost is O(n log n + (rows computed) L) whatever the cache holds. The
 // draws consume rng in ascending order of frequency (ties in input order),
@@ -280,52 +228,73 @@ func (t *Table) DrawAll(freqs []int64, rng *rand.Rand, out []Outcome) ([]Outcome
 	return out, nil
 }
 
-// rowWalker finds the samplers of ascending frequencies along one cursor:
-// rows between frequencies that are close are stepped once, and a wide gap
-// is crossed by the cheapest start (Table.cursorFor).
+// rowWalker finds the samplers of ascending frequencies along one cursor,
+// stepped on while no start is cheaper (rowChain.startFor). The samplers
+// of the stationary cycle's rows are always cached.
 type rowWalker struct {
 	t  *Table
 	cu *cursor
+	// keepNear: a walk that starts from a row of the table near the
+	// frequency (within two checkpoint spacings) caches the rows on its way
+	// while the cache has room for them: draws for nearby frequencies
+	// (Zipf-like data hits most of them) are then hits.
+	keepNear bool
 }
 
 // sampler returns the sampler of frequency f (at or above the frequencies
-// asked before) and the shift to apply; keep puts a sampler the walk made
-// into the Table's cache.
+// asked before) and the shift to apply; keep puts the sampler of f into
+// the Table's cache.
 func (w *rowWalker) sampler(f int64, keep bool) (*sampler, int64, error) {
 	t := w.t
 	if st := t.stationary(); st != nil && f >= st.from() {
-		return t.samplerFor(f)
+		r, d := st.at(f)
+		if s := t.cache.get(r.i); s != nil {
+			return s, d, nil
+		}
+		s := newSampler(r)
+		t.cache.put(s)
+		return s, d, nil
 	}
 	if s := t.cache.get(f); s != nil {
 		return s, 0, nil
 	}
-	cu := w.cu
-	if cu == nil || cu.hitStationary || cu.cur.i > f || f-cu.cur.i > t.currentSpacing() || t.startCost(f) < f-cu.cur.i {
-		if fresh := t.cursorFor(f); cu == nil || cu.cur.i > f || cu.hitStationary || fresh.cur.i > cu.cur.i {
-			cu = fresh
-		}
-	}
+	cu := t.startFor(f, w.cu)
 	w.cu = cu
-	for cu.cur.i < f && !cu.hitStationary && cu.err == nil {
-		cu.step()
+	from, keepAll := f, false
+	if w.keepNear && cu.usable() && f-cu.cur.i <= 2*t.currentSpacing() {
+		// Rows on the way are kept only while the cache has room for them
+		// (samplerCache.room): wider rows (small epsilon) would evict each
+		// other, and the rows draws asked for, and every later draw would
+		// walk again.
+		from = min(cu.cur.i+1, f)
+		keepAll = int64(len(cu.cur.m)+1)*(f-cu.cur.i) <= int64(t.cache.room())
 	}
-	if cu.hitStationary {
-		return t.samplerFor(f)
-	}
-	if err := cu.finish(); err != nil {
+	var s *sampler
+	shifted := false
+	if err := t.walk(context.Background(), cu, from, f, func(r *rowState, d int64) bool {
+		switch {
+		case d != 0:
+			shifted = true // the walk met the stationary cycle, which covers f
+			return false
+		case r.i == f:
+			s = newSampler(r)
+		case keepAll && t.cache.get(r.i) == nil:
+			t.cache.put(newSampler(r))
+		}
+		return true
+	}); err != nil {
 		return nil, 0, err
 	}
-	s := newSampler(cu.cur)
+	if shifted {
+		return w.sampler(f, keep)
+	}
 	if keep {
 		t.cache.put(s)
+		if c := t.cache.get(f); c != nil {
+			return c, 0, nil
+		}
 	}
 	return s, 0, nil
-}
-
-func (t *Table) currentSpacing() int64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.spacing
 }
 
 // denseDraws is the number of small frequencies a Drawer indexes directly
@@ -478,8 +447,8 @@ func keepThreshold(pi, q float64) uint64 {
 // frequencies in freqs that the Drawer has not prepared yet, so that the
 // Draw calls that follow find them ready. Frequencies close together are
 // prepared in ascending order along one walk on one goroutine, which steps
-// each row between them once (Draw alone walks from a checkpoint for each
-// frequency whose row is not cached); distant ones, each a restart of its
+// each row between them once (Draw alone walks from the cheapest start for
+// each frequency whose row is not cached); distant ones, each a restart of its
 // own, spread over the goroutines.
 // Preparing takes no randomness, so the outcomes of the Draw calls, and the
 // words they take from the generator, are those without Prepare. A

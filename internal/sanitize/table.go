@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"sync"
-	"sync/atomic"
 )
 
 // AlgorithmVersion names the revision of the row computations (Algorithms
@@ -25,43 +22,25 @@ var ErrFrequency = errors.New("sanitize: frequency must be between 1 and 2^33")
 // maxPeriod is the longest cycle the stationarity detection looks for.
 const maxPeriod = 16
 
-const (
-	initialSpacing = 256 // rows between checkpoints, doubled as needed
-	maxCheckpoints = 512 // then the spacing doubles and half are dropped
-)
-
 // Table is the frequency sanitizer for one (privacy, sampling, method). It
-// holds immutable parameters and internal caches (checkpoint rows, the
-// stationary row once detected, per-row samplers for Draw) and is safe for
-// concurrent use.
+// is its rows (a rowChain: the parameters, the kept rows and the
+// stationary cycle once detected; chain.go) and a cache of per-row samplers
+// for Draw, and is safe for concurrent use.
 //
-// Cost: row i costs O(L) once its predecessor is known. Without a cached
-// predecessor, Row(i) costs O(K L) from the nearest checkpoint (K <= a few
-// thousand), except the first time the table reaches i, which costs
-// O((i - known) L). Once the rows are stationary (see StationaryFrom),
-// every later row costs O(L) whatever its frequency. Before that (a
-// sampling scheme whose q_i stays below 1 for a long range, e.g. ppswor
-// with a tiny threshold) a huge frequency is expensive: callers should
+// Cost: row i costs O(L) once its predecessor is known. Otherwise a
+// request starts from the cheapest start under the chain's cost model
+// (chain.go): the nearest checkpoint (one every K rows, K at least 256), a
+// kept row of row i's block, or, for tables whose rows come by restart
+// (restart.go), a fresh start that computes at most RestartCost rows, at
+// frequency 10^3 or 10^9 alike. Once the rows are stationary (see
+// StationaryFrom), every later row costs O(L) whatever its frequency. A
+// table without restarts whose q_i stays below 1 for a long range (one
+// whose q settles within two blocks of 2^16) walks from its last checkpoint
+// the first time it reaches a frequency, O((i - known) L): callers should
 // bound the frequencies they accept.
 type Table struct {
-	p      Privacy
-	s      Sampling
-	m      Method
-	c      consts
-	qConst int64 // q_j is the same for all j >= qConst (never if not)
-
-	plan restartPlan // which chain computes each row (restart.go)
-
-	mu      sync.Mutex
-	spacing int64                 // checkpoints are the rows i with i % spacing == 0
-	cps     []*rowState           // ascending; cps[0] is row 0
-	starts  keptRows              // verified rows at junctions (restart.go)
-	inner   keptRows              // rows inside blocks, every innerSpacing (restart.go)
-	warms   keptRows              // by junction a: row a-1 of chain a, its warm-up's last row (restart.go)
-	stat    atomic.Pointer[cycle] // stationary rows, nil until detected
-	cache   samplerCache
-
-	coalesced, audited, failed atomic.Int64 // junctions verified (Junctions)
+	rowChain
+	cache samplerCache
 }
 
 // NewTable validates the parameters and returns an empty table; rows are
@@ -83,15 +62,7 @@ func NewTable(p Privacy, s Sampling, m Method) (*Table, error) {
 // laid out by plan (newRestartPlan, or a test's).
 func newTable(p Privacy, s Sampling, m Method, plan func(Privacy, int64) restartPlan) *Table {
 	s.Probabilities = append([]float64(nil), s.Probabilities...) // immutable copy
-	qc, _ := qConstFrom(s)
-	t := &Table{
-		p: p, s: s, m: m,
-		qConst:  qc,
-		plan:    plan(p, qc),
-		spacing: initialSpacing,
-		cps:     []*rowState{rowZero()},
-	}
-	t.c = newConsts(t.plan.rowPrivacy(p))
+	t := &Table{rowChain: newRowChain(p, s, m, plan)}
 	t.cache.init(defaultCachePieces)
 	return t
 }
@@ -144,36 +115,20 @@ func (t *Table) StationaryFromContext(ctx context.Context) (int64, bool, error) 
 	if t.qConst == never || (t.qConst > 1<<20 && !t.plan.enabled()) {
 		return 0, false, nil
 	}
+	// Walk from q's constant point until the cycle is detected, at most
+	// 2^21 rows from the start.
 	cu := t.cursorFor(t.qConst)
-	for n := int64(0); n < 1<<21 && !cu.hitStationary; n++ {
-		if n%64 == 0 {
-			if err := ctx.Err(); err != nil {
-				return 0, false, fmt.Errorf("sanitize: stationary rows: %w", err)
-			}
-		}
-		if cu.err != nil {
-			return 0, false, cu.err
-		}
-		cu.step()
+	err := t.walk(ctx, cu, t.qConst, cu.cur.i+(1<<21), func(*rowState, int64) bool { return t.stationary() == nil })
+	if errors.Is(err, ErrJunction) {
+		return 0, false, err
+	} else if err != nil {
+		return 0, false, fmt.Errorf("sanitize: stationary rows: %w", err)
 	}
 	if st := t.stationary(); st != nil {
 		return st.from(), true, nil
 	}
 	return 0, false, nil
 }
-
-// cycle holds the stationary rows s, s+1, ..., s+p-1.
-type cycle struct{ rows []*rowState }
-
-func (c *cycle) from() int64 { return c.rows[0].i }
-
-// at returns the row state and shift for frequency n >= from().
-func (c *cycle) at(n int64) (*rowState, int64) {
-	r := c.rows[(n-c.from())%int64(len(c.rows))]
-	return r, n - r.i
-}
-
-func (t *Table) stationary() *cycle { return t.stat.Load() }
 
 func checkFreq(i int64) error {
 	if i < 1 || i > MaxFrequency {
@@ -195,33 +150,24 @@ func (t *Table) Row(i int64) (Row, error) {
 }
 
 // stateFor returns the internal row of frequency i (not to be modified),
-// or the stationary row with the shift to apply. Both pairs next to the row
-// are verified (restart.go) before it is returned.
+// or the stationary row with the shift to apply, verified (walk).
 func (t *Table) stateFor(i int64) (*rowState, int64, error) {
-	if st := t.stationary(); st != nil && i >= st.from() {
-		r, d := st.at(i)
-		return r, d, nil
-	}
-	cu := t.cursorFor(i)
-	for cu.cur.i < i && cu.err == nil {
-		cu.step()
-		if cu.hitStationary {
-			if st := t.stationary(); i >= st.from() {
-				r, d := st.at(i)
-				return r, d, nil
-			}
-		}
-	}
-	if err := cu.finish(); err != nil {
+	var r *rowState
+	var d int64
+	if err := t.rows(context.Background(), i, i, func(rr *rowState, dd int64) bool {
+		r, d = rr, dd // the walk's cursor is dropped: r stays valid
+		return false
+	}); err != nil {
 		return nil, 0, fmt.Errorf("sanitize: row: %w", err) // names no frequency: a draw's is a key's
 	}
-	return cu.cur, 0, nil
+	return r, d, nil
 }
 
 // Rows calls fn with the rows of frequencies from..to in ascending order
-// until fn returns false. It runs in O((to - c) L) time, c the nearest
-// checkpoint at or below from (O(L) per row past the stationary point), and
-// O(L) memory. The Row passed to fn, including its Pieces slice, is only
+// until fn returns false. It runs in O((to - c) L) time, c the cheapest
+// start for from (chain.go: a checkpoint or, with restarts, a kept row or a
+// fresh start a bounded distance below), O(L) per row past the stationary
+// point, and O(L) memory. The Row passed to fn, including its Pieces slice, is only
 // valid during the call: use Row.Clone to keep it.
 func (t *Table) Rows(from, to int64, fn func(Row) bool) error {
 	var buf []Piece
@@ -266,10 +212,9 @@ func (t *Table) PieceRows(from, to int64, fn func(i int64, pi float64, x, m []fl
 
 // eachRow calls fn with the row states (and shifts) of frequencies
 // from..to in ascending order until fn returns false; what names the
-// caller in errors. Each junction is verified before the rows above it are
-// handed out, and the one above the last row before eachRow returns: on a
-// JunctionError fn may have seen rows below the junction, and the caller
-// must discard what it made of them (every caller fails as a whole).
+// caller in errors. fn gets only verified rows (walk): on a JunctionError
+// it has seen the rows below the junction, and every caller fails as a
+// whole.
 func (t *Table) eachRow(what string, from, to int64, fn func(r *rowState, d int64) bool) error {
 	if err := checkFreq(from); err != nil {
 		return fmt.Errorf("sanitize: %s: from: %w", what, err)
@@ -280,173 +225,10 @@ func (t *Table) eachRow(what string, from, to int64, fn func(r *rowState, d int6
 	if from > to {
 		return fmt.Errorf("sanitize: %s: from is above to", what)
 	}
-	j := from
-	if st := t.stationary(); st == nil || from < st.from() {
-		cu := t.cursorFor(from)
-		for cu.cur.i < from && !cu.hitStationary && cu.err == nil {
-			cu.step()
-		}
-		for !cu.hitStationary {
-			if cu.err != nil {
-				return fmt.Errorf("sanitize: %s: %w", what, cu.err)
-			}
-			if cu.cur.i >= from && !fn(cu.cur, 0) {
-				return nil
-			}
-			if cu.cur.i >= to {
-				if err := cu.finish(); err != nil {
-					return fmt.Errorf("sanitize: %s: %w", what, err)
-				}
-				return nil
-			}
-			cu.step()
-		}
-		// Rows below cu.cur.i (the first row past the detected cycle)
-		// were emitted.
-		j = max(from, cu.cur.i)
-	}
-	st := t.stationary()
-	for ; j <= to; j++ {
-		if !fn(st.at(j)) {
-			return nil
-		}
+	if err := t.rows(context.Background(), from, to, fn); err != nil {
+		return fmt.Errorf("sanitize: %s: %w", what, err)
 	}
 	return nil
-}
-
-// checkpointBelow returns the latest checkpoint at or below i.
-func (t *Table) checkpointBelow(i int64) *rowState {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	k := sort.Search(len(t.cps), func(k int) bool { return t.cps[k].i > i })
-	return t.cps[k-1]
-}
-
-// record stores r as a checkpoint if it is one the table lacks. Only rows
-// of the chains that run on (the one from row 0 below the first junction,
-// the final one from the last junction) are checkpoints; the restarted
-// blocks keep their verified first rows instead (restart.go).
-func (t *Table) record(r *rowState) {
-	if pl := t.plan; pl.enabled() && r.i >= pl.from && r.i < pl.final {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if r.i%t.spacing != 0 || r.i <= t.cps[len(t.cps)-1].i {
-		return
-	}
-	t.cps = append(t.cps, r.clone())
-	if len(t.cps) > maxCheckpoints {
-		t.spacing *= 2
-		kept := t.cps[:0]
-		for _, c := range t.cps {
-			if c.i%t.spacing == 0 {
-				kept = append(kept, c)
-			}
-		}
-		clear(t.cps[len(kept):])
-		t.cps = kept
-	}
-}
-
-func (t *Table) setStationary(rows []*rowState) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if old := t.stat.Load(); old == nil || rows[0].i < old.from() {
-		c := &cycle{}
-		for _, r := range rows {
-			c.rows = append(c.rows, r.clone())
-		}
-		t.stat.Store(c)
-	}
-}
-
-// cursor computes rows one after the other with two reused buffers,
-// switching chains at junctions (restart.go).
-type cursor struct {
-	t             *Table
-	cur, nxt      *rowState
-	sc            scratch5
-	detect        bool // look for stationarity (off only in tests)
-	hitStationary bool // cur is the first row past the detected cycle
-	// ring holds the last rows with index >= qConst, ring[i % maxPeriod];
-	// ringN counts the consecutive rows it holds (ending at cur).
-	ring  []*rowState
-	ringN int
-	// trusted: cur is a row of the table whose junction below (if any) was
-	// verified. A fresh start (warmFrom: the guess row's frequency) is not
-	// trusted until it has passed a junction.
-	trusted  bool
-	warmFrom int64
-	// insideFrom > 0: the cursor is a fresh start of one block's chain
-	// whose rows from insideFrom (the block's second row) on are usable
-	// untrusted: both pairs next to them are steps of that chain.
-	insideFrom int64
-	warm       warmBuffers
-	err        error // a JunctionError met on the way; sticky
-}
-
-func (t *Table) cursorAt(start *rowState) *cursor {
-	return &cursor{t: t, cur: start.clone(), nxt: &rowState{}, detect: true, trusted: true}
-}
-
-// step advances the cursor by one row.
-func (cu *cursor) step() {
-	t := cu.t
-	t.stepRow(cu.cur, cu.nxt, &cu.sc)
-	if j := cu.nxt.i; t.plan.isJunction(j) {
-		cu.junction(j)
-	}
-	cu.cur, cu.nxt = cu.nxt, cu.cur
-	j := cu.cur.i
-	if cu.err == nil && t.plan.keepsInner(j) && cu.usable() {
-		t.keepInner(cu.cur)
-	}
-	if cu.insideFrom > 0 && j == cu.insideFrom-2 && !cu.trusted && cu.warmFrom == j+1-t.plan.warm {
-		t.keepWarm(j+1, cu.cur) // the warm-up's last row: junction j+1's check reads it
-	}
-	if !cu.trusted || cu.err != nil {
-		return
-	}
-	if cu.detect && !cu.hitStationary && j >= t.qConst {
-		cu.detectCycle()
-	}
-	if j%initialSpacing == 0 {
-		t.record(cu.cur)
-	}
-}
-
-// detectCycle compares the new row j with rows j-p, p = 1..maxPeriod, and
-// records the first exact match as the stationary cycle j-p .. j-1. Only
-// rows j-p >= qConst are compared: every step from row j-p on then uses the
-// same constant q and the same freezing rule, so the map from one row to
-// the next is the same shift-equivariant function and the match repeats.
-func (cu *cursor) detectCycle() {
-	t, r := cu.t, cu.cur
-	j := r.i
-	if cu.ring == nil {
-		cu.ring = make([]*rowState, maxPeriod)
-		for k := range cu.ring {
-			cu.ring[k] = &rowState{}
-		}
-	}
-	for p := 1; p <= cu.ringN && p <= maxPeriod; p++ {
-		a := cu.ring[(j-int64(p))%maxPeriod]
-		if j-int64(p) < t.qConst || a.i != j-int64(p) {
-			break
-		}
-		if shiftEqual(a, r) {
-			rows := make([]*rowState, p)
-			for k := range p {
-				rows[k] = cu.ring[(j-int64(p)+int64(k))%maxPeriod]
-			}
-			t.setStationary(rows)
-			cu.hitStationary = true
-			return
-		}
-	}
-	cu.ring[j%maxPeriod].copyFrom(r)
-	cu.ringN++
 }
 
 // row converts a row state, shifted up by d, to a Row; pieces of zero

@@ -1,6 +1,7 @@
 package sanitize
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -16,9 +17,11 @@ func explicitRows(tb *Table, n int64) []Row {
 	cu := tb.cursorAt(rowZero())
 	cu.detect = false
 	out := make([]Row, 0, n)
-	for cu.cur.i < n {
-		cu.step()
-		out = append(out, cu.cur.row(0, nil))
+	if err := tb.walk(context.Background(), cu, 1, n, func(r *rowState, _ int64) bool {
+		out = append(out, r.row(0, nil))
+		return true
+	}); err != nil {
+		panic(err) // tables without restarts: no junction
 	}
 	return out
 }
