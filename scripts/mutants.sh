@@ -70,7 +70,7 @@ for t in "${targets[@]}"; do
 	budget-service)
 		target budget-service internal/service "datasets.go" '^(TestCreateDataset|TestChargeDataset|TestBudgetPrecheck|ExampleDatasets_Charge)$'
 		;;
-	sanitize) target sanitize internal/sanitize "rounding.go audit.go restart.go" '^(TestDPAuditGrid|TestAuditDetectsViolations|TestRestartJunctionError|TestUncheckedRestartViolatesDP|TestRestartRandomAccess|TestRestartShortWarmUp|TestRestartPlan|ExampleAuditRows|FuzzTableAudit|TestRounding.*|Test.*Round.*)$' ;;
+	sanitize) target sanitize internal/sanitize "rounding.go audit.go restart.go chain.go" '^(TestDPAuditGrid|TestAuditDetectsViolations|TestRestartJunctionError|TestUncheckedRestartViolatesDP|TestRestartRandomAccess|TestRestartShortWarmUp|TestRestartPlan|ExampleAuditRows|FuzzTableAudit|TestRounding.*|Test.*Round.*|TestChain.*)$' ;;
 	rounding) target rounding internal/sanitize "rounding.go" '^(TestTinyRoundingExact|TestDPAuditGrid|TestAuditDetectsViolations|TestRounding.*|Test.*Round.*)$' ;;
 	estimate) target estimate internal/estimate "densemle.go refbuilder.go" '^(TestMLETieRule|Test.*BruteForce|TestDenseMLEMatchesRef|TestUnitRowsShareCopiedBuffers|TestFusedBuilderMatchesRefOnHandMadeTables|TestBuildUnitMatchesRef)$' ;;
 	*)
