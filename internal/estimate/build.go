@@ -48,10 +48,6 @@ func tol(x float64) float64 {
 	return relTol * x
 }
 
-// tieTol is the relative tolerance under which two row probabilities of the
-// same token count as tied in the MLE argmax (the smallest frequency wins).
-const tieTol = 1e-10
-
 // Build computes the estimator table of spec from a row source, streaming:
 // rows are read once, in order, with a sliding window of the rows whose
 // support contains the current token; each row touches only its own window

@@ -53,10 +53,10 @@ func buildChunksUnit(ctx context.Context, us unitSource, gs []G, size, k0, n, ba
 		pis[i] = pi
 		for k, v := range m {
 			c := int(rlo+float64(k)+1) - int(base) // the cell (rlo+k, rlo+k+1]
-			if !(v > 0) || c < 1 || c > cells {
+			if c < 1 || c > cells {
 				continue
 			}
-			if bestI[c] == 0 || v > bestM[c]*(1+tieTol) {
+			if mleBeats(v, bestM[c], bestI[c] != 0) {
 				bestI[c], bestM[c] = i, v
 			}
 		}

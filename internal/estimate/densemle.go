@@ -148,7 +148,7 @@ func argmaxRow(act []denseActive, j int64) (best int, found bool) {
 	for x := range act {
 		r := &act[x]
 		if k := j - 1 - r.lo; k >= 0 {
-			if m := r.m[k]; m > 0 && (!found || m > bestM*(1+tieTol)) {
+			if m := r.m[k]; mleBeats(m, bestM, found) {
 				best, bestM, found = x, m, true
 			}
 		}

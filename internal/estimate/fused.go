@@ -74,10 +74,10 @@ func (b *fusedBuilder) processToken(t float64) error {
 		if !b.estimatesOnly {
 			r.masses = append(r.masses, m)
 		}
-		if !(m > 0) {
-			continue
-		}
 		if bd {
+			if !(m > 0) {
+				continue
+			}
 			r.lastM = m
 			// The quotient is formed only when it can win: for rem > 0,
 			// FMA(-a, rem, d) < 0 exactly when d/rem < a, and a quotient
@@ -88,7 +88,7 @@ func (b *fusedBuilder) processToken(t float64) error {
 					a = v
 				}
 			}
-		} else if !found || m > bestM*(1+tieTol) {
+		} else if mleBeats(m, bestM, found) {
 			found, bestM, bestA = true, m, r.gOverPi
 		}
 	}

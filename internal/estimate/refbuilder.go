@@ -81,7 +81,7 @@ func (b *refBuilder) processToken(t float64) error {
 	case MLE:
 		best, bestM := -1, 0.0
 		for k := range active {
-			if m := b.mass[k]; m > 0 && (best < 0 || m > bestM*(1+tieTol)) {
+			if m := b.mass[k]; mleBeats(m, bestM, best >= 0) {
 				best, bestM = k, m
 			}
 		}
