@@ -11,7 +11,7 @@ import (
 // buildChunksUnit is BuildChunks for Algorithm 4 (discrete) rows read in
 // dense form (sanitize.Table.UnitRows): tokens are the unit cells, so the
 // MLE row of each cell is found in one pass over the rows' cells, with the
-// general builder's rule (fusedBuilder.processToken: rows in ascending frequency,
+// general builder's rule (generalBuilder.processToken: rows in ascending frequency,
 // a row takes the cell when its mass exceeds the best so far by the factor
 // 1 + tieTol; a cell no row reaches repeats the estimate below it), and
 // each row's statistics come from its cell masses, which are the general

@@ -19,7 +19,7 @@ import (
 // Tokens are token indices: the unit cells (j-1, j] of Algorithm 4
 // (buildUnit, rowBand), or the tokens of Algorithm 5 rows on the 2^-20
 // grid (buildGrid), whose bounds the caller keeps. Each loop computes bit
-// for bit what the reference builder (refBuilder) computes for such rows:
+// for bit what the reference builder (generalBuilderRef) computes for such rows:
 // the same operations on the same values, in the same order per row
 // (docs/estimator-builders.md).
 

@@ -10,7 +10,7 @@ import (
 // when no row produces the token. On stationary rows it takes the argmax
 // without scanning (the copy shortcut, see advance). Its reference is
 // denseMLERef, which scans every token; both compute bit for bit what the
-// reference builder (refBuilder) computes (densemle_test.go).
+// reference builder (generalBuilderRef) computes (densemle_test.go).
 type denseMLE struct {
 	denseRows
 	// memo[j % copyP] is the argmax scan's outcome on token j, kept for

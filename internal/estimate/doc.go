@@ -14,7 +14,7 @@
 // stationary (q = 1), Table.Tail continues estimates beyond the table.
 //
 // The estimators and their error formulas are restated in docs/algorithms.md
-// (section 6). One plain reference builder (refBuilder) and fast builders
+// (section 6). One plain reference builder (generalBuilderRef) and fast builders
 // paired with it, each tested against it bit for bit, build the tables:
 // docs/estimator-builders.md maps which type builds what.
 //

@@ -93,7 +93,7 @@ func TestMLETieRule(t *testing.T) {
 		build func(context.Context, RowSource, Spec) (*Table, error)
 		fill  bool
 	}{
-		{"Build", BuildContext, false}, {"reference", buildRef, false}, {"fused", buildFused, false}, {"unit", buildUnit, true},
+		{"Build", BuildContext, false}, {"reference", buildGeneralRef, false}, {"fused", buildGeneral, false}, {"unit", buildUnit, true},
 	} {
 		rows, winners := rows, winners
 		if b.fill {
