@@ -20,7 +20,9 @@ type generalBuilderRef struct {
 }
 
 // newGeneralBuilderRef returns a reference builder of spec's full table.
-func newGeneralBuilderRef(spec Spec) *generalBuilderRef { return &generalBuilderRef{builder: newBuilder(spec)} }
+func newGeneralBuilderRef(spec Spec) *generalBuilderRef {
+	return &generalBuilderRef{builder: newBuilder(spec)}
+}
 
 // buildGeneralRef is BuildContext on the reference builder, for any estimator:
 // the table every fast builder's is compared with (spec is valid).
