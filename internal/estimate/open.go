@@ -79,6 +79,14 @@ func Open(ctx context.Context, src RowSource, ask Ask) (*Opened, error) {
 	return nil, errors.New("estimate: internal error: no builder for the request") // the reference rows take any source
 }
 
+// ServedByChunks reports whether MLE chunks (Ask.Chunks) serve estimator
+// e near given values: only the MLE, whose a_j depends on the rows whose
+// support holds token j alone (eq. 11); the biased-down (eq. 41) and
+// unbiased estimates are recursions over every token below and come from
+// a table (Ask.Table). Callers that cache chunks and tables choose the form
+// of their ask with it.
+func ServedByChunks(e Estimator) bool { return e == MLE }
+
 // errDecline is a builder's answer when the rows turn out not to suit it
 // (errNotUnit, errNotGrid, the chunk grid's ok = false): Open takes the
 // next row of the decision table.

@@ -211,7 +211,7 @@ func (s *Service) storedChunk(ctx context.Context, t *sanitize.Table, g estimate
 }
 
 // buildRun builds chunks k0 .. k0+n-1 of every g (once under concurrency;
-// with estimatesOnly, estimate.BuildChunkEstimates), keeps them in memory
+// with estimatesOnly, estimate.ChunkAsk.EstimatesOnly), keeps them in memory
 // and writes them to the store in the background.
 func (s *Service) buildRun(ctx context.Context, t *sanitize.Table, gs []estimate.G, size, k0, n int64, estimatesOnly bool) ([][]*estimate.Chunk, error) {
 	key := s.chunkKeyOf(t, gs[0], size, k0, estimatesOnly) + "|run=" + strconv.FormatInt(n, 10)
@@ -220,14 +220,11 @@ func (s *Service) buildRun(ctx context.Context, t *sanitize.Table, gs []estimate
 	}
 	v, err := s.flight.do(ctx, key, func(ctx context.Context) (any, error) {
 		s.computed.Add(1)
-		build := estimate.BuildChunks
-		if estimatesOnly {
-			build = estimate.BuildChunkEstimates
-		}
-		run, err := build(ctx, t, gs, size, k0, n)
+		built, err := estimate.Open(ctx, t, estimate.Ask{Chunks: &estimate.ChunkAsk{Gs: gs, Size: size, First: k0, Count: n, EstimatesOnly: estimatesOnly}})
 		if err != nil {
 			return nil, estimateErr(err)
 		}
+		run := built.Chunks
 		var writes []tableEntry
 		for _, cs := range run {
 			for m, c := range cs {

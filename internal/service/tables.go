@@ -86,18 +86,18 @@ func (s *Service) FrequencyRows(ctx context.Context, p sanitize.Privacy, smp san
 }
 
 // frequencyRowsBand computes rows from..to and their estimates in one pass
-// over the rows (estimate.RowEstimates): no estimator table is built.
+// over the rows (estimate.Open asked for rows): no estimator table is built.
 func frequencyRowsBand(ctx context.Context, t *sanitize.Table, from, to int64) ([]FrequencyRow, error) {
 	rows := make([]FrequencyRow, 0, to-from+1)
 	margin := 4*int64(math.Ceil(sanitize.L(t.Privacy()))) + 64
-	err := estimate.RowEstimates(ctx, t, identityG, from, to, margin, func(r sanitize.Row, out []estimate.RowOutcome) error {
+	_, err := estimate.Open(ctx, t, estimate.Ask{Rows: &estimate.RowsAsk{G: identityG, From: from, To: to, Margin: margin, Fn: func(r sanitize.Row, out []estimate.RowOutcome) error {
 		fr := FrequencyRow{Frequency: r.Frequency, Reported: r.Pi, Outcomes: make([]Outcome, len(out))}
 		for k, o := range out {
 			fr.Outcomes[k] = Outcome{Lo: o.Lo, Hi: o.Hi, Probability: o.P, MLEContribution: o.MLE, BiasedDownContribution: o.BiasedDown}
 		}
 		rows = append(rows, fr)
 		return nil
-	})
+	}}})
 	if err != nil {
 		return nil, estimateErr(err)
 	}
@@ -238,10 +238,11 @@ func (s *Service) estimatorTable(ctx context.Context, t *sanitize.Table, spec es
 			}
 		}
 		s.computed.Add(1)
-		et, err := estimate.BuildContext(ctx, t, spec)
+		built, err := estimate.Open(ctx, t, estimate.Ask{Table: &spec})
 		if err != nil {
 			return nil, gErr(estimateErr(err), spec.G, spec.MaxFrequency)
 		}
+		et := built.Table
 		if spec.MaxFrequency <= persistEstimatorsUpTo {
 			data, err := et.MarshalBinary()
 			if err != nil {
