@@ -13,7 +13,7 @@ import (
 // MLE row of each cell is found in one pass over the rows' cells, with the
 // general builder's rule (generalBuilder.processToken: rows in ascending frequency,
 // a row takes the cell when its mass exceeds the best so far by the factor
-// 1 + tieTol; a cell no row reaches repeats the estimate below it), and
+// 1 + tieTol, mleBeats; a cell no row reaches repeats the estimate below it), and
 // each row's statistics come from its cell masses, which are the general
 // builder's masses for unit pieces (the piece's P). Bit for bit the
 // general path (TestChunkEqualsTable runs both).

@@ -142,7 +142,7 @@ func (u *denseMLE) advance(upTo int64) error {
 
 // argmaxRow is eq. 11's scan on token j: the first active row (ascending
 // frequency) whose mass on the token exceeds the best so far by the factor
-// 1 + tieTol (found: some row has mass there).
+// 1 + tieTol (mleBeats; found: some row has mass there).
 func argmaxRow(act []denseActive, j int64) (best int, found bool) {
 	best, bestM := -1, 0.0
 	for x := range act {
