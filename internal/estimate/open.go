@@ -161,6 +161,16 @@ func (j *job) fastEstimator() bool {
 	return e == MLE || e == BiasedDown
 }
 
+// always is the condition of the rows that take any source.
+func always(*job) bool { return true }
+
+// unitRows reports whether the source gives Algorithm 4 rows in dense
+// form (a unitSource, as *sanitize.Table).
+func (j *job) unitRows() bool {
+	_, us := j.src.(unitSource)
+	return us && j.method == sanitize.MethodDiscrete
+}
+
 // builderRow is one row of the decision table: for asks of its form, when
 // the condition holds, build builds the answer or declines (errDecline).
 // fast marks a fast builder, skipped under pwsd_reference; ref names the
@@ -199,7 +209,7 @@ var builders = []builderRow{
 		when:  func(j *job) bool { return j.fastEstimator() },
 		build: func(j *job) (*Opened, error) { return table(buildGeneral(j.ctx, j.src, *j.ask.Table)) }},
 	{name: "general-ref", form: formTable,
-		when:  func(*job) bool { return true },
+		when:  always,
 		build: func(j *job) (*Opened, error) { return table(buildGeneralRef(j.ctx, j.src, *j.ask.Table)) }},
 	// MLE chunks.
 	{name: "chunks-grid-estimates", form: formChunks, fast: true, ref: "chunks-general-ref",
@@ -209,10 +219,7 @@ var builders = []builderRow{
 			return chunksOrDecline(buildChunksGrid(j.ctx, j.src, c.Gs, c.Size, c.First, c.Count, c.First*c.Size+1, true))
 		}},
 	{name: "chunks-unit", form: formChunks, fast: true, ref: "chunks-general-ref",
-		when: func(j *job) bool {
-			_, us := j.src.(unitSource)
-			return us && j.method == sanitize.MethodDiscrete
-		},
+		when: (*job).unitRows,
 		build: func(j *job) (*Opened, error) {
 			c := j.ask.Chunks
 			return bandChunks(j, func(band int64) ([][]*Chunk, error) {
@@ -229,18 +236,11 @@ var builders = []builderRow{
 			}
 			return chunksOrDecline(buildChunksGrid(j.ctx, j.src, c.Gs, c.Size, c.First, c.Count, band, false))
 		}},
-	{name: "chunks-general", form: formChunks, fast: true, ref: "chunks-general-ref",
-		when:  func(*job) bool { return true },
-		build: func(j *job) (*Opened, error) { return generalChunks(j, newEstimatesOnly) }},
-	{name: "chunks-general-ref", form: formChunks,
-		when:  func(*job) bool { return true },
-		build: func(j *job) (*Opened, error) { return generalChunks(j, newEstimatesOnlyRef) }},
+	{name: "chunks-general", form: formChunks, fast: true, ref: "chunks-general-ref", when: always, build: generalChunks(newEstimatesOnly)},
+	{name: "chunks-general-ref", form: formChunks, when: always, build: generalChunks(newEstimatesOnlyRef)},
 	// Rows with their estimates.
 	{name: "rows-unit", form: formRows, fast: true, ref: "rows-general-ref",
-		when: func(j *job) bool {
-			_, us := j.src.(unitSource)
-			return us && j.method == sanitize.MethodDiscrete
-		},
+		when: (*job).unitRows,
 		build: func(j *job) (*Opened, error) {
 			us := j.src.(unitSource)
 			return rowsOrDecline(rowEstimates(j, func(bandStart int64) ([]sanitize.Row, *Table, *Table, error) {
@@ -248,12 +248,8 @@ var builders = []builderRow{
 				return rowBandUnit(j.ctx, us, r.G, r.From, r.To, bandStart)
 			}))
 		}},
-	{name: "rows-general", form: formRows, fast: true, ref: "rows-general-ref",
-		when:  func(*job) bool { return true },
-		build: func(j *job) (*Opened, error) { return generalRows(j, newEstimatesOnly) }},
-	{name: "rows-general-ref", form: formRows,
-		when:  func(*job) bool { return true },
-		build: func(j *job) (*Opened, error) { return generalRows(j, newEstimatesOnlyRef) }},
+	{name: "rows-general", form: formRows, fast: true, ref: "rows-general-ref", when: always, build: generalRows(newEstimatesOnly)},
+	{name: "rows-general-ref", form: formRows, when: always, build: generalRows(newEstimatesOnlyRef)},
 }
 
 // decline turns a builder's own "not these rows" error into errDecline.
@@ -296,22 +292,26 @@ func bandChunks(j *job, build func(band int64) ([][]*Chunk, error)) (*Opened, er
 	return &Opened{Chunks: out}, nil
 }
 
-// generalChunks builds chunks on a general loop (newEstimatesOnly or its
-// reference).
-func generalChunks(j *job, newLoop newGeneralLoop) (*Opened, error) {
-	c := j.ask.Chunks
-	return bandChunks(j, func(band int64) ([][]*Chunk, error) {
-		return buildChunksGeneral(j.ctx, j.src, newLoop, c.Gs, c.Size, c.First, c.Count, band)
-	})
+// generalChunks is the builder of chunks on general loops (newEstimatesOnly
+// or its reference).
+func generalChunks(newLoop newGeneralLoop) func(j *job) (*Opened, error) {
+	return func(j *job) (*Opened, error) {
+		c := j.ask.Chunks
+		return bandChunks(j, func(band int64) ([][]*Chunk, error) {
+			return buildChunksGeneral(j.ctx, j.src, newLoop, c.Gs, c.Size, c.First, c.Count, band)
+		})
+	}
 }
 
-// generalRows answers a rows ask on general loops (newEstimatesOnly or its
-// reference).
-func generalRows(j *job, newLoop newGeneralLoop) (*Opened, error) {
-	r := j.ask.Rows
-	return rowsOrDecline(rowEstimates(j, func(bandStart int64) ([]sanitize.Row, *Table, *Table, error) {
-		return rowBand(j.ctx, j.src, newLoop, r.G, r.From, r.To, bandStart)
-	}))
+// generalRows is the builder of a rows answer on general loops
+// (newEstimatesOnly or its reference).
+func generalRows(newLoop newGeneralLoop) func(j *job) (*Opened, error) {
+	return func(j *job) (*Opened, error) {
+		r := j.ask.Rows
+		return rowsOrDecline(rowEstimates(j, func(bandStart int64) ([]sanitize.Row, *Table, *Table, error) {
+			return rowBand(j.ctx, j.src, newLoop, r.G, r.From, r.To, bandStart)
+		}))
+	}
 }
 
 // rowsOrDecline wraps a rows answer (errNotUnit: declined).
