@@ -325,3 +325,40 @@ func (s *countingRows) Rows(int64, int64, func(sanitize.Row) bool) error {
 	s.calls++
 	return errors.New("no rows")
 }
+
+// TestOpenStopsWhenCancelled: whatever row of the decision table builds
+// the answer, a cancelled context ends Open with the context's error (each
+// ask reads past row ctxEvery = 1024, where every builder checks), and Fn
+// is never called. Under pwsd_reference the reference rows are checked.
+func TestOpenStopsWhenCancelled(t *testing.T) {
+	t.Parallel()
+	src := newOpenSources(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	identity := G{Kind: GIdentity}
+	called := false
+	fn := func(sanitize.Row, []RowOutcome) error { called = true; return nil }
+	for _, c := range []struct {
+		name string
+		src  RowSource
+		ask  Ask
+	}{
+		{"unit table", src.discrete(), Ask{Table: &Spec{MaxFrequency: 1500, G: identity, Estimator: MLE}}},
+		{"grid table", src.grid(), Ask{Table: &Spec{MaxFrequency: 1500, G: identity, Estimator: BiasedDown}}},
+		{"general table", generalSource{src.grid()}, Ask{Table: &Spec{MaxFrequency: 1500, G: identity, Estimator: MLE}}},
+		{"unbiased table", src.discrete(), Ask{Table: &Spec{MaxFrequency: 1500, G: identity, Estimator: Unbiased}}},
+		{"unit chunks", src.discrete(), Ask{Chunks: &ChunkAsk{Gs: []G{identity}, Size: 64, First: 15, Count: 2}}},
+		{"grid chunks", src.grid(), Ask{Chunks: &ChunkAsk{Gs: []G{identity}, Size: 64, First: 15, Count: 2}}},
+		{"grid chunk estimates", src.grid(), Ask{Chunks: &ChunkAsk{Gs: []G{identity}, Size: 64, First: 15, Count: 2, EstimatesOnly: true}}},
+		{"general chunks", generalSource{src.grid()}, Ask{Chunks: &ChunkAsk{Gs: []G{identity}, Size: 64, First: 15, Count: 2}}},
+		{"unit rows", src.discrete(), Ask{Rows: &RowsAsk{G: identity, From: 1100, To: 1101, Margin: 100, Fn: fn}}},
+		{"general rows", src.grid(), Ask{Rows: &RowsAsk{G: identity, From: 1100, To: 1101, Margin: 100, Fn: fn}}},
+	} {
+		if _, err := Open(ctx, c.src, c.ask); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: err = %v, want context.Canceled", c.name, err)
+		}
+	}
+	if called {
+		t.Error("a cancelled rows ask called Fn")
+	}
+}
