@@ -346,7 +346,6 @@ func TestOpenStopsWhenCancelled(t *testing.T) {
 		{"unit table", src.discrete(), Ask{Table: &Spec{MaxFrequency: 1500, G: identity, Estimator: MLE}}},
 		{"grid table", src.grid(), Ask{Table: &Spec{MaxFrequency: 1500, G: identity, Estimator: BiasedDown}}},
 		{"general table", generalSource{src.grid()}, Ask{Table: &Spec{MaxFrequency: 1500, G: identity, Estimator: MLE}}},
-		{"unbiased table", src.discrete(), Ask{Table: &Spec{MaxFrequency: 1500, G: identity, Estimator: Unbiased}}},
 		{"unit chunks", src.discrete(), Ask{Chunks: &ChunkAsk{Gs: []G{identity}, Size: 64, First: 15, Count: 2}}},
 		{"grid chunks", src.grid(), Ask{Chunks: &ChunkAsk{Gs: []G{identity}, Size: 64, First: 15, Count: 2}}},
 		{"grid chunk estimates", src.grid(), Ask{Chunks: &ChunkAsk{Gs: []G{identity}, Size: 64, First: 15, Count: 2, EstimatesOnly: true}}},
