@@ -151,13 +151,17 @@ type denseLoop interface {
 }
 
 // newTableLoop returns the dense token loop of spec's whole table (MLE:
-// denseMLE, biased-down: denseBD) filling b's table: the estimates and
-// every frequency's statistics.
+// denseMLE, or its reference denseMLERef under pwsd_reference; biased-down:
+// denseBD) filling b's table: the estimates and every frequency's
+// statistics.
 func newTableLoop(ctx context.Context, b *builder, spec Spec) denseLoop {
 	var loop denseLoop
-	if spec.Estimator == MLE {
+	switch {
+	case spec.Estimator == MLE && referenceOnly:
+		loop = newDenseMLERef(spec.G, spec.MaxFrequency)
+	case spec.Estimator == MLE:
 		loop = newDenseMLE(spec.G, spec.MaxFrequency)
-	} else {
+	default:
 		loop = newDenseBD(spec.G, spec.MaxFrequency, 0)
 	}
 	u := loop.window()

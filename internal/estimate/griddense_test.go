@@ -74,7 +74,7 @@ func TestBuildGridMatchesRef(t *testing.T) {
 		if pc.eps < 0.5 {
 			most = 50
 		}
-		if spec.Estimator != MLE {
+		if spec.Estimator != MLE || referenceOnly { // pwsd_reference: denseMLERef, no shortcut
 			return
 		}
 		if mle, ok := loop.(*denseMLE); !ok {
