@@ -29,11 +29,16 @@ type ChunkAsk struct {
 
 // RowsAsk asks for rows From..To with their outcomes cut at the global
 // tokens and each outcome's MLE and biased-down estimate of G, passed to
-// Fn in ascending order (RowEstimates says what Margin is).
+// Fn in ascending order (RowEstimates says what Margin is). Tables, when
+// set, gives the estimator tables of a spec (a caller's cache): where the
+// rows of a *sanitize.Table are stationary below To, the answer is read
+// from the two tables of size TableSize and their stationary tails
+// instead of from a band of rows starting near From (rowsFromTables).
 type RowsAsk struct {
 	G                G
 	From, To, Margin int64
 	Fn               func(sanitize.Row, []RowOutcome) error
+	Tables           func(Spec) (*Table, error)
 }
 
 // Opened is what Open built: for a table ask the Table, for a chunk ask
@@ -171,6 +176,13 @@ func (j *job) unitRows() bool {
 	return us && j.method == sanitize.MethodDiscrete
 }
 
+// tablesGiven reports whether a rows ask may be answered from the
+// caller's tables (RowsAsk.Tables) of a sanitizer table's rows.
+func (j *job) tablesGiven() bool {
+	_, ok := j.src.(*sanitize.Table)
+	return ok && j.ask.Rows.Tables != nil
+}
+
 // builderRow is one row of the decision table: for asks of its form, when
 // the condition holds, build builds the answer or declines (errDecline).
 // fast marks a fast builder, skipped under pwsd_reference; ref names the
@@ -239,6 +251,7 @@ var builders = []builderRow{
 	{name: "chunks-general", form: formChunks, fast: true, ref: "chunks-general-ref", when: always, build: generalChunks(newEstimatesOnly)},
 	{name: "chunks-general-ref", form: formChunks, when: always, build: generalChunks(newEstimatesOnlyRef)},
 	// Rows with their estimates.
+	{name: "rows-from-tables", form: formRows, when: (*job).tablesGiven, build: rowsFromTables},
 	{name: "rows-unit", form: formRows, fast: true, ref: "rows-general-ref",
 		when: (*job).unitRows,
 		build: func(j *job) (*Opened, error) {

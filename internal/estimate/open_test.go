@@ -75,6 +75,10 @@ func TestOpenDecisionTable(t *testing.T) {
 		{"chunks of a source of no known method", generalSource{src.grid()}, chunks(false), "chunks-general"},
 		{"Algorithm 4 rows", src.discrete(), rows, "rows-unit"},
 		{"Algorithm 5 rows", src.grid(), rows, "rows-general"},
+		{"stationary rows with the caller's tables", src.grid(), Ask{Rows: &RowsAsk{G: identity, From: 700, To: 701, Fn: rows.Rows.Fn,
+			Tables: func(spec Spec) (*Table, error) { return Build(src.grid(), spec) }}}, "rows-from-tables"},
+		{"rows below the stationary tables' size", src.grid(), Ask{Rows: &RowsAsk{G: identity, From: 40, To: 42, Fn: rows.Rows.Fn,
+			Tables: func(spec Spec) (*Table, error) { return Build(src.grid(), spec) }}}, "rows-general"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out, err := Open(context.Background(), c.src, c.ask)
@@ -359,5 +363,97 @@ func TestOpenStopsWhenCancelled(t *testing.T) {
 	}
 	if called {
 		t.Error("a cancelled rows ask called Fn")
+	}
+}
+
+// TestRowsFromTablesMatchBand: where a sanitizer table's rows are
+// stationary below the rows asked for, Open answers a rows ask that gives
+// Tables from the two tables of size TableSize and their stationary tails
+// (rows-from-tables), asking Tables for exactly those two; the answer
+// agrees with the band of rows computed from row 1 (rows-general-ref, an
+// independent route: the tails continue the tables by their closed forms,
+// so agreement is to 1e-9 relative, not bit for bit). Where the rows are
+// not stationary below To, the row declines and the band answers.
+func TestRowsFromTablesMatchBand(t *testing.T) {
+	t.Parallel()
+	src := newOpenSources(t)
+	g := G{Kind: GIdentity}
+	for _, c := range []struct {
+		name     string
+		tab      func() *sanitize.Table
+		from, to int64
+		want     string
+	}{
+		{"Algorithm 4, stationary", src.discrete, 600, 604, "rows-from-tables"},
+		{"Algorithm 5, stationary", src.grid, 700, 702, "rows-from-tables"},
+		{"Algorithm 5, sampled: not stationary below to", src.sampled, 300, 301, "rows-general"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tab := c.tab()
+			var asked []Spec
+			tables := func(spec Spec) (*Table, error) {
+				asked = append(asked, spec)
+				return BuildContext(context.Background(), tab, spec)
+			}
+			var got []string
+			var gotOut [][]RowOutcome
+			ask := Ask{Rows: &RowsAsk{G: g, From: c.from, To: c.to, Margin: 100, Tables: tables, Fn: func(r sanitize.Row, out []RowOutcome) error {
+				got = append(got, fmt.Sprint(r.Frequency, r.Pi, r.Pieces))
+				gotOut = append(gotOut, slices.Clone(out))
+				return nil
+			}}}
+			opened, err := Open(context.Background(), tab, ask)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := refRowOf(t, c.want); opened.By != c.want && (!referenceOnly || opened.By != want) {
+				t.Fatalf("built by %q, want %q", opened.By, c.want)
+			}
+			if c.want != "rows-from-tables" {
+				if len(asked) != 0 {
+					t.Fatalf("a declined rows-from-tables asked for tables %v", asked)
+				}
+				return
+			}
+			n, err := TableSize(context.Background(), tab, float64(c.to))
+			if err != nil || n > c.to {
+				t.Fatalf("TableSize %d (%v): the case is not stationary below %d", n, err, c.to)
+			}
+			if want := []Spec{{MaxFrequency: n, G: g, Estimator: MLE}, {MaxFrequency: n, G: g, Estimator: BiasedDown}}; !reflect.DeepEqual(asked, want) {
+				t.Fatalf("asked for tables %v, want %v", asked, want)
+			}
+			var want []string
+			var wantOut [][]RowOutcome
+			bandAsk := *ask.Rows
+			bandAsk.Tables = nil
+			bandAsk.Fn = func(r sanitize.Row, out []RowOutcome) error {
+				want = append(want, fmt.Sprint(r.Frequency, r.Pi, r.Pieces))
+				wantOut = append(wantOut, slices.Clone(out))
+				return nil
+			}
+			band := &job{ctx: context.Background(), src: tab, ask: Ask{Rows: &bandAsk}, method: tab.Method()}
+			err = rowEstimates(band, func(bandStart int64) ([]sanitize.Row, *Table, *Table, error) {
+				return rowBand(context.Background(), tab, newEstimatesOnlyRef, g, c.from, c.to, bandStart)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("rows differ:\n%v\nwant\n%v", got, want)
+			}
+			for k := range wantOut {
+				if len(gotOut[k]) != len(wantOut[k]) {
+					t.Fatalf("row %d: %d outcomes, the band has %d", c.from+int64(k), len(gotOut[k]), len(wantOut[k]))
+				}
+				for x, w := range wantOut[k] {
+					o := gotOut[k][x]
+					for _, v := range [][2]float64{{o.Lo, w.Lo}, {o.Hi, w.Hi}, {o.P, w.P}, {o.MLE, w.MLE}, {o.BiasedDown, w.BiasedDown}} {
+						if !relClose(v[0], v[1], 1e-9) {
+							t.Fatalf("row %d, outcome %d: %+v, the band has %+v", c.from+int64(k), x, o, w)
+						}
+					}
+				}
+			}
+		})
 	}
 }

@@ -90,6 +90,72 @@ func rowEstimates(j *job, band func(bandStart int64) ([]sanitize.Row, *Table, *T
 	return nil
 }
 
+// rowsFromTables answers j's rows ask from the MLE and biased-down tables
+// of size n = TableSize(src, To) that the ask's Tables gives, through
+// their stationary tails, when n <= To: the rows are then stationary below
+// To, and two small (cached) tables serve any frequency, where a band of
+// rows would start near From. It declines when n > To. The rows come
+// first: computing them detects stationarity, which lets the tables stop
+// early and extend through their tails. Not a fast path of the band but
+// another answer (tails continue the tables by their closed forms), so it
+// runs under pwsd_reference too.
+func rowsFromTables(j *job) (*Opened, error) {
+	t, ask := j.src.(*sanitize.Table), j.ask.Rows
+	n, err := TableSize(j.ctx, t, float64(ask.To))
+	if err != nil {
+		return nil, err
+	}
+	if n > ask.To {
+		return nil, errDecline
+	}
+	raw := make([]sanitize.Row, 0, ask.To-ask.From+1)
+	for i := ask.From; i <= ask.To; i++ {
+		if err := j.ctx.Err(); err != nil {
+			return nil, err
+		}
+		r, err := t.Row(i)
+		if err != nil {
+			return nil, fmt.Errorf("estimate: computing row: %w", err)
+		}
+		raw = append(raw, r)
+	}
+	mle, err := ask.Tables(Spec{MaxFrequency: n, G: ask.G, Estimator: MLE})
+	if err != nil {
+		return nil, err
+	}
+	bd, err := ask.Tables(Spec{MaxFrequency: n, G: ask.G, Estimator: BiasedDown})
+	if err != nil {
+		return nil, err
+	}
+	var out []RowOutcome
+	for _, r := range raw {
+		out = out[:0]
+		for _, pc := range r.Pieces {
+			density := pc.P / (pc.Hi - pc.Lo)
+			var ferr error
+			err := mle.Tokens(pc.Lo, pc.Hi, func(tok Token) bool {
+				lo, hi := math.Max(tok.Lo, pc.Lo), math.Min(tok.Hi, pc.Hi)
+				o := RowOutcome{Lo: lo, Hi: hi, P: density * (hi - lo), MLE: tok.Estimate}
+				if o.BiasedDown, ferr = bd.Estimate((lo + hi) / 2); ferr != nil {
+					return false
+				}
+				out = append(out, o)
+				return true
+			})
+			if err == nil {
+				err = ferr
+			}
+			if err != nil {
+				return nil, fmt.Errorf("estimate: outcomes of row %d: %w", r.Frequency, err)
+			}
+		}
+		if err := ask.Fn(r, out); err != nil {
+			return nil, err
+		}
+	}
+	return &Opened{}, nil
+}
+
 // unitSource is implemented by *sanitize.Table: Algorithm 4 rows in dense
 // form.
 type unitSource interface {
