@@ -8,3 +8,8 @@ package estimate
 // every answer is the reference builders' (docs/estimator-builders.md). Without the tag the fast builders
 // run where the decision table picks them.
 const referenceOnly = false
+
+// ReferenceOnly reports whether the package was built with the tag
+// pwsd_reference (referenceOnly): tests of other packages that check a fast
+// builder's own traits (estimates-only chunks without statistics) read it.
+const ReferenceOnly = referenceOnly

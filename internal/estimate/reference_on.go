@@ -5,3 +5,6 @@ package estimate
 // referenceOnly: built with the tag pwsd_reference, every answer comes from
 // the reference builders (see reference_off.go).
 const referenceOnly = true
+
+// ReferenceOnly: see reference_off.go.
+const ReferenceOnly = referenceOnly

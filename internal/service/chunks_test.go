@@ -217,7 +217,7 @@ func TestReleaseReadsEstimatesOnly(t *testing.T) {
 			light++
 		}
 	}
-	if light == 0 {
+	if light == 0 && !estimate.ReferenceOnly { // the reference chunk builder keeps statistics
 		t.Fatal("the release cached no estimates-only chunk")
 	}
 	sets, err := s.chunkSets(ctx, st, []estimate.G{identityG}, []int64{estimate.ChunkOf(smp.Elements[0].Value, size)})
