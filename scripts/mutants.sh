@@ -72,7 +72,7 @@ for t in "${targets[@]}"; do
 		;;
 	sanitize) target sanitize internal/sanitize "rounding.go audit.go restart.go chain.go" '^(TestDPAuditGrid|TestAuditDetectsViolations|TestRestartJunctionError|TestUncheckedRestartViolatesDP|TestRestartRandomAccess|TestRestartShortWarmUp|TestRestartPlan|ExampleAuditRows|FuzzTableAudit|TestRounding.*|Test.*Round.*|TestChain.*)$' ;;
 	rounding) target rounding internal/sanitize "rounding.go" '^(TestTinyRoundingExact|TestDPAuditGrid|TestAuditDetectsViolations|TestRounding.*|Test.*Round.*)$' ;;
-	estimate) target estimate internal/estimate "densemle.go refbuilder.go" '^(TestMLETieRule|Test.*BruteForce|TestDenseMLEMatchesRef|TestUnitRowsShareCopiedBuffers|TestFusedBuilderMatchesRefOnHandMadeTables|TestBuildUnitMatchesRef)$' ;;
+	estimate) target estimate internal/estimate "densemle.go generalref.go argmax.go" '^(TestMLETieRule|TestMLEBeatsTable|Test.*BruteForce|TestDenseMLEMatchesRef|TestUnitRowsShareCopiedBuffers|TestGeneralBuilderMatchesRefOnHandMadeTables|TestBuildUnitMatchesRef)$' ;;
 	*)
 		echo "mutants: unknown target $t (noise, noise-cascading, budget = budget-store + budget-service, sanitize, rounding, estimate)" >&2
 		exit 2

@@ -62,6 +62,8 @@ go test -race -short -count=1 -timeout 30m $maths
 phase "oracles: the maths packages in full, and the CPU-time checks, without -race"
 go test -count=1 -timeout 30m $maths
 go test -count=1 -run 'TestWorstAdmittedReleaseFinishes' ./internal/service
+phase "reference build: every fast estimator and sanitizer path replaced by its reference (-tags pwsd_reference)"
+go test -count=1 -timeout 30m -tags pwsd_reference ./internal/estimate ./internal/sanitize
 phase "generated client (clienttest, its own module)"
 (cd clienttest && go vet ./... && go test -race -count=1 ./...)
 phase "beam"

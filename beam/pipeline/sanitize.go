@@ -87,7 +87,13 @@ func (p Params) estimators(n int64) (id, count *estimate.Table, err error) {
 	build := func(g estimate.GKind) (*estimate.Table, error) {
 		spec := estimate.Spec{MaxFrequency: n, G: estimate.G{Kind: g}, Estimator: estimate.MLE}
 		key := fmt.Sprintf("%s|g=%s|est=%s|n=%d", sanitize.Key("estimator", pr, s, m), spec.G, spec.Estimator, spec.MaxFrequency)
-		v, err := tables.get(key, func() (any, error) { return estimate.Build(t, spec) })
+		v, err := tables.get(key, func() (any, error) {
+			built, err := estimate.Open(context.Background(), t, estimate.Ask{Table: &spec})
+			if err != nil {
+				return nil, err
+			}
+			return built.Table, nil
+		})
 		if err != nil {
 			return nil, fmt.Errorf("building estimator table: %w", err)
 		}
@@ -210,11 +216,10 @@ func (f *formatFn) ProcessElement(key string, v float64, maxValue func(*float64)
 		if err != nil {
 			return fmt.Errorf("estimating: %w", err)
 		}
-		inv, err := f.count.Estimate(v) // 1/pi_{i*}
+		freq, err := estimate.MLEFrequency(f.id, f.count, v) // i* = (i*/pi_{i*}) / (1/pi_{i*})
 		if err != nil {
 			return fmt.Errorf("estimating: %w", err)
 		}
-		freq := math.Round(contribution / inv)
 		b = append(b, `,"value":`...)
 		b = strconv.AppendFloat(b, v, 'g', -1, 64)
 		b = append(b, `,"frequency":`...)

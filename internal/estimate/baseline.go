@@ -12,7 +12,7 @@ import (
 // (inverse probability), which is unbiased with variance g(i)^2 (1 - q_i)/q_i
 // per key of frequency i. It is what the private estimators are compared
 // with, not an estimator table builder (the reference builder that the fast
-// builders are tested against is refBuilder).
+// builders are tested against is generalBuilderRef).
 type NonPrivateBaseline struct {
 	G        G
 	Sampling sanitize.Sampling

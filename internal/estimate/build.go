@@ -2,7 +2,6 @@ package estimate
 
 import (
 	"context"
-	"errors"
 
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
@@ -48,10 +47,6 @@ func tol(x float64) float64 {
 	return relTol * x
 }
 
-// tieTol is the relative tolerance under which two row probabilities of the
-// same token count as tied in the MLE argmax (the smallest frequency wins).
-const tieTol = 1e-10
-
 // Build computes the estimator table of spec from a row source, streaming:
 // rows are read once, in order, with a sliding window of the rows whose
 // support contains the current token; each row touches only its own window
@@ -72,34 +67,13 @@ func Build(src RowSource, spec Spec) (*Table, error) {
 }
 
 // BuildContext is Build that stops, with ctx's error, soon after ctx is
-// cancelled (it checks every ctxEvery rows).
+// cancelled (it checks every ctxEvery rows). It is Open asked for the table.
 func BuildContext(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
-	if err := spec.Validate(); err != nil {
+	out, err := Open(ctx, src, Ask{Table: &spec})
+	if err != nil {
 		return nil, err
 	}
-	if src == nil {
-		return nil, errors.New("estimate: nil row source")
-	}
-	method := methodOf(src)
-	if method == sanitize.MethodDiscrete && (spec.Estimator == MLE || spec.Estimator == BiasedDown) {
-		t, err := buildUnit(ctx, src, spec)
-		if !errors.Is(err, errNotUnit) {
-			return t, err
-		}
-	}
-	if method == sanitize.MethodMaxSeparation && (spec.Estimator == MLE || spec.Estimator == BiasedDown) &&
-		mostlyStationary(src, spec.MaxFrequency) {
-		if ps, ok := src.(pieceSource); ok {
-			t, err := buildGrid(ctx, src, ps, spec)
-			if !errors.Is(err, errNotGrid) {
-				return t, err
-			}
-		}
-	}
-	if spec.Estimator == Unbiased {
-		return buildRef(ctx, src, spec) // no fast builder for the unbiased estimator
-	}
-	return buildFused(ctx, src, spec)
+	return out.Table, nil
 }
 
 // methodOf is the sanitizer of a source that tells it (sanitize.Table

@@ -12,9 +12,9 @@ import (
 )
 
 // builder is the general builder's state, shared by its two token loops:
-// refBuilder (the plain reference, token by token: masses first, then the
+// generalBuilderRef (the plain reference, token by token: masses first, then the
 // estimate, then the sums; also the unbiased estimator's builder) and
-// fusedBuilder (MLE and biased-down in one pass per token). It takes any
+// generalBuilder (MLE and biased-down in one pass per token). It takes any
 // row source: the window of rows whose support holds the current token
 // (rowState), the pending break points, the table being filled, the
 // statistics of retired rows and the shift tracking for the tail. It has
@@ -65,7 +65,7 @@ type builder struct {
 }
 
 // tokenStep finalises the token (pos, t] of a general builder: one of the
-// token loops (refBuilder.processToken, fusedBuilder.processToken).
+// token loops (generalBuilderRef.processToken, generalBuilder.processToken).
 type tokenStep func(t float64) error
 
 // newBuilder returns the state of a general builder of spec's full table.

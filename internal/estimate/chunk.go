@@ -134,54 +134,21 @@ func BuildChunkEstimates(ctx context.Context, src RowSource, gs []G, size, k0, n
 }
 
 func buildChunks(ctx context.Context, src RowSource, gs []G, size, k0, n int64, estimatesOnly bool) ([][]*Chunk, error) {
-	for _, g := range gs {
-		if err := g.Validate(); err != nil {
-			return nil, err
-		}
+	out, err := Open(ctx, src, Ask{Chunks: &ChunkAsk{Gs: gs, Size: size, First: k0, Count: n, EstimatesOnly: estimatesOnly}})
+	if err != nil {
+		return nil, err
 	}
-	if len(gs) == 0 {
-		return nil, errors.New("estimate: no frequency function")
-	}
-	if size < 1 || n < 1 || k0 < 0 || k0 > sanitize.MaxFrequency/size-n {
-		return nil, fmt.Errorf("estimate: chunks %d+%d of size %d out of range", k0, n, size)
-	}
-	lo := k0 * size
-	if estimatesOnly && methodOf(src) == sanitize.MethodMaxSeparation {
-		if out, ok, err := buildChunksGrid(ctx, src, gs, size, k0, n, lo+1, true); ok || err != nil {
-			return out, err
-		}
-	}
-	// The band starts where row lo+1's support does: tokens above it get
-	// mass only from rows above it.
-	bandStart := int64(1)
-	if lo > 0 {
-		var first sanitize.Row
-		if err := src.Rows(lo+1, lo+1, func(r sanitize.Row) bool { first = r.Clone(); return false }); err != nil {
-			return nil, fmt.Errorf("estimate: chunk %d: %w", k0, err)
-		}
-		bandStart = lo + 1
-		if len(first.Pieces) > 0 {
-			bandStart = max(1, int64(math.Floor(first.Pieces[0].Lo)))
-		}
-	}
-	switch us, ok := src.(unitSource); {
-	case ok && methodOf(src) == sanitize.MethodDiscrete:
-		return buildChunksUnit(ctx, us, gs, size, k0, n, bandStart)
-	case methodOf(src) == sanitize.MethodMaxSeparation:
-		if out, ok, err := buildChunksGrid(ctx, src, gs, size, k0, n, bandStart, false); ok || err != nil {
-			return out, err
-		}
-	}
-	return buildChunksGeneral(ctx, src, gs, size, k0, n, bandStart)
+	return out.Chunks, nil
 }
 
-// buildChunksGeneral is BuildChunks on the general builder's token loop
-// (any row source; the reference the fast paths are tested against).
-func buildChunksGeneral(ctx context.Context, src RowSource, gs []G, size, k0, n, bandStart int64) ([][]*Chunk, error) {
+// buildChunksGeneral is BuildChunks on general loops made by newLoop (any
+// row source): on newEstimatesOnlyRef, the reference the fast chunk
+// builders are tested against.
+func buildChunksGeneral(ctx context.Context, src RowSource, newLoop newGeneralLoop, gs []G, size, k0, n, bandStart int64) ([][]*Chunk, error) {
 	lo, hi := k0*size, (k0+n)*size
-	builders := make([]*fusedBuilder, len(gs))
+	builders := make([]generalLoop, len(gs))
 	for m, g := range gs {
-		builders[m] = newEstimatesOnly(ctx, g, MLE, hi, bandStart, 0)
+		builders[m] = newLoop(ctx, g, MLE, hi, bandStart, 0)
 	}
 	var rows []sanitize.Row
 	var err error

@@ -85,7 +85,7 @@ func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, ba
 			return nil, false, nil
 		}
 		for x, j := range cells[0].tok {
-			if m := cells[0].mass[x]; m > 0 && (best[j] == 0 || m > bestM[j]*(1+tieTol)) {
+			if m := cells[0].mass[x]; mleBeats(m, bestM[j], best[j] != 0) {
 				best[j], bestM[j] = ri+1, m
 			}
 		}

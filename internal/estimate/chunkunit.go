@@ -11,9 +11,9 @@ import (
 // buildChunksUnit is BuildChunks for Algorithm 4 (discrete) rows read in
 // dense form (sanitize.Table.UnitRows): tokens are the unit cells, so the
 // MLE row of each cell is found in one pass over the rows' cells, with the
-// general builder's rule (fusedBuilder.processToken: rows in ascending frequency,
+// general builder's rule (generalBuilder.processToken: rows in ascending frequency,
 // a row takes the cell when its mass exceeds the best so far by the factor
-// 1 + tieTol; a cell no row reaches repeats the estimate below it), and
+// 1 + tieTol, mleBeats; a cell no row reaches repeats the estimate below it), and
 // each row's statistics come from its cell masses, which are the general
 // builder's masses for unit pieces (the piece's P). Bit for bit the
 // general path (TestChunkEqualsTable runs both).
@@ -53,10 +53,10 @@ func buildChunksUnit(ctx context.Context, us unitSource, gs []G, size, k0, n, ba
 		pis[i] = pi
 		for k, v := range m {
 			c := int(rlo+float64(k)+1) - int(base) // the cell (rlo+k, rlo+k+1]
-			if !(v > 0) || c < 1 || c > cells {
+			if c < 1 || c > cells {
 				continue
 			}
-			if bestI[c] == 0 || v > bestM[c]*(1+tieTol) {
+			if mleBeats(v, bestM[c], bestI[c] != 0) {
 				bestI[c], bestM[c] = i, v
 			}
 		}

@@ -19,7 +19,7 @@ import (
 // Tokens are token indices: the unit cells (j-1, j] of Algorithm 4
 // (buildUnit, rowBand), or the tokens of Algorithm 5 rows on the 2^-20
 // grid (buildGrid), whose bounds the caller keeps. Each loop computes bit
-// for bit what the reference builder (refBuilder) computes for such rows:
+// for bit what the reference builder (generalBuilderRef) computes for such rows:
 // the same operations on the same values, in the same order per row
 // (docs/estimator-builders.md).
 
@@ -151,13 +151,17 @@ type denseLoop interface {
 }
 
 // newTableLoop returns the dense token loop of spec's whole table (MLE:
-// denseMLE, biased-down: denseBD) filling b's table: the estimates and
-// every frequency's statistics.
+// denseMLE, or its reference denseMLERef under pwsd_reference; biased-down:
+// denseBD) filling b's table: the estimates and every frequency's
+// statistics.
 func newTableLoop(ctx context.Context, b *builder, spec Spec) denseLoop {
 	var loop denseLoop
-	if spec.Estimator == MLE {
+	switch {
+	case spec.Estimator == MLE && referenceOnly:
+		loop = newDenseMLERef(spec.G, spec.MaxFrequency)
+	case spec.Estimator == MLE:
 		loop = newDenseMLE(spec.G, spec.MaxFrequency)
-	} else {
+	default:
 		loop = newDenseBD(spec.G, spec.MaxFrequency, 0)
 	}
 	u := loop.window()

@@ -7,7 +7,7 @@ import (
 // denseBD is the biased-down token loop (eq. 41) on dense rows: token j is
 // token index j (the unit cell (j-1, j] of Algorithm 4, or a grid token of
 // Algorithm 5), dense bands, no pieces, no tolerances. It computes bit for
-// bit what the reference builder (refBuilder) computes for such rows (the
+// bit what the reference builder (generalBuilderRef) computes for such rows (the
 // same operations on the same values, in the same order per row):
 //
 //	a_j = min over rows i with m_{i,j} > 0 of (g(i) - sa_i) / S_i(j),

@@ -38,7 +38,7 @@ func TestDenseBDMatchesRef(t *testing.T) {
 				t.Fatal(err)
 			}
 			const n = 3000
-			want, err := buildRef(context.Background(), generalSource{tab}, Spec{MaxFrequency: n, G: pc.g, Estimator: BiasedDown})
+			want, err := buildGeneralRef(context.Background(), generalSource{tab}, Spec{MaxFrequency: n, G: pc.g, Estimator: BiasedDown})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,7 +10,7 @@ import (
 // when no row produces the token. On stationary rows it takes the argmax
 // without scanning (the copy shortcut, see advance). Its reference is
 // denseMLERef, which scans every token; both compute bit for bit what the
-// reference builder (refBuilder) computes (densemle_test.go).
+// reference builder (generalBuilderRef) computes (densemle_test.go).
 type denseMLE struct {
 	denseRows
 	// memo[j % copyP] is the argmax scan's outcome on token j, kept for
@@ -142,13 +142,13 @@ func (u *denseMLE) advance(upTo int64) error {
 
 // argmaxRow is eq. 11's scan on token j: the first active row (ascending
 // frequency) whose mass on the token exceeds the best so far by the factor
-// 1 + tieTol (found: some row has mass there).
+// 1 + tieTol (mleBeats; found: some row has mass there).
 func argmaxRow(act []denseActive, j int64) (best int, found bool) {
 	best, bestM := -1, 0.0
 	for x := range act {
 		r := &act[x]
 		if k := j - 1 - r.lo; k >= 0 {
-			if m := r.m[k]; m > 0 && (!found || m > bestM*(1+tieTol)) {
+			if m := r.m[k]; mleBeats(m, bestM, found) {
 				best, bestM, found = x, m, true
 			}
 		}

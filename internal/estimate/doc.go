@@ -13,9 +13,15 @@
 // selection with a known frequency distribution. Where the rows become
 // stationary (q = 1), Table.Tail continues estimates beyond the table.
 //
+// Open is the one entry point of the builders: asked for a table, a run of
+// MLE chunks or rows with their estimates, it picks the builder from one
+// decision table (open.go) and builds the answer; Build, BuildChunks and
+// RowEstimates are Open with one kind of ask.
+//
 // The estimators and their error formulas are restated in docs/algorithms.md
-// (section 6). One plain reference builder (refBuilder) and fast builders
-// paired with it, each tested against it bit for bit, build the tables:
+// (section 6). One plain reference builder (generalBuilderRef) and fast
+// builders paired with it, each tested against it bit for bit, build the
+// tables; built with the tag pwsd_reference, only the references run.
 // docs/estimator-builders.md maps which type builds what.
 //
 // Tokens and sanitized values are ordinal: they are not frequencies and must

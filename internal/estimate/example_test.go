@@ -1,6 +1,7 @@
 package estimate_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -87,4 +88,30 @@ func ExampleSumWithError_fewKeys() {
 	// 3 keys: 32217 ± 17300, gamma [7709, 115355] (normal [0, 66125]), effective keys 3.00, unseen weight 19993, reliable true
 	// 1 keys: 10247 ± 9999, gamma [302, 87144] (normal [0, 29845]), effective keys 1.00, unseen weight 19993, reliable false
 	// 0 keys: 0 ± 0, gamma [0, 73752] (normal [0, 0]), effective keys 0.00, unseen weight 19993, reliable false
+}
+
+// Open is the one entry point of the estimator builders: it is asked for a
+// table, a run of MLE chunks or rows with their estimates, and its decision
+// table picks the builder (here the dense unit-cell builders, as the rows
+// are Algorithm 4's; under -tags pwsd_reference the references, with the
+// same answers). The chunk holding a value gives the table's estimate
+// there, bit for bit.
+func ExampleOpen() {
+	p, _ := sanitize.NewPrivacy(1, 1e-3)
+	tb, _ := sanitize.NewTable(p, sanitize.Sampling{Scheme: sanitize.SchemeNone}, sanitize.MethodDiscrete)
+	identity := estimate.G{Kind: estimate.GIdentity}
+	table, err := estimate.Open(context.Background(), tb, estimate.Ask{Table: &estimate.Spec{MaxFrequency: 300, G: identity, Estimator: estimate.MLE}})
+	if err != nil {
+		panic(err)
+	}
+	size := estimate.ChunkSize(p)
+	chunks, err := estimate.Open(context.Background(), tb, estimate.Ask{Chunks: &estimate.ChunkAsk{Gs: []estimate.G{identity}, Size: size, First: estimate.ChunkOf(95, size), Count: 1}})
+	if err != nil {
+		panic(err)
+	}
+	fromTable, _ := table.Table.Estimate(95)
+	fromChunk, _ := chunks.Chunks[0][0].Estimate(95)
+	fmt.Printf("token 95: table %.2f, chunk %.2f, same: %v\n", fromTable, fromChunk, fromTable == fromChunk)
+	// Output:
+	// token 95: table 101.00, chunk 101.00, same: true
 }

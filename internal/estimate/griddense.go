@@ -28,7 +28,7 @@ import (
 // condition as it goes (errNotGrid, and the caller falls back to the
 // general builder, when it fails). The token loop is a dense one (denseMLE
 // or denseBD, dense.go) on token indices. The table is bit for bit the
-// reference builder's (buildRef; griddense_test.go).
+// reference builder's (buildGeneralRef; griddense_test.go).
 //
 // Stationary rows (the same stored row of a cycle of period 1, shifted by
 // one per frequency) are not rebuilt: their break points that can be new

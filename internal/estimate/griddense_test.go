@@ -36,7 +36,7 @@ func sameTable(t *testing.T, got, want *Table) {
 }
 
 // TestBuildGridMatchesRef: for Algorithm 5 tables the 2^-20 grid builder
-// (buildGrid) gives exactly the reference builder's table (buildRef: bounds,
+// (buildGrid) gives exactly the reference builder's table (buildGeneralRef: bounds,
 // estimates, every frequency's statistics, stationary tail), on a grid of
 // parameters, functions g and both estimators it serves, with stationary
 // cases (q = 1 from some row on: copies share their masses) and ones that
@@ -74,7 +74,7 @@ func TestBuildGridMatchesRef(t *testing.T) {
 		if pc.eps < 0.5 {
 			most = 50
 		}
-		if spec.Estimator != MLE {
+		if spec.Estimator != MLE || referenceOnly { // pwsd_reference: denseMLERef, no shortcut
 			return
 		}
 		if mle, ok := loop.(*denseMLE); !ok {
@@ -307,6 +307,9 @@ func rowsMode(ctx context.Context, inline bool) context.Context {
 // context's error, with one core or two.
 func TestBuildGridStopsWhenCancelled(t *testing.T) {
 	t.Parallel()
+	if referenceOnly {
+		t.Skip("pwsd_reference: Build takes no dense path")
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, inline := range []bool{true, false} {

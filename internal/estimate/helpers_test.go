@@ -377,7 +377,7 @@ var builderCases = []builderCase{
 
 // runBuilderCases runs fn as a subtest for each case and each of MLE and
 // biased-down, with a maker of fresh sanitizer tables of method m, the
-// case's spec and the reference builder's table for it (buildRef).
+// case's spec and the reference builder's table for it (buildGeneralRef).
 func runBuilderCases(t *testing.T, cases []builderCase, m sanitize.Method,
 	fn func(t *testing.T, pc builderCase, mk func() *sanitize.Table, spec Spec, want *Table)) {
 	for _, pc := range cases {
@@ -390,7 +390,7 @@ func runBuilderCases(t *testing.T, cases []builderCase, m sanitize.Method,
 				}
 				mk := tableMaker(t, mustPrivacy(pc.eps, pc.delta), smp, m)
 				spec := Spec{MaxFrequency: pc.n, G: pc.g, Estimator: est}
-				want, err := buildRef(context.Background(), generalSource{mk()}, spec)
+				want, err := buildGeneralRef(context.Background(), generalSource{mk()}, spec)
 				if err != nil {
 					t.Fatal(err)
 				}

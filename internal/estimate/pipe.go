@@ -160,9 +160,13 @@ func withPipelinedRows(ctx context.Context) context.Context {
 }
 
 // rowsInline reports whether builders under ctx read their rows on their
-// own goroutine: as ctx says (withInlineRows, withPipelinedRows), else when
-// only one core is available.
+// own goroutine: always under pwsd_reference (reading in line is the
+// pipes' reference), else as ctx says (withInlineRows, withPipelinedRows),
+// else when only one core is available.
 func rowsInline(ctx context.Context) bool {
+	if referenceOnly {
+		return true
+	}
 	if v, ok := ctx.Value(rowsKey{}).(bool); ok {
 		return v
 	}

@@ -43,31 +43,25 @@ type RowOutcome struct {
 // during the call. RowEstimates stops with ctx's error soon after ctx is
 // cancelled.
 func RowEstimates(ctx context.Context, src RowSource, g G, from, to, margin int64, fn func(sanitize.Row, []RowOutcome) error) error {
-	if from < 1 || to < from {
-		return errors.New("estimate: row estimates need 1 <= from <= to")
-	}
-	if err := g.Validate(); err != nil {
-		return err
-	}
-	if src == nil {
-		return errors.New("estimate: nil row source")
-	}
-	bandStart := max(1, from-max(margin, 0))
-	unit := false
-	if methodOf(src) == sanitize.MethodDiscrete {
-		unit = true
-	}
-	rows, bd, mle, err := rowBand(ctx, src, g, from, to, bandStart, unit)
-	if errors.Is(err, errNotUnit) {
-		unit = false
-		rows, bd, mle, err = rowBand(ctx, src, g, from, to, bandStart, unit)
-	}
+	_, err := Open(ctx, src, Ask{Rows: &RowsAsk{G: g, From: from, To: to, Margin: margin, Fn: fn}})
+	return err
+}
+
+// rowEstimates answers j's rows ask with the row band band computes (the
+// rows from..to and the biased-down and MLE band tables from a band that
+// starts at the given row): from the band margin rows below from, or,
+// when the margin misses rows that produce row from's tokens, from row 1.
+func rowEstimates(j *job, band func(bandStart int64) ([]sanitize.Row, *Table, *Table, error)) error {
+	ask := j.ask.Rows
+	from, to, fn := ask.From, ask.To, ask.Fn
+	bandStart := max(1, from-max(ask.Margin, 0))
+	rows, bd, mle, err := band(bandStart)
 	if err != nil {
 		return err
 	}
 	if len(rows) > 0 && len(rows[0].Pieces) > 0 && rows[0].Pieces[0].Lo < float64(bandStart-1) {
 		// The margin missed rows that produce row from's tokens.
-		if rows, bd, mle, err = rowBand(ctx, src, g, from, to, 1, unit); err != nil {
+		if rows, bd, mle, err = band(1); err != nil {
 			return err
 		}
 	}
@@ -96,6 +90,72 @@ func RowEstimates(ctx context.Context, src RowSource, g G, from, to, margin int6
 	return nil
 }
 
+// rowsFromTables answers j's rows ask from the MLE and biased-down tables
+// of size n = TableSize(src, To) that the ask's Tables gives, through
+// their stationary tails, when n <= To: the rows are then stationary below
+// To, and two small (cached) tables serve any frequency, where a band of
+// rows would start near From. It declines when n > To. The rows come
+// first: computing them detects stationarity, which lets the tables stop
+// early and extend through their tails. Not a fast path of the band but
+// another answer (tails continue the tables by their closed forms), so it
+// runs under pwsd_reference too.
+func rowsFromTables(j *job) (*Opened, error) {
+	t, ask := j.src.(*sanitize.Table), j.ask.Rows
+	n, err := TableSize(j.ctx, t, float64(ask.To))
+	if err != nil {
+		return nil, err
+	}
+	if n > ask.To {
+		return nil, errDecline
+	}
+	raw := make([]sanitize.Row, 0, ask.To-ask.From+1)
+	for i := ask.From; i <= ask.To; i++ {
+		if err := j.ctx.Err(); err != nil {
+			return nil, err
+		}
+		r, err := t.Row(i)
+		if err != nil {
+			return nil, fmt.Errorf("estimate: computing row: %w", err)
+		}
+		raw = append(raw, r)
+	}
+	mle, err := ask.Tables(Spec{MaxFrequency: n, G: ask.G, Estimator: MLE})
+	if err != nil {
+		return nil, err
+	}
+	bd, err := ask.Tables(Spec{MaxFrequency: n, G: ask.G, Estimator: BiasedDown})
+	if err != nil {
+		return nil, err
+	}
+	var out []RowOutcome
+	for _, r := range raw {
+		out = out[:0]
+		for _, pc := range r.Pieces {
+			density := pc.P / (pc.Hi - pc.Lo)
+			var ferr error
+			err := mle.Tokens(pc.Lo, pc.Hi, func(tok Token) bool {
+				lo, hi := math.Max(tok.Lo, pc.Lo), math.Min(tok.Hi, pc.Hi)
+				o := RowOutcome{Lo: lo, Hi: hi, P: density * (hi - lo), MLE: tok.Estimate}
+				if o.BiasedDown, ferr = bd.Estimate((lo + hi) / 2); ferr != nil {
+					return false
+				}
+				out = append(out, o)
+				return true
+			})
+			if err == nil {
+				err = ferr
+			}
+			if err != nil {
+				return nil, fmt.Errorf("estimate: outcomes of row %d: %w", r.Frequency, err)
+			}
+		}
+		if err := ask.Fn(r, out); err != nil {
+			return nil, err
+		}
+	}
+	return &Opened{}, nil
+}
+
 // unitSource is implemented by *sanitize.Table: Algorithm 4 rows in dense
 // form.
 type unitSource interface {
@@ -110,128 +170,148 @@ func tokenAt(bounds []float64, v float64) int {
 }
 
 // rowBand streams rows 1.. of src once, feeding every row to an
-// estimates-only biased-down builder (the dense one on unit cells when unit
-// is set; it fails with errNotUnit on other rows) and the rows from
-// bandStart on to an estimates-only MLE builder,
-// until both have finalised every token up to to; it returns copies of rows
-// from..to and the two builders' (partial) tables.
-func rowBand(ctx context.Context, src RowSource, g G, from, to, bandStart int64, unit bool) ([]sanitize.Row, *Table, *Table, error) {
+// estimates-only biased-down loop and the rows from bandStart on to an
+// estimates-only MLE loop (both made by newLoop: the general loops, fast or
+// reference), until both have finalised every token up to to; it returns
+// copies of rows from..to and the two loops' (partial) tables. Rows are
+// read on a second goroutine (pipeRows).
+func rowBand(ctx context.Context, src RowSource, newLoop newGeneralLoop, g G, from, to, bandStart int64) ([]sanitize.Row, *Table, *Table, error) {
 	// Estimates only: biased-down from row 1, storing the tokens from the
 	// band on (those below are never looked up), and MLE from the band.
-	bd := newEstimatesOnly(ctx, g, BiasedDown, to, 1, bandStart)
-	mle := newEstimatesOnly(ctx, g, MLE, to, bandStart, 0)
-	var ubd *denseBD // the biased-down pass on unit cells, when unit
-	if unit {
-		ubd = newDenseBD(g, to, bandStart-1)
-		ubd.ctx = ctx
-		bd.done = true
-	}
+	bd := newLoop(ctx, g, BiasedDown, to, 1, bandStart)
+	mle := newLoop(ctx, g, MLE, to, bandStart, 0)
 	var rows []sanitize.Row
 	var err error
-	feedChecked := func(b *fusedBuilder, row sanitize.Row, dens []float64, cerr error) error {
-		if b.done {
-			return nil
-		}
-		if err := b.addChecked(row, dens, cerr, nil); err != nil {
-			return err
-		}
-		return b.advance()
-	}
-	feed := func(b *fusedBuilder, row sanitize.Row) error {
-		if b.done {
-			return nil
-		}
-		if err := b.addRow(row); err != nil {
-			return err
-		}
-		return b.advance()
-	}
 	fn := func(row sanitize.Row, dens []float64, cerr error, _ *shiftMark) bool {
 		if err = bd.cancelled(row.Frequency, len(row.Pieces)); err != nil {
 			return false
 		}
-		if err = feedChecked(bd, row, dens, cerr); err != nil {
+		if err = feedLoop(bd, row, dens, cerr); err != nil {
 			return false
 		}
-		if ubd != nil && !ubd.done {
-			if err = addPieces(ubd, row); err != nil {
-				return false
-			}
-		}
 		if row.Frequency >= bandStart {
-			if err = feedChecked(mle, row, dens, cerr); err != nil {
+			if err = feedLoop(mle, row, dens, cerr); err != nil {
 				return false
 			}
 		}
 		if row.Frequency >= from && row.Frequency <= to {
 			rows = append(rows, row.Clone())
 		}
-		return !(bd.done && mle.done && (ubd == nil || ubd.done))
+		return !(bd.done && mle.done)
 	}
 	last := min(to+maxLookahead, sanitize.MaxFrequency)
-	if us, ok := src.(unitSource); ok && ubd != nil {
-		// Dense rows: the unit builder needs no pieces; only the band
-		// rows are converted for the MLE builder and the answer.
-		var buf []sanitize.Piece
-		dense := func(it *denseItem) bool {
-			i, pi, lo, m := it.i, it.pi, it.lo, it.raw
-			if err = ubd.cancelled(i, it.cells); err != nil {
-				return false
-			}
-			if !ubd.done {
-				if it.err != nil {
-					err = it.err
-					return false
-				}
-				if err = linkDense(ubd, it.r); err != nil {
-					return false
-				}
-			} else if it.r != nil {
-				ubd.pool = append(ubd.pool, it.r)
-			}
-			if i < bandStart {
-				return true
-			}
-			buf = buf[:0]
-			for k, v := range m {
-				if v > 0 {
-					buf = append(buf, sanitize.Piece{Lo: lo + float64(k), Hi: lo + float64(k+1), P: v})
-				}
-			}
-			row := sanitize.Row{Frequency: i, Pi: pi, Pieces: buf}
-			if err = feed(mle, row); err != nil {
-				return false
-			}
-			if i >= from && i <= to {
-				rows = append(rows, row.Clone())
-			}
-			return !(mle.done && ubd.done)
-		}
-		if e := ubd.pipeDense(ctx, us, 1, last, bandStart, nil, dense); e != nil {
-			return nil, nil, nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
-		}
-	} else if e := pipeRows(ctx, src, 1, last, nil, fn); e != nil {
+	if e := pipeRows(ctx, src, 1, last, nil, fn); e != nil {
 		return nil, nil, nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
 	}
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	for _, b := range []*fusedBuilder{bd, mle} {
-		if !b.done && b.nextFreq <= last { // the source has no more rows
-			b.exhausted = true
-			if err := b.advance(); err != nil {
-				return nil, nil, nil, err
-			}
-		}
-		if !b.done {
-			return nil, nil, nil, errors.New("estimate: row supports do not move past the requested frequency")
-		}
-	}
-	if ubd != nil {
-		if !ubd.done {
-			return nil, nil, nil, errors.New("estimate: row supports do not move past the requested frequency")
-		}
-		return rows, ubd.storedTable(BiasedDown), mle.t, nil
+	if err := finishLoops(last, bd, mle); err != nil {
+		return nil, nil, nil, err
 	}
 	return rows, bd.t, mle.t, nil
+}
+
+// rowBandUnit is rowBand for Algorithm 4 rows read in dense form: the
+// biased-down pass is the dense loop on unit cells (denseBD, estimates
+// only, kept above the band), which needs no pieces; only the band's rows
+// are converted to pieces, for the MLE loop (the fast general one) and the
+// answer. It fails with errNotUnit on rows that are not on unit cells
+// (Open then takes rowBand). Bit for bit rowBand (TestBuilderPairs).
+func rowBandUnit(ctx context.Context, us unitSource, g G, from, to, bandStart int64) ([]sanitize.Row, *Table, *Table, error) {
+	mle := newEstimatesOnly(ctx, g, MLE, to, bandStart, 0)
+	ubd := newDenseBD(g, to, bandStart-1)
+	ubd.ctx = ctx
+	var rows []sanitize.Row
+	var err error
+	last := min(to+maxLookahead, sanitize.MaxFrequency)
+	var buf []sanitize.Piece
+	dense := func(it *denseItem) bool {
+		i, pi, lo, m := it.i, it.pi, it.lo, it.raw
+		if err = ubd.cancelled(i, it.cells); err != nil {
+			return false
+		}
+		if !ubd.done {
+			if it.err != nil {
+				err = it.err
+				return false
+			}
+			if err = linkDense(ubd, it.r); err != nil {
+				return false
+			}
+		} else if it.r != nil {
+			ubd.pool = append(ubd.pool, it.r)
+		}
+		if i < bandStart {
+			return true
+		}
+		buf = buf[:0]
+		for k, v := range m {
+			if v > 0 {
+				buf = append(buf, sanitize.Piece{Lo: lo + float64(k), Hi: lo + float64(k+1), P: v})
+			}
+		}
+		row := sanitize.Row{Frequency: i, Pi: pi, Pieces: buf}
+		if err = feedRow(mle, row); err != nil {
+			return false
+		}
+		if i >= from && i <= to {
+			rows = append(rows, row.Clone())
+		}
+		return !(mle.done && ubd.done)
+	}
+	if e := ubd.pipeDense(ctx, us, 1, last, bandStart, nil, dense); e != nil {
+		return nil, nil, nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := finishLoops(last, mle); err != nil {
+		return nil, nil, nil, err
+	}
+	if !ubd.done {
+		return nil, nil, nil, errors.New("estimate: row supports do not move past the requested frequency")
+	}
+	return rows, ubd.storedTable(BiasedDown), mle.t, nil
+}
+
+// feedLoop gives the next row, checked on the row goroutine (dens, cerr:
+// pipeRows), to a general loop that is not done yet and finalises the
+// tokens it makes final.
+func feedLoop(l generalLoop, row sanitize.Row, dens []float64, cerr error) error {
+	if l.done {
+		return nil
+	}
+	if err := l.addChecked(row, dens, cerr, nil); err != nil {
+		return err
+	}
+	return l.advance()
+}
+
+// feedRow is feedLoop for a row not checked yet (addRow checks it).
+func feedRow(l generalLoop, row sanitize.Row) error {
+	if l.done {
+		return nil
+	}
+	if err := l.addRow(row); err != nil {
+		return err
+	}
+	return l.advance()
+}
+
+// finishLoops finalises general loops whose source ended before they were
+// done (last: the last row asked for) and fails when one is still not done.
+func finishLoops(last int64, loops ...generalLoop) error {
+	for _, l := range loops {
+		if !l.done && l.nextFreq <= last { // the source has no more rows
+			l.exhausted = true
+			if err := l.advance(); err != nil {
+				return err
+			}
+		}
+		if !l.done {
+			return errors.New("estimate: row supports do not move past the requested frequency")
+		}
+	}
+	return nil
 }

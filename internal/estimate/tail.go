@@ -101,7 +101,7 @@ func (b *builder) analyzeTail() *Tail {
 			for d := int64(0); d <= span; d++ {
 				// sub-token r of unit k relative to row k+d's top: (lo-1-d, off-1-d]
 				mass := patternMass(b.pattern, lo-1-float64(d), offsets[r]-1-float64(d))
-				if mass > 0 && (best < 0 || mass > bestM*(1+tieTol)) {
+				if mleBeats(mass, bestM, best >= 0) {
 					best, bestM = d, mass
 				}
 			}

@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/pwsd/pwsd/internal/sanitize"
@@ -92,7 +93,7 @@ func TestMLETieRule(t *testing.T) {
 		build func(context.Context, RowSource, Spec) (*Table, error)
 		fill  bool
 	}{
-		{"Build", BuildContext, false}, {"reference", buildRef, false}, {"fused", buildFused, false}, {"unit", buildUnit, true},
+		{"Build", BuildContext, false}, {"reference", buildGeneralRef, false}, {"fused", buildGeneral, false}, {"unit", buildUnit, true},
 	} {
 		rows, winners := rows, winners
 		if b.fill {
@@ -122,4 +123,37 @@ func equalFloats(a, b []float64) bool {
 		}
 	}
 	return true
+}
+
+// TestMLEBeatsTable pins mleBeats, the one place the tie rule is written,
+// on hand-picked cases against the rule stated in eq. 11's terms: a
+// positive mass takes an empty argmax, and a held one only when it exceeds
+// the best by more than the relative 1e-10 (bruteTieTol, the oracle's own
+// constant): equality, a 5e-11 excess and zero or NaN masses never win.
+func TestMLEBeatsTable(t *testing.T) {
+	t.Parallel()
+	tol := bruteTieTol // a variable: rounded at run time as the builders round it
+	for _, c := range []struct {
+		name     string
+		m, bestM float64
+		found    bool
+		want     bool
+	}{
+		{"first positive mass", 1e-300, 0, false, true},
+		{"zero mass never wins", 0, 0, false, false},
+		{"negative mass never wins", -1, 0, false, false},
+		{"NaN never wins", math.NaN(), 0, false, false},
+		{"NaN never wins a held token", math.NaN(), 0.5, true, false},
+		{"equal mass keeps the smaller frequency", 0.5, 0.5, true, false},
+		{"within the tolerance keeps the smaller frequency", 0.5 * (1 + 5e-11), 0.5, true, false},
+		{"exactly at the tolerance keeps it", 0.5 * (1 + tol), 0.5, true, false},
+		{"beyond the tolerance wins", 0.5 * (1 + 2e-10), 0.5, true, true},
+		{"smaller mass loses", 0.25, 0.5, true, false},
+		{"larger mass wins", 0.75, 0.5, true, true},
+		{"zero held best: any positive mass wins", 1e-300, 0, true, true},
+	} {
+		if got := mleBeats(c.m, c.bestM, c.found); got != c.want {
+			t.Errorf("%s: mleBeats(%g, %g, %v) = %v, want %v", c.name, c.m, c.bestM, c.found, got, c.want)
+		}
+	}
 }

@@ -13,7 +13,7 @@ import (
 // biased-down tables of rows on unit cells (Algorithm 4). A dense token
 // loop (denseMLE or denseBD) replaces the general one, the general
 // builder's shift tracking, stationarity check and tail analysis are
-// reused, and the table is bit for bit the reference builder's (buildRef;
+// reused, and the table is bit for bit the reference builder's (buildGeneralRef;
 // unit_test.go). It returns errNotUnit (and the caller falls back) when a
 // row is not on unit cells.
 func buildUnit(ctx context.Context, src RowSource, spec Spec) (*Table, error) {

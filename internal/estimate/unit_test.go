@@ -21,7 +21,7 @@ func (s piecesSource) StationaryFrom() (int64, bool) { return s.t.StationaryFrom
 
 // TestBuildUnitMatchesRef: for Algorithm 4 tables the dense unit-cell
 // builder (buildUnit) gives exactly the reference builder's table
-// (buildRef: bounds, estimates, every
+// (buildGeneralRef: bounds, estimates, every
 // frequency's statistics, stationary tail), on a grid of parameters,
 // functions g and both estimators it serves, including stationary ones
 // (q = 1, whose tails extend the table).

@@ -173,7 +173,7 @@ func (s *Estimates) Sample(ctx context.Context, id string, g estimate.G, e estim
 // biased-down, the full table covering the values and 4L + 8 beyond, where
 // statistics are read at MLE frequencies (about 2L above the values).
 func (s *Estimates) sampleLookup(ctx context.Context, smp *Sample, g estimate.G, e estimate.Estimator, keys []estimate.ReportedKey) (estimate.Lookup, error) {
-	if e != estimate.MLE {
+	if !estimate.ServedByChunks(e) {
 		return s.sampleTableMargin(ctx, smp, g, e, 4*sanitize.L(smp.Spec.Privacy)+8)
 	}
 	t, err := s.sanitizer(smp.Spec)
@@ -263,7 +263,7 @@ func (s *deps) keyEstimates(ctx context.Context, smp *Sample, e estimate.Estimat
 	for i := range out {
 		out[i] = KeyEstimate{Frequency: freq[i], Contribution: contrib[i]}
 	}
-	if e == estimate.MLE {
+	if estimate.ServedByChunks(e) {
 		return out, nil
 	}
 	// Biased-down contributions: eq. 41 is a recursion over every token

@@ -74,90 +74,28 @@ func (s *Tables) FrequencyRows(ctx context.Context, p sanitize.Privacy, smp sani
 		if limit := frequencyLimit(t); to > limit {
 			return nil, fieldErr("frequency", "must be at most %d for this sampling scheme (q_i < 1 beyond it)", limit)
 		}
-		n, err := estimatorSizeContext(ctx, t, float64(to))
-		if err != nil {
-			return nil, err
-		}
-		if n <= to {
-			// Stationary rows: small estimator tables and their tails
-			// serve any frequency.
-			return s.frequencyRowsFromTables(ctx, t, from, to)
-		}
-		return frequencyRowsBand(ctx, t, from, to)
+		return s.frequencyRows(ctx, t, from, to)
 	})
 }
 
-// frequencyRowsBand computes rows from..to and their estimates in one pass
-// over the rows (estimate.RowEstimates): no estimator table is built.
-func frequencyRowsBand(ctx context.Context, t *sanitize.Table, from, to int64) ([]FrequencyRow, error) {
+// frequencyRows computes rows from..to and their estimates (estimate.Open
+// asked for rows): where the rows are stationary below to, from the small
+// cached estimator tables and their tails (estimatorTable), else in one
+// pass over a band of rows, building no estimator table.
+func (s *Tables) frequencyRows(ctx context.Context, t *sanitize.Table, from, to int64) ([]FrequencyRow, error) {
 	rows := make([]FrequencyRow, 0, to-from+1)
 	margin := 4*int64(math.Ceil(sanitize.L(t.Privacy()))) + 64
-	err := estimate.RowEstimates(ctx, t, identityG, from, to, margin, func(r sanitize.Row, out []estimate.RowOutcome) error {
+	tables := func(spec estimate.Spec) (*estimate.Table, error) { return s.estimatorTable(ctx, t, spec) }
+	_, err := estimate.Open(ctx, t, estimate.Ask{Rows: &estimate.RowsAsk{G: identityG, From: from, To: to, Margin: margin, Tables: tables, Fn: func(r sanitize.Row, out []estimate.RowOutcome) error {
 		fr := FrequencyRow{Frequency: r.Frequency, Reported: r.Pi, Outcomes: make([]Outcome, len(out))}
 		for k, o := range out {
 			fr.Outcomes[k] = Outcome{Lo: o.Lo, Hi: o.Hi, Probability: o.P, MLEContribution: o.MLE, BiasedDownContribution: o.BiasedDown}
 		}
 		rows = append(rows, fr)
 		return nil
-	})
+	}}})
 	if err != nil {
 		return nil, estimateErr(err)
-	}
-	return rows, nil
-}
-
-// frequencyRowsFromTables computes rows from..to with their estimates looked
-// up in the MLE and biased-down estimator tables of t (used once the rows
-// are stationary, where the tables' tails extend them to any frequency).
-func (s *Tables) frequencyRowsFromTables(ctx context.Context, t *sanitize.Table, from, to int64) ([]FrequencyRow, error) {
-	// Rows first: computing them detects stationarity, which lets the
-	// estimator tables stop early and extend through their tails.
-	rows := make([]FrequencyRow, 0, to-from+1)
-	raw := make([]sanitize.Row, 0, to-from+1)
-	for i := from; i <= to; i++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		r, err := t.Row(i)
-		if err != nil {
-			return nil, fmt.Errorf("computing row: %w", err)
-		}
-		raw = append(raw, r)
-	}
-	n, err := estimatorSizeContext(ctx, t, float64(to))
-	if err != nil {
-		return nil, err
-	}
-	mle, err := s.estimatorTable(ctx, t, estimate.Spec{MaxFrequency: n, G: identityG, Estimator: estimate.MLE})
-	if err != nil {
-		return nil, err
-	}
-	bd, err := s.estimatorTable(ctx, t, estimate.Spec{MaxFrequency: n, G: identityG, Estimator: estimate.BiasedDown})
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range raw {
-		fr := FrequencyRow{Frequency: r.Frequency, Reported: r.Pi, Outcomes: []Outcome{}}
-		for _, pc := range r.Pieces {
-			density := pc.P / (pc.Hi - pc.Lo)
-			var ferr error
-			err := mle.Tokens(pc.Lo, pc.Hi, func(tok estimate.Token) bool {
-				lo, hi := math.Max(tok.Lo, pc.Lo), math.Min(tok.Hi, pc.Hi)
-				o := Outcome{Lo: lo, Hi: hi, Probability: density * (hi - lo), MLEContribution: tok.Estimate}
-				if o.BiasedDownContribution, ferr = bd.Estimate((lo + hi) / 2); ferr != nil {
-					return false
-				}
-				fr.Outcomes = append(fr.Outcomes, o)
-				return true
-			})
-			if err == nil {
-				err = ferr
-			}
-			if err != nil {
-				return nil, fmt.Errorf("estimating outcomes: %w", err)
-			}
-		}
-		rows = append(rows, fr)
 	}
 	return rows, nil
 }

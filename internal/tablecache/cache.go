@@ -215,10 +215,11 @@ func (c *Cache) Estimator(ctx context.Context, t *sanitize.Table, spec estimate.
 			}
 		}
 		c.computed.Add(1)
-		et, err := estimate.BuildContext(ctx, t, spec)
+		built, err := estimate.Open(ctx, t, estimate.Ask{Table: &spec})
 		if err != nil {
 			return nil, err
 		}
+		et := built.Table
 		if spec.MaxFrequency <= persistEstimatorsUpTo {
 			data, err := et.MarshalBinary()
 			if err != nil {

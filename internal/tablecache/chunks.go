@@ -29,7 +29,7 @@ type Read struct {
 	// EstimatesOnly lets the chunks hold their tokens and estimates alone
 	// (for answers that read no statistics: a value's a_j, a key's MLE
 	// frequency), which for Algorithm 5 costs markedly less
-	// (estimate.BuildChunkEstimates).
+	// (estimate.ChunkAsk.EstimatesOnly).
 	EstimatesOnly bool
 	// MaxWork, when positive, bounds the chunk work (RunWork's window
 	// cells) the read may start; above it the chunks are built in the
@@ -231,7 +231,7 @@ func (c *Cache) storedChunk(ctx context.Context, t *sanitize.Table, g estimate.G
 }
 
 // buildRun builds chunks k0 .. k0+n-1 of every g (once under concurrency;
-// with estimatesOnly, estimate.BuildChunkEstimates), keeps them in memory
+// with estimatesOnly, estimate.ChunkAsk.EstimatesOnly), keeps them in memory
 // and writes them to the store in the background.
 func (c *Cache) buildRun(ctx context.Context, t *sanitize.Table, gs []estimate.G, size, k0, n int64, estimatesOnly bool) ([][]*estimate.Chunk, error) {
 	key := c.chunkKey(t, gs[0], size, k0, estimatesOnly) + "|run=" + strconv.FormatInt(n, 10)
@@ -240,14 +240,11 @@ func (c *Cache) buildRun(ctx context.Context, t *sanitize.Table, gs []estimate.G
 	}
 	v, err := c.flight.do(ctx, key, func(ctx context.Context) (any, error) {
 		c.computed.Add(1)
-		build := estimate.BuildChunks
-		if estimatesOnly {
-			build = estimate.BuildChunkEstimates
-		}
-		run, err := build(ctx, t, gs, size, k0, n)
+		built, err := estimate.Open(ctx, t, estimate.Ask{Chunks: &estimate.ChunkAsk{Gs: gs, Size: size, First: k0, Count: n, EstimatesOnly: estimatesOnly}})
 		if err != nil {
 			return nil, err
 		}
+		run := built.Chunks
 		var writes []entry
 		for _, cs := range run {
 			for m, ch := range cs {

@@ -7,32 +7,34 @@ import (
 	"math"
 )
 
-// refBuilder is the plain reference builder: the general builder's token
+// generalBuilderRef is the plain reference builder: the general builder's token
 // loop in its textbook form, token by token over any row source (every
 // active row's mass on the token first, then the token's estimate, then
 // the rows' running sums). It is the oracle every fast builder is tested
 // against bit for bit (docs/estimator-builders.md), and the builder of the
 // unbiased estimator, which has no fast one.
-type refBuilder struct {
+type generalBuilderRef struct {
 	builder
 	mass, rem []float64 // per-token scratch, one entry per active row
 	cellStart int       // unbiased: first token of the open unit cell
 }
 
-// newRefBuilder returns a reference builder of spec's full table.
-func newRefBuilder(spec Spec) *refBuilder { return &refBuilder{builder: newBuilder(spec)} }
+// newGeneralBuilderRef returns a reference builder of spec's full table.
+func newGeneralBuilderRef(spec Spec) *generalBuilderRef {
+	return &generalBuilderRef{builder: newBuilder(spec)}
+}
 
-// buildRef is BuildContext on the reference builder, for any estimator:
+// buildGeneralRef is BuildContext on the reference builder, for any estimator:
 // the table every fast builder's is compared with (spec is valid).
-func buildRef(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
-	b := newRefBuilder(spec)
+func buildGeneralRef(ctx context.Context, src RowSource, spec Spec) (*Table, error) {
+	b := newGeneralBuilderRef(spec)
 	b.ctx = ctx
 	return b.build(src, b.processToken)
 }
 
 // processToken finalises the token (pos, t]: it records every active row's
 // mass on it and computes its estimate.
-func (b *refBuilder) processToken(t float64) error {
+func (b *generalBuilderRef) processToken(t float64) error {
 	pos := b.pos
 	j := len(b.t.A)
 	j += b.dropped
@@ -81,7 +83,7 @@ func (b *refBuilder) processToken(t float64) error {
 	case MLE:
 		best, bestM := -1, 0.0
 		for k := range active {
-			if m := b.mass[k]; m > 0 && (best < 0 || m > bestM*(1+tieTol)) {
+			if m := b.mass[k]; mleBeats(m, bestM, best >= 0) {
 				best, bestM = k, m
 			}
 		}
@@ -137,7 +139,7 @@ func (e *UnstableError) Error() string {
 
 // closeCell solves row k's unbiasedness equation for the estimate of unit
 // cell (k-1, k].
-func (b *refBuilder) closeCell(k int64) error {
+func (b *generalBuilderRef) closeCell(k int64) error {
 	if b.head == len(b.buf) {
 		return errors.New("estimate: unbiased estimator undefined: a frequency has no probability in its top unit")
 	}

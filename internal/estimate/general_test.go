@@ -9,13 +9,13 @@ import (
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
 
-// buildGeneral runs a general builder (no dense path): the reference
-// builder (refBuilder) when ref is set, the fused one otherwise.
-func buildGeneral(t *testing.T, src RowSource, spec Spec, ref bool) *Table {
+// buildGeneralWith runs a general builder (no dense path): the reference
+// builder (generalBuilderRef) when ref is set, the fused one otherwise.
+func buildGeneralWith(t *testing.T, src RowSource, spec Spec, ref bool) *Table {
 	t.Helper()
-	build := buildFused
+	build := buildGeneral
 	if ref {
-		build = buildRef
+		build = buildGeneralRef
 	}
 	tab, err := build(context.Background(), src, spec)
 	if err != nil {
@@ -24,14 +24,14 @@ func buildGeneral(t *testing.T, src RowSource, spec Spec, ref bool) *Table {
 	return tab
 }
 
-// TestFusedBuilderMatchesRef: the fused builder's one-pass token loop
-// (fusedBuilder.processToken: argmax or minimum folded in as each row's
+// TestGeneralBuilderMatchesRef: the fused builder's one-pass token loop
+// (generalBuilder.processToken: argmax or minimum folded in as each row's
 // mass is computed, biased-down sums updated one token late in the same
-// pass) builds exactly the table of the reference builder (refBuilder:
+// pass) builds exactly the table of the reference builder (generalBuilderRef:
 // masses first, then the estimate, then the sums), bit for bit: bounds, estimates,
 // every frequency's statistics and the tail, for Algorithm 5 and Algorithm
 // 4 rows, MLE and biased-down, sampled and stationary parameters.
-func TestFusedBuilderMatchesRef(t *testing.T) {
+func TestGeneralBuilderMatchesRef(t *testing.T) {
 	oracleOnly(t)
 	t.Parallel()
 	for _, pc := range []struct {
@@ -63,8 +63,8 @@ func TestFusedBuilderMatchesRef(t *testing.T) {
 					return generalSource{tab}
 				}
 				spec := Spec{MaxFrequency: pc.n, G: pc.g, Estimator: est}
-				want := buildGeneral(t, mk(), spec, true)
-				got := buildGeneral(t, mk(), spec, false)
+				want := buildGeneralWith(t, mk(), spec, true)
+				got := buildGeneralWith(t, mk(), spec, false)
 				if !slices.Equal(got.Bounds, want.Bounds) || !slices.Equal(got.A, want.A) {
 					for k := range min(len(got.A), len(want.A)) {
 						if got.A[k] != want.A[k] || got.Bounds[k+1] != want.Bounds[k+1] {
@@ -84,21 +84,21 @@ func TestFusedBuilderMatchesRef(t *testing.T) {
 	}
 }
 
-// TestFusedBuilderMatchesRefOnHandMadeTables: the fused and reference
+// TestGeneralBuilderMatchesRefOnHandMadeTables: the fused and reference
 // builders build the same table bit for bit on the hand-made tables of
 // TestBuildMatchesBruteForce too (closed-form Algorithm 4 rows, Algorithm 4
 // with sampling, and fractional, row-specific break points with gaps, which
 // exercise the position tolerances), for every g: the reference builder is
 // then checked against the literal formulas through Build.
-func TestFusedBuilderMatchesRefOnHandMadeTables(t *testing.T) {
+func TestGeneralBuilderMatchesRefOnHandMadeTables(t *testing.T) {
 	t.Parallel()
 	for _, tt := range testTables() {
 		for _, gs := range testGs {
 			for _, est := range []Estimator{MLE, BiasedDown} {
 				t.Run(fmt.Sprintf("%s/%s/%s", tt.name, gs, est), func(t *testing.T) {
 					spec := Spec{MaxFrequency: tt.n, G: mustG(gs), Estimator: est}
-					want := buildGeneral(t, &sliceSource{rows: tt.rows}, spec, true)
-					sameTable(t, buildGeneral(t, &sliceSource{rows: tt.rows}, spec, false), want)
+					want := buildGeneralWith(t, &sliceSource{rows: tt.rows}, spec, true)
+					sameTable(t, buildGeneralWith(t, &sliceSource{rows: tt.rows}, spec, false), want)
 				})
 			}
 		}
