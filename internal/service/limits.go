@@ -9,6 +9,7 @@ import (
 	"github.com/pwsd/pwsd/internal/checks"
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
+	"github.com/pwsd/pwsd/internal/tablecache"
 )
 
 // frequencyLimit returns the largest frequency pwsd can sanitize and estimate
@@ -298,7 +299,7 @@ func (r *releaseStretches) runningCost(p sanitize.Privacy, visit func(k int64, t
 		ks = append(ks, k)
 	}
 	slices.Sort(ks)
-	start, chunk := runWork(p, r.size)
+	start, chunk := tablecache.RunWork(p, r.size)
 	total := 0.0
 	for n, k := range ks {
 		if n == 0 || ks[n-1] != k-1 {
@@ -308,13 +309,4 @@ func (r *releaseStretches) runningCost(p sanitize.Privacy, visit func(k int64, t
 		visit(k, total)
 	}
 	return total
-}
-
-// runWork is the work model of a run of consecutive chunks of size size, in
-// window cells: start for the run (a restart's warm-up and two windows) and
-// chunk for each of its chunks, all times the window L + 1. releaseCost and
-// checkChunkWork both count by it.
-func runWork(p sanitize.Privacy, size int64) (start, chunk float64) {
-	window := math.Ceil(sanitize.L(p)) + 1
-	return window * (float64(sanitize.RestartCost(p)) + 2*window), window * float64(size)
 }
