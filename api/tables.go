@@ -18,6 +18,13 @@ type ReportingView struct {
 // FrequenciesView holds rows of a frequency sanitizer.
 type FrequenciesView struct {
 	Rows []service.FrequencyRow `json:"rows"`
+	// BiasedDownOmitted: every biased_down_contribution is null, because
+	// the biased-down estimate is a recursion over every token below and
+	// these rows would need more work than the limit; note says how much.
+	// The mle_contribution values are those of the full table.
+	BiasedDownOmitted bool `json:"biased_down_omitted,omitempty"`
+	// Note explains an omission, in words.
+	Note string `json:"note,omitempty"`
 }
 
 // EstimatorsView is the Section 7 planning table.
@@ -75,7 +82,7 @@ func (h *handler) reporting(w http.ResponseWriter, r *http.Request) error {
 //
 //	@Summary		Rows of the frequency sanitizer (Algorithm 4 discrete or Algorithm 5 max_separation)
 //	@ID			getFrequencyTable
-//	@Description	Outcomes are pieces (lo, hi] with their probability under the row, split at the global tokens so each carries its per-token contributions to the estimate of a sum of frequencies (g = identity): mle_contribution = i*/pi_{i*} (i* the token's MLE frequency) and biased_down_contribution. A contribution is a key's term in a sum, with the inverse reporting probability in it: not a frequency estimate (the MLE frequency of a sample element is its frequency field). Tokens are ORDINAL, not frequencies. Algorithm 4 token j is (j-1, j].
+//	@Description	Outcomes are pieces (lo, hi] with their probability under the row, split at the global tokens so each carries its per-token contributions to the estimate of a sum of frequencies (g = identity): mle_contribution = i*/pi_{i*} (i* the token's MLE frequency) and biased_down_contribution. A contribution is a key's term in a sum, with the inverse reporting probability in it: not a frequency estimate (the MLE frequency of a sample element is its frequency field). Tokens are ORDINAL, not frequencies. Algorithm 4 token j is (j-1, j]. Far up (where the biased-down recursion over every token below would pass the work limit) the rows come with mle_contribution only: biased_down_contribution is null, biased_down_omitted is true and note says why.
 //	@Tags			tables
 //	@Produce		json
 //	@Param			epsilon			query		number	true	"epsilon > 0"
@@ -95,8 +102,8 @@ func (h *handler) frequencies(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rows, err := h.svc.Tables.FrequencyRows(r.Context(), rq.privacy, rq.sampling, rq.method, rq.lo, rq.hi)
-	return answerJSON(w, FrequenciesView{Rows: rows}, err)
+	t, err := h.svc.Tables.FrequencyRows(r.Context(), rq.privacy, rq.sampling, rq.method, rq.lo, rq.hi)
+	return answerJSON(w, FrequenciesView{Rows: t.Rows, BiasedDownOmitted: t.BiasedDownOmitted, Note: t.Note}, err)
 }
 
 // estimators returns the per-frequency planning table.

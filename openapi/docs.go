@@ -2551,7 +2551,7 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
-                "description": "Outcomes are pieces (lo, hi] with their probability under the row, split at the global tokens so each carries its per-token contributions to the estimate of a sum of frequencies (g = identity): mle_contribution = i*/pi_{i*} (i* the token's MLE frequency) and biased_down_contribution. A contribution is a key's term in a sum, with the inverse reporting probability in it: not a frequency estimate (the MLE frequency of a sample element is its frequency field). Tokens are ORDINAL, not frequencies. Algorithm 4 token j is (j-1, j].",
+                "description": "Outcomes are pieces (lo, hi] with their probability under the row, split at the global tokens so each carries its per-token contributions to the estimate of a sum of frequencies (g = identity): mle_contribution = i*/pi_{i*} (i* the token's MLE frequency) and biased_down_contribution. A contribution is a key's term in a sum, with the inverse reporting probability in it: not a frequency estimate (the MLE frequency of a sample element is its frequency field). Tokens are ORDINAL, not frequencies. Algorithm 4 token j is (j-1, j]. Far up (where the biased-down recursion over every token below would pass the work limit) the rows come with mle_contribution only: biased_down_contribution is null, biased_down_omitted is true and note says why.",
                 "produces": [
                     "application/json"
                 ],
@@ -3283,6 +3283,14 @@ const docTemplate = `{
         "api.FrequenciesView": {
             "type": "object",
             "properties": {
+                "biased_down_omitted": {
+                    "description": "BiasedDownOmitted: every biased_down_contribution is null, because\nthe biased-down estimate is a recursion over every token below and\nthese rows would need more work than the limit; note says how much.\nThe mle_contribution values are those of the full table.",
+                    "type": "boolean"
+                },
+                "note": {
+                    "description": "Note explains an omission, in words.",
+                    "type": "string"
+                },
                 "rows": {
                     "type": "array",
                     "items": {
@@ -4456,8 +4464,9 @@ const docTemplate = `{
             "type": "object",
             "properties": {
                 "biased_down_contribution": {
-                    "description": "BiasedDownContribution: the biased-down contribution a_j (eq. 41),\nwhich never over-estimates the sum in expectation.",
-                    "type": "number"
+                    "description": "BiasedDownContribution: the biased-down contribution a_j (eq. 41),\nwhich never over-estimates the sum in expectation; null when the\ntable omits it (FrequencyTable.BiasedDownOmitted).",
+                    "type": "number",
+                    "x-nullable": true
                 },
                 "hi": {
                     "type": "number"

@@ -1859,6 +1859,15 @@ type FieldError struct {
 
 // FrequenciesView defines model for FrequenciesView.
 type FrequenciesView struct {
+	// BiasedDownOmitted BiasedDownOmitted: every biased_down_contribution is null, because
+	// the biased-down estimate is a recursion over every token below and
+	// these rows would need more work than the limit; note says how much.
+	// The mle_contribution values are those of the full table.
+	BiasedDownOmitted *bool `json:"biased_down_omitted,omitempty"`
+
+	// Note Note explains an omission, in words.
+	Note *string `json:"note,omitempty"`
+
 	// Rows One row per frequency.
 	Rows []FrequencyRow `json:"rows"`
 }
@@ -1931,8 +1940,9 @@ type ModulusState struct {
 // Outcome defines model for Outcome.
 type Outcome struct {
 	// BiasedDownContribution BiasedDownContribution: the biased-down contribution a_j (eq. 41),
-	// which never over-estimates the sum in expectation.
-	BiasedDownContribution float64 `json:"biased_down_contribution"`
+	// which never over-estimates the sum in expectation; null when the
+	// table omits it (FrequencyTable.BiasedDownOmitted).
+	BiasedDownContribution *float64 `json:"biased_down_contribution"`
 
 	// Hi Upper end of the outcome piece (lo, hi]; an ordinal token, not a frequency.
 	Hi float64 `json:"hi"`
@@ -4025,7 +4035,7 @@ type ClientInterface interface {
 
 	// GetFrequencyTable Rows of the frequency sanitizer (Algorithm 4 discrete or Algorithm 5 max_separation)
 	//
-	// Outcomes are pieces (lo, hi] with their probability under the row, split at the global tokens so each carries its per-token contributions to the estimate of a sum of frequencies (g = identity): mle_contribution = i*/pi_{i*} (i* the token's MLE frequency) and biased_down_contribution. A contribution is a key's term in a sum, with the inverse reporting probability in it: not a frequency estimate (the MLE frequency of a sample element is its frequency field). Tokens are ORDINAL, not frequencies. Algorithm 4 token j is (j-1, j].
+	// Outcomes are pieces (lo, hi] with their probability under the row, split at the global tokens so each carries its per-token contributions to the estimate of a sum of frequencies (g = identity): mle_contribution = i*/pi_{i*} (i* the token's MLE frequency) and biased_down_contribution. A contribution is a key's term in a sum, with the inverse reporting probability in it: not a frequency estimate (the MLE frequency of a sample element is its frequency field). Tokens are ORDINAL, not frequencies. Algorithm 4 token j is (j-1, j]. Far up (where the biased-down recursion over every token below would pass the work limit) the rows come with mle_contribution only: biased_down_contribution is null, biased_down_omitted is true and note says why.
 	//
 	// Corresponds with GET /v1/tables/frequencies (the `GetFrequencyTable` operationId).
 	GetFrequencyTable(ctx context.Context, params *GetFrequencyTableParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4839,7 +4849,7 @@ func (c *Client) GetEstimatorTable(ctx context.Context, params *GetEstimatorTabl
 
 // GetFrequencyTable Rows of the frequency sanitizer (Algorithm 4 discrete or Algorithm 5 max_separation)
 //
-// Outcomes are pieces (lo, hi] with their probability under the row, split at the global tokens so each carries its per-token contributions to the estimate of a sum of frequencies (g = identity): mle_contribution = i*/pi_{i*} (i* the token's MLE frequency) and biased_down_contribution. A contribution is a key's term in a sum, with the inverse reporting probability in it: not a frequency estimate (the MLE frequency of a sample element is its frequency field). Tokens are ORDINAL, not frequencies. Algorithm 4 token j is (j-1, j].
+// Outcomes are pieces (lo, hi] with their probability under the row, split at the global tokens so each carries its per-token contributions to the estimate of a sum of frequencies (g = identity): mle_contribution = i*/pi_{i*} (i* the token's MLE frequency) and biased_down_contribution. A contribution is a key's term in a sum, with the inverse reporting probability in it: not a frequency estimate (the MLE frequency of a sample element is its frequency field). Tokens are ORDINAL, not frequencies. Algorithm 4 token j is (j-1, j]. Far up (where the biased-down recursion over every token below would pass the work limit) the rows come with mle_contribution only: biased_down_contribution is null, biased_down_omitted is true and note says why.
 //
 // Corresponds with GET /v1/tables/frequencies (the `GetFrequencyTable` operationId).
 func (c *Client) GetFrequencyTable(ctx context.Context, params *GetFrequencyTableParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8657,7 +8667,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetFrequencyTableWithResponse Rows of the frequency sanitizer (Algorithm 4 discrete or Algorithm 5 max_separation)
 	//
-	// Outcomes are pieces (lo, hi] with their probability under the row, split at the global tokens so each carries its per-token contributions to the estimate of a sum of frequencies (g = identity): mle_contribution = i*/pi_{i*} (i* the token's MLE frequency) and biased_down_contribution. A contribution is a key's term in a sum, with the inverse reporting probability in it: not a frequency estimate (the MLE frequency of a sample element is its frequency field). Tokens are ORDINAL, not frequencies. Algorithm 4 token j is (j-1, j].
+	// Outcomes are pieces (lo, hi] with their probability under the row, split at the global tokens so each carries its per-token contributions to the estimate of a sum of frequencies (g = identity): mle_contribution = i*/pi_{i*} (i* the token's MLE frequency) and biased_down_contribution. A contribution is a key's term in a sum, with the inverse reporting probability in it: not a frequency estimate (the MLE frequency of a sample element is its frequency field). Tokens are ORDINAL, not frequencies. Algorithm 4 token j is (j-1, j]. Far up (where the biased-down recursion over every token below would pass the work limit) the rows come with mle_contribution only: biased_down_contribution is null, biased_down_omitted is true and note says why.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -15184,7 +15194,7 @@ func (c *ClientWithResponses) GetEstimatorTableWithResponse(ctx context.Context,
 
 // GetFrequencyTableWithResponse Rows of the frequency sanitizer (Algorithm 4 discrete or Algorithm 5 max_separation)
 //
-// Outcomes are pieces (lo, hi] with their probability under the row, split at the global tokens so each carries its per-token contributions to the estimate of a sum of frequencies (g = identity): mle_contribution = i*/pi_{i*} (i* the token's MLE frequency) and biased_down_contribution. A contribution is a key's term in a sum, with the inverse reporting probability in it: not a frequency estimate (the MLE frequency of a sample element is its frequency field). Tokens are ORDINAL, not frequencies. Algorithm 4 token j is (j-1, j].
+// Outcomes are pieces (lo, hi] with their probability under the row, split at the global tokens so each carries its per-token contributions to the estimate of a sum of frequencies (g = identity): mle_contribution = i*/pi_{i*} (i* the token's MLE frequency) and biased_down_contribution. A contribution is a key's term in a sum, with the inverse reporting probability in it: not a frequency estimate (the MLE frequency of a sample element is its frequency field). Tokens are ORDINAL, not frequencies. Algorithm 4 token j is (j-1, j]. Far up (where the biased-down recursion over every token below would pass the work limit) the rows come with mle_contribution only: biased_down_contribution is null, biased_down_omitted is true and note says why.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -161,7 +161,9 @@ type Invoker interface {
 	// mle_contribution = i*/pi_{i*} (i* the token's MLE frequency) and biased_down_contribution. A
 	// contribution is a key's term in a sum, with the inverse reporting probability in it: not a frequency
 	// estimate (the MLE frequency of a sample element is its frequency field). Tokens are ORDINAL, not
-	// frequencies. Algorithm 4 token j is (j-1, j].
+	// frequencies. Algorithm 4 token j is (j-1, j]. Far up (where the biased-down recursion over every
+	// token below would pass the work limit) the rows come with mle_contribution only:
+	// biased_down_contribution is null, biased_down_omitted is true and note says why.
 	//
 	// GET /v1/tables/frequencies
 	GetFrequencyTable(ctx context.Context, params GetFrequencyTableParams) (GetFrequencyTableRes, error)
@@ -2454,7 +2456,9 @@ func (c *Client) sendGetEstimatorTable(ctx context.Context, params GetEstimatorT
 // mle_contribution = i*/pi_{i*} (i* the token's MLE frequency) and biased_down_contribution. A
 // contribution is a key's term in a sum, with the inverse reporting probability in it: not a frequency
 // estimate (the MLE frequency of a sample element is its frequency field). Tokens are ORDINAL, not
-// frequencies. Algorithm 4 token j is (j-1, j].
+// frequencies. Algorithm 4 token j is (j-1, j]. Far up (where the biased-down recursion over every
+// token below would pass the work limit) the rows come with mle_contribution only:
+// biased_down_contribution is null, biased_down_omitted is true and note says why.
 //
 // GET /v1/tables/frequencies
 func (c *Client) GetFrequencyTable(ctx context.Context, params GetFrequencyTableParams) (GetFrequencyTableRes, error) {

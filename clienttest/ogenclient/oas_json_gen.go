@@ -3849,6 +3849,18 @@ func (s *FrequenciesView) Encode(e *jx.Encoder) {
 // encodeFields encodes fields.
 func (s *FrequenciesView) encodeFields(e *jx.Encoder) {
 	{
+		if s.BiasedDownOmitted.Set {
+			e.FieldStart("biased_down_omitted")
+			s.BiasedDownOmitted.Encode(e)
+		}
+	}
+	{
+		if s.Note.Set {
+			e.FieldStart("note")
+			s.Note.Encode(e)
+		}
+	}
+	{
 		e.FieldStart("rows")
 		e.ArrStart()
 		for _, elem := range s.Rows {
@@ -3858,8 +3870,10 @@ func (s *FrequenciesView) encodeFields(e *jx.Encoder) {
 	}
 }
 
-var jsonFieldsNameOfFrequenciesView = [1]string{
-	0: "rows",
+var jsonFieldsNameOfFrequenciesView = [3]string{
+	0: "biased_down_omitted",
+	1: "note",
+	2: "rows",
 }
 
 // Decode decodes FrequenciesView from json.
@@ -3871,8 +3885,28 @@ func (s *FrequenciesView) Decode(d *jx.Decoder) error {
 
 	if err := d.ObjBytes(func(d *jx.Decoder, k []byte) error {
 		switch string(k) {
+		case "biased_down_omitted":
+			if err := func() error {
+				s.BiasedDownOmitted.Reset()
+				if err := s.BiasedDownOmitted.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"biased_down_omitted\"")
+			}
+		case "note":
+			if err := func() error {
+				s.Note.Reset()
+				if err := s.Note.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"note\"")
+			}
 		case "rows":
-			requiredBitSet[0] |= 1 << 0
+			requiredBitSet[0] |= 1 << 2
 			if err := func() error {
 				s.Rows = make([]FrequencyRow, 0)
 				if err := d.Arr(func(d *jx.Decoder) error {
@@ -3899,7 +3933,7 @@ func (s *FrequenciesView) Decode(d *jx.Decoder) error {
 	// Validate required fields.
 	var failures []validate.FieldError
 	for i, mask := range [1]uint8{
-		0b00000001,
+		0b00000100,
 	} {
 		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
 			// Mask only required fields and check equality to mask using XOR.
@@ -4759,6 +4793,52 @@ func (s *ModulusState) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *ModulusState) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes float64 as json.
+func (o NilFloat64) Encode(e *jx.Encoder) {
+	if o.Null {
+		e.Null()
+		return
+	}
+	e.Float64(float64(o.Value))
+}
+
+// Decode decodes float64 from json.
+func (o *NilFloat64) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode NilFloat64 to nil")
+	}
+	if d.Next() == jx.Null {
+		if err := d.Null(); err != nil {
+			return err
+		}
+
+		var v float64
+		o.Value = v
+		o.Null = true
+		return nil
+	}
+	o.Null = false
+	v, err := d.Float64()
+	if err != nil {
+		return err
+	}
+	o.Value = float64(v)
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s NilFloat64) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *NilFloat64) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }
@@ -5642,7 +5722,7 @@ func (s *Outcome) Encode(e *jx.Encoder) {
 func (s *Outcome) encodeFields(e *jx.Encoder) {
 	{
 		e.FieldStart("biased_down_contribution")
-		e.Float64(s.BiasedDownContribution)
+		s.BiasedDownContribution.Encode(e)
 	}
 	{
 		e.FieldStart("hi")
@@ -5682,9 +5762,7 @@ func (s *Outcome) Decode(d *jx.Decoder) error {
 		case "biased_down_contribution":
 			requiredBitSet[0] |= 1 << 0
 			if err := func() error {
-				v, err := d.Float64()
-				s.BiasedDownContribution = float64(v)
-				if err != nil {
+				if err := s.BiasedDownContribution.Decode(d); err != nil {
 					return err
 				}
 				return nil

@@ -3160,13 +3160,39 @@ func (s *FieldError) SetMessage(val string) {
 
 // Ref: #/components/schemas/FrequenciesView
 type FrequenciesView struct {
+	// BiasedDownOmitted: every biased_down_contribution is null, because the biased-down estimate is a
+	// recursion over every token below and these rows would need more work than the limit; note says how
+	// much. The mle_contribution values are those of the full table.
+	BiasedDownOmitted OptBool `json:"biased_down_omitted"`
+	// Note explains an omission, in words.
+	Note OptString `json:"note"`
 	// One row per frequency.
 	Rows []FrequencyRow `json:"rows"`
+}
+
+// GetBiasedDownOmitted returns the value of BiasedDownOmitted.
+func (s *FrequenciesView) GetBiasedDownOmitted() OptBool {
+	return s.BiasedDownOmitted
+}
+
+// GetNote returns the value of Note.
+func (s *FrequenciesView) GetNote() OptString {
+	return s.Note
 }
 
 // GetRows returns the value of Rows.
 func (s *FrequenciesView) GetRows() []FrequencyRow {
 	return s.Rows
+}
+
+// SetBiasedDownOmitted sets the value of BiasedDownOmitted.
+func (s *FrequenciesView) SetBiasedDownOmitted(val OptBool) {
+	s.BiasedDownOmitted = val
+}
+
+// SetNote sets the value of Note.
+func (s *FrequenciesView) SetNote(val OptString) {
+	s.Note = val
 }
 
 // SetRows sets the value of Rows.
@@ -5207,6 +5233,51 @@ func (s *ModulusState) SetNoise(val []float64) {
 // SetP sets the value of P.
 func (s *ModulusState) SetP(val int) {
 	s.P = val
+}
+
+// NewNilFloat64 returns new NilFloat64 with value set to v.
+func NewNilFloat64(v float64) NilFloat64 {
+	return NilFloat64{
+		Value: v,
+	}
+}
+
+// NilFloat64 is nullable float64.
+type NilFloat64 struct {
+	Value float64
+	Null  bool
+}
+
+// SetTo sets value to v.
+func (o *NilFloat64) SetTo(v float64) {
+	o.Null = false
+	o.Value = v
+}
+
+// IsNull returns true if value is Null.
+func (o NilFloat64) IsNull() bool { return o.Null }
+
+// SetToNull sets value to null.
+func (o *NilFloat64) SetToNull() {
+	o.Null = true
+	var v float64
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o NilFloat64) Get() (v float64, ok bool) {
+	if o.Null {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o NilFloat64) Or(d float64) float64 {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
 }
 
 // NewOptAccuracyParams returns new OptAccuracyParams with value set to v.
@@ -8018,8 +8089,8 @@ func (o OptString) Or(d string) string {
 // Ref: #/components/schemas/Outcome
 type Outcome struct {
 	// BiasedDownContribution: the biased-down contribution a_j (eq. 41), which never over-estimates the
-	// sum in expectation.
-	BiasedDownContribution float64 `json:"biased_down_contribution"`
+	// sum in expectation; null when the table omits it (FrequencyTable.BiasedDownOmitted).
+	BiasedDownContribution NilFloat64 `json:"biased_down_contribution"`
 	// Upper end of the outcome piece (lo, hi]; an ordinal token, not a frequency.
 	Hi float64 `json:"hi"`
 	// Lower end of the outcome piece (lo, hi]; an ordinal token, not a frequency.
@@ -8031,7 +8102,7 @@ type Outcome struct {
 }
 
 // GetBiasedDownContribution returns the value of BiasedDownContribution.
-func (s *Outcome) GetBiasedDownContribution() float64 {
+func (s *Outcome) GetBiasedDownContribution() NilFloat64 {
 	return s.BiasedDownContribution
 }
 
@@ -8056,7 +8127,7 @@ func (s *Outcome) GetProbability() float64 {
 }
 
 // SetBiasedDownContribution sets the value of BiasedDownContribution.
-func (s *Outcome) SetBiasedDownContribution(val float64) {
+func (s *Outcome) SetBiasedDownContribution(val NilFloat64) {
 	s.BiasedDownContribution = val
 }
 

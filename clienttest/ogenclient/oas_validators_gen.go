@@ -3919,8 +3919,15 @@ func (s *Outcome) Validate() error {
 
 	var failures []validate.FieldError
 	if err := func() error {
-		if err := (validate.Float{}).Validate(float64(s.BiasedDownContribution)); err != nil {
-			return errors.Wrap(err, "float")
+		if value, ok := s.BiasedDownContribution.Get(); ok {
+			if err := func() error {
+				if err := (validate.Float{}).Validate(float64(value)); err != nil {
+					return errors.Wrap(err, "float")
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
 		}
 		return nil
 	}(); err != nil {

@@ -34,11 +34,19 @@ type ChunkAsk struct {
 // rows of a *sanitize.Table are stationary below To, the answer is read
 // from the two tables of size TableSize and their stationary tails
 // instead of from a band of rows starting near From (rowsFromTables).
+//
+// MLEOnly asks for the MLE estimates alone: every outcome's BiasedDown is
+// NaN, and the rows are read from the MLE band (about Margin below From)
+// instead of from row 1, so the cost no longer grows with From. The
+// biased-down estimate (eq. 41) is a recursion over every token below, so
+// it cannot be had from a band; the MLE values are those of the full
+// answer, bit for bit (TestRowsMLEOnlyMatchFull).
 type RowsAsk struct {
 	G                G
 	From, To, Margin int64
 	Fn               func(sanitize.Row, []RowOutcome) error
 	Tables           func(Spec) (*Table, error)
+	MLEOnly          bool
 }
 
 // Opened is what Open built: for a table ask the Table, for a chunk ask
@@ -177,10 +185,11 @@ func (j *job) unitRows() bool {
 }
 
 // tablesGiven reports whether a rows ask may be answered from the
-// caller's tables (RowsAsk.Tables) of a sanitizer table's rows.
+// caller's tables (RowsAsk.Tables) of a sanitizer table's rows (not for
+// the MLE alone: the tables would serve the biased-down estimates too).
 func (j *job) tablesGiven() bool {
 	_, ok := j.src.(*sanitize.Table)
-	return ok && j.ask.Rows.Tables != nil
+	return ok && j.ask.Rows.Tables != nil && !j.ask.Rows.MLEOnly
 }
 
 // builderRow is one row of the decision table: for asks of its form, when
@@ -253,7 +262,7 @@ var builders = []builderRow{
 	// Rows with their estimates.
 	{name: "rows-from-tables", form: formRows, when: (*job).tablesGiven, build: rowsFromTables},
 	{name: "rows-unit", form: formRows, fast: true, ref: "rows-general-ref",
-		when: (*job).unitRows,
+		when: func(j *job) bool { return j.unitRows() && !j.ask.Rows.MLEOnly }, // its fast part is the biased-down pass
 		build: func(j *job) (*Opened, error) {
 			us := j.src.(unitSource)
 			return rowsOrDecline(rowEstimates(j, func(bandStart int64) ([]sanitize.Row, *Table, *Table, error) {
@@ -322,7 +331,7 @@ func generalRows(newLoop newGeneralLoop) func(j *job) (*Opened, error) {
 	return func(j *job) (*Opened, error) {
 		r := j.ask.Rows
 		return rowsOrDecline(rowEstimates(j, func(bandStart int64) ([]sanitize.Row, *Table, *Table, error) {
-			return rowBand(j.ctx, j.src, newLoop, r.G, r.From, r.To, bandStart)
+			return rowBand(j.ctx, j.src, newLoop, r.G, r.From, r.To, bandStart, r.MLEOnly)
 		}))
 	}
 }

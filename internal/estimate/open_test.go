@@ -433,7 +433,7 @@ func TestRowsFromTablesMatchBand(t *testing.T) {
 			}
 			band := &job{ctx: context.Background(), src: tab, ask: Ask{Rows: &bandAsk}, method: tab.Method()}
 			err = rowEstimates(band, func(bandStart int64) ([]sanitize.Row, *Table, *Table, error) {
-				return rowBand(context.Background(), tab, newEstimatesOnlyRef, g, c.from, c.to, bandStart)
+				return rowBand(context.Background(), tab, newEstimatesOnlyRef, g, c.from, c.to, bandStart, false)
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -76,11 +76,15 @@ func rowEstimates(j *job, band func(bandStart int64) ([]sanitize.Row, *Table, *T
 			k, _ := slices.BinarySearch(mle.Bounds, pc.Lo+tol(pc.Lo)) // Table.Tokens' rule
 			for k = max(k, 1); k < len(mle.Bounds) && mle.Bounds[k-1] < pc.Hi-tol(pc.Hi); k++ {
 				lo, hi := math.Max(mle.Bounds[k-1], pc.Lo), math.Min(mle.Bounds[k], pc.Hi)
-				b := tokenAt(bd.Bounds, (lo+hi)/2)
-				if b >= len(bd.Bounds) || bd.Bounds[b-1] > lo+tol(lo) {
-					return errors.New("estimate: internal error: a row outcome lies outside the biased-down band")
+				o := RowOutcome{Lo: lo, Hi: hi, P: density * (hi - lo), MLE: mle.A[k-1], BiasedDown: math.NaN()}
+				if bd != nil {
+					b := tokenAt(bd.Bounds, (lo+hi)/2)
+					if b >= len(bd.Bounds) || bd.Bounds[b-1] > lo+tol(lo) {
+						return errors.New("estimate: internal error: a row outcome lies outside the biased-down band")
+					}
+					o.BiasedDown = bd.A[b-1]
 				}
-				out = append(out, RowOutcome{Lo: lo, Hi: hi, P: density * (hi - lo), MLE: mle.A[k-1], BiasedDown: bd.A[b-1]})
+				out = append(out, o)
 			}
 		}
 		if err := fn(r, out); err != nil {
@@ -174,20 +178,26 @@ func tokenAt(bounds []float64, v float64) int {
 // estimates-only MLE loop (both made by newLoop: the general loops, fast or
 // reference), until both have finalised every token up to to; it returns
 // copies of rows from..to and the two loops' (partial) tables. Rows are
-// read on a second goroutine (pipeRows).
-func rowBand(ctx context.Context, src RowSource, newLoop newGeneralLoop, g G, from, to, bandStart int64) ([]sanitize.Row, *Table, *Table, error) {
+// read on a second goroutine (pipeRows). With mleOnly there is no
+// biased-down loop (its table is nil) and the rows are read from bandStart.
+func rowBand(ctx context.Context, src RowSource, newLoop newGeneralLoop, g G, from, to, bandStart int64, mleOnly bool) ([]sanitize.Row, *Table, *Table, error) {
 	// Estimates only: biased-down from row 1, storing the tokens from the
 	// band on (those below are never looked up), and MLE from the band.
-	bd := newLoop(ctx, g, BiasedDown, to, 1, bandStart)
 	mle := newLoop(ctx, g, MLE, to, bandStart, 0)
+	bd, first := mle, bandStart // with mleOnly the MLE loop stands in for the checks below
+	if !mleOnly {
+		bd, first = newLoop(ctx, g, BiasedDown, to, 1, bandStart), 1
+	}
 	var rows []sanitize.Row
 	var err error
 	fn := func(row sanitize.Row, dens []float64, cerr error, _ *shiftMark) bool {
 		if err = bd.cancelled(row.Frequency, len(row.Pieces)); err != nil {
 			return false
 		}
-		if err = feedLoop(bd, row, dens, cerr); err != nil {
-			return false
+		if !mleOnly {
+			if err = feedLoop(bd, row, dens, cerr); err != nil {
+				return false
+			}
 		}
 		if row.Frequency >= bandStart {
 			if err = feedLoop(mle, row, dens, cerr); err != nil {
@@ -200,11 +210,17 @@ func rowBand(ctx context.Context, src RowSource, newLoop newGeneralLoop, g G, fr
 		return !(bd.done && mle.done)
 	}
 	last := min(to+maxLookahead, sanitize.MaxFrequency)
-	if e := pipeRows(ctx, src, 1, last, nil, fn); e != nil {
+	if e := pipeRows(ctx, src, first, last, nil, fn); e != nil {
 		return nil, nil, nil, fmt.Errorf("estimate: reading sanitizer rows: %w", e)
 	}
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if mleOnly {
+		if err := finishLoops(last, mle); err != nil {
+			return nil, nil, nil, err
+		}
+		return rows, nil, mle.t, nil
 	}
 	if err := finishLoops(last, bd, mle); err != nil {
 		return nil, nil, nil, err

@@ -46,8 +46,9 @@ type Outcome struct {
 	// the MLE frequency of the token.
 	MLEContribution float64 `json:"mle_contribution"`
 	// BiasedDownContribution: the biased-down contribution a_j (eq. 41),
-	// which never over-estimates the sum in expectation.
-	BiasedDownContribution float64 `json:"biased_down_contribution"`
+	// which never over-estimates the sum in expectation; null when the
+	// table omits it (FrequencyTable.BiasedDownOmitted).
+	BiasedDownContribution *float64 `json:"biased_down_contribution" extensions:"x-nullable"`
 }
 
 // FrequencyRow is one row of a frequency sanitizer: the reporting probability
@@ -59,14 +60,43 @@ type FrequencyRow struct {
 	Outcomes  []Outcome `json:"outcomes"`
 }
 
+// FrequencyTable is rows of a frequency sanitizer with what their
+// contributions are.
+type FrequencyTable struct {
+	Rows []FrequencyRow `json:"rows"`
+	// BiasedDownOmitted says every outcome's biased-down contribution is
+	// null: it is a recursion over every token below (eq. 41), so rows this
+	// far up would need all the rows below them, more than the request may
+	// compute; Note says how much. The MLE contributions come from a band
+	// of rows around the frequencies asked and are those of the full table.
+	BiasedDownOmitted bool   `json:"biased_down_omitted,omitempty"`
+	Note              string `json:"note,omitempty"`
+}
+
 // FrequencyRows returns rows from..to of the frequency sanitizer, cached.
-func (s *Tables) FrequencyRows(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, m sanitize.Method, from, to int64) ([]FrequencyRow, error) {
-	work := func(rows, top int64) (float64, float64) { return FrequencyRowsWork(p, smp, rows, top) }
-	if err := s.checkWorkOf(ctx, work, to-from+1, to, "epsilon", "frequency"); err != nil {
-		return nil, err
+// When the biased-down contributions would take more work than the
+// request's limit (they read every row below to) but the MLE ones fit
+// (FrequencyRowsMLEWork), the rows come with the MLE contributions alone
+// and say so; above both, a 422 names the frequency.
+func (s *Tables) FrequencyRows(ctx context.Context, p sanitize.Privacy, smp sanitize.Sampling, m sanitize.Method, from, to int64) (FrequencyTable, error) {
+	var answer FrequencyTable
+	full := func(rows, top int64) (float64, float64) { return FrequencyRowsWork(p, smp, rows, top) }
+	if err := s.checkWorkOf(ctx, full, to-from+1, to, "epsilon", "frequency"); err != nil {
+		mle := func(rows, _ int64) (float64, float64) { return FrequencyRowsMLEWork(p, rows) }
+		if s.checkWorkOf(ctx, mle, to-from+1, to, "epsilon", "frequency") != nil {
+			return answer, err
+		}
+		work, _ := full(to-from+1, to)
+		limit := s.workLimit(ctx)
+		answer.BiasedDownOmitted = true
+		answer.Note = fmt.Sprintf("biased_down_contribution is omitted (null): the biased-down estimate is a recursion over every token below (eq. 41), so these rows would need about %.3g window cells of work, above the limit of %d (%s); mle_contribution comes from a band of rows around the frequencies asked, as in the full table", work, limit.cells, limit.setting)
 	}
-	key := s.cache.Key("rows", p, smp, m, tablecache.Range(from, to))
-	return cachedCtx(ctx, s.deps, key, func(ctx context.Context) ([]FrequencyRow, error) {
+	parts := []tablecache.Part{tablecache.Range(from, to)}
+	if answer.BiasedDownOmitted {
+		parts = append(parts, tablecache.Str("biased_down", "omitted"))
+	}
+	key := s.cache.Key("rows", p, smp, m, parts...)
+	rows, err := cachedCtx(ctx, s.deps, key, func(ctx context.Context) ([]FrequencyRow, error) {
 		t, err := s.cache.Sanitizer(p, smp, m)
 		if err != nil {
 			return nil, err
@@ -74,22 +104,30 @@ func (s *Tables) FrequencyRows(ctx context.Context, p sanitize.Privacy, smp sani
 		if limit := frequencyLimit(t); to > limit {
 			return nil, fieldErr("frequency", "must be at most %d for this sampling scheme (q_i < 1 beyond it)", limit)
 		}
-		return s.frequencyRows(ctx, t, from, to)
+		return s.frequencyRows(ctx, t, from, to, answer.BiasedDownOmitted)
 	})
+	answer.Rows = rows
+	return answer, err
 }
 
 // frequencyRows computes rows from..to and their estimates (estimate.Open
 // asked for rows): where the rows are stationary below to, from the small
 // cached estimator tables and their tails (estimatorTable), else in one
-// pass over a band of rows, building no estimator table.
-func (s *Tables) frequencyRows(ctx context.Context, t *sanitize.Table, from, to int64) ([]FrequencyRow, error) {
+// pass over a band of rows, building no estimator table. With mleOnly the
+// biased-down contributions are left null and the band starts near from.
+func (s *Tables) frequencyRows(ctx context.Context, t *sanitize.Table, from, to int64, mleOnly bool) ([]FrequencyRow, error) {
 	rows := make([]FrequencyRow, 0, to-from+1)
 	margin := 4*int64(math.Ceil(sanitize.L(t.Privacy()))) + 64
 	tables := func(spec estimate.Spec) (*estimate.Table, error) { return s.estimatorTable(ctx, t, spec) }
-	_, err := estimate.Open(ctx, t, estimate.Ask{Rows: &estimate.RowsAsk{G: identityG, From: from, To: to, Margin: margin, Tables: tables, Fn: func(r sanitize.Row, out []estimate.RowOutcome) error {
+	_, err := estimate.Open(ctx, t, estimate.Ask{Rows: &estimate.RowsAsk{G: identityG, From: from, To: to, Margin: margin, Tables: tables, MLEOnly: mleOnly, Fn: func(r sanitize.Row, out []estimate.RowOutcome) error {
 		fr := FrequencyRow{Frequency: r.Frequency, Reported: r.Pi, Outcomes: make([]Outcome, len(out))}
+		bd := make([]float64, len(out)) // one allocation for the row's contributions
 		for k, o := range out {
-			fr.Outcomes[k] = Outcome{Lo: o.Lo, Hi: o.Hi, Probability: o.P, MLEContribution: o.MLE, BiasedDownContribution: o.BiasedDown}
+			fr.Outcomes[k] = Outcome{Lo: o.Lo, Hi: o.Hi, Probability: o.P, MLEContribution: o.MLE}
+			if !mleOnly {
+				bd[k] = o.BiasedDown
+				fr.Outcomes[k].BiasedDownContribution = &bd[k]
+			}
 		}
 		rows = append(rows, fr)
 		return nil

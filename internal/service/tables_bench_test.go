@@ -31,7 +31,7 @@ func BenchmarkFrequencyRowsCold(b *testing.B) {
 						b.Fatal(err)
 					}
 					rows, err := svc.Tables.FrequencyRows(context.Background(), p, smp, m, f, f)
-					if err != nil || len(rows) != 1 {
+					if err != nil || len(rows.Rows) != 1 {
 						b.Fatal(err)
 					}
 				}
