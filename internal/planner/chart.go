@@ -22,6 +22,9 @@ type Curve struct {
 	// Series says which method the curve shows, so that a method is drawn
 	// alike in every chart; SeriesOther curves are told apart by order.
 	Series Series
+	// Dashed draws the line dashed (a theoretical curve beside its
+	// measured one).
+	Dashed bool
 	X, Y   []float64
 }
 

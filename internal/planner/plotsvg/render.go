@@ -143,6 +143,9 @@ func build(c planner.Chart) (p *plot.Plot, legend plot.Legend, entries int, err 
 		line.Color = col
 		line.Width = vg.Points(1.5)
 		line.Dashes = dashes
+		if cv.Dashed && dashes == nil {
+			line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		}
 		p.Add(line)
 		if len(pts) <= markerPoints {
 			sc, err := plotter.NewScatter(pts)
