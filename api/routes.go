@@ -101,6 +101,8 @@ func v1Routes() []route {
 		{get, "/plots/variance", (*h).plotVariance, takes(table, []string{"method", "g", "estimator", "max_frequency", "baseline", "normalized"}), heavy, ignoresKey},
 		{get, "/plots/nrmse", (*h).plotNRMSE, takes(planQuery), heavy, ignoresKey},
 		{get, "/plan/summary", (*h).planSummary, takes(planQuery), heavy, ignoresKey},
+		{get, "/plan/streams", (*h).streamPlan, takes(streamPlanQuery), heavy, ignoresKey},
+		{get, "/plots/streams", (*h).plotStreams, takes(streamPlanQuery, []string{"x"}), heavy, ignoresKey},
 		{post, "/streams", (*h).createStream, noQuery, heavy, honoursKey},
 		{get, "/streams", (*h).listStreams, takes(listQuery), light, ignoresKey},
 		{del, "/streams/{id}", (*h).deleteStream, noQuery, light, ignoresKey},

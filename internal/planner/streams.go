@@ -334,3 +334,93 @@ func simulateDensity(ctx context.Context, cfg panprivate.Config, stream []panpri
 	}
 	return &SimulatedError{MSE: mse, MSEStandardError: se, Bias: sumErr / n, ErrorProbability: float64(far) / n}, nil
 }
+
+// Axes of StreamChart.
+const (
+	StreamAxisEpsilon    = "epsilon"
+	StreamAxisSampleSize = "sample_size"
+)
+
+// StreamChart draws the predicted (exact) MSE of the three density
+// algorithms, and the papers' theorem bound dashed, at the request's density
+// and release noise, against epsilon (axis "epsilon": 0.05 to 0.5, each
+// algorithm's sample size held at its plan's, as Figures 5 and 6 of the
+// improved-density paper hold m) or against the sample size (axis
+// "sample_size": m/|U| from 1/1000 to 1 at the request's epsilon, as Figure
+// 7). It draws no simulation (StreamPlan's reps are ignored), so it costs
+// microseconds; `pwsd figures --paper improved-density` simulates the
+// paper's figures. An invalid axis is named "x".
+func StreamChart(req StreamPlanRequest, axis string) (Chart, error) {
+	req.Reps = 0
+	p, err := req.validate()
+	if err == nil && axis != StreamAxisEpsilon && axis != StreamAxisSampleSize {
+		err = checks.Errorf("x", "must be epsilon or sample_size")
+	}
+	if err != nil {
+		return Chart{}, err
+	}
+	noise := string(p.ReleaseNoise)
+	c := Chart{XLabel: "ε", YLabel: "MSE", LogY: true, LegendRight: true,
+		Title: fmt.Sprintf("Predicted density MSE: |U| = %d, density %g, %s release noise", p.UniverseSize, p.Density, noise)}
+	type point struct {
+		eps float64
+		m   int
+	}
+	var grid func(alg StreamAlgorithmPlan) []point
+	var xs func(pts []point) []float64
+	if axis == StreamAxisEpsilon {
+		grid = func(ap StreamAlgorithmPlan) []point {
+			pts := make([]point, len(paperEpsilons))
+			for i, eps := range paperEpsilons {
+				pts[i] = point{eps, ap.SampleSize}
+			}
+			return pts
+		}
+		xs = func(pts []point) []float64 { return paperEpsilons }
+	} else {
+		c.XLabel, c.LogX = "sample size m/|U|", true
+		c.Title = fmt.Sprintf("Predicted density MSE: |U| = %d, ε = %g, density %g, %s release noise", p.UniverseSize, p.Epsilon, p.Density, noise)
+		var ms []int
+		for _, fr := range paperPercentages {
+			m := min(fractionOf(p.UniverseSize, fr), panprivate.MaxSampleSize)
+			if len(ms) == 0 || m > ms[len(ms)-1] {
+				ms = append(ms, m)
+			}
+		}
+		grid = func(StreamAlgorithmPlan) []point {
+			pts := make([]point, len(ms))
+			for i, m := range ms {
+				pts[i] = point{p.Epsilon, m}
+			}
+			return pts
+		}
+		xs = func(pts []point) []float64 {
+			x := make([]float64, len(pts))
+			for i, pt := range pts {
+				x[i] = float64(pt.m) / float64(p.UniverseSize)
+			}
+			return x
+		}
+	}
+	for _, alg := range densityAlgorithms {
+		base, err := p.algorithm(alg)
+		if err != nil {
+			return Chart{}, err
+		}
+		pts := grid(base)
+		pred, bound := make([]float64, len(pts)), make([]float64, len(pts))
+		for i, pt := range pts {
+			q := *p
+			q.Epsilon, q.SampleSize = pt.eps, pt.m
+			ap, err := q.algorithm(alg)
+			if err != nil {
+				return Chart{}, err
+			}
+			pred[i], bound[i] = ap.PredictedMSE, ap.TheoremMSE
+		}
+		c.Curves = append(c.Curves,
+			Curve{Label: string(alg) + " (predicted)", X: xs(pts), Y: pred},
+			Curve{Label: string(alg) + " (theorem bound)", X: xs(pts), Y: bound, Dashed: true})
+	}
+	return c, nil
+}
