@@ -182,7 +182,7 @@ func TestPlannerPageInBrowser(t *testing.T) {
 			document.getElementById("num-fraction").textContent.trim() !== "–";
 	})()`
 	// The first load is a shared link: the form takes its plan.
-	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/planner?epsilon=0.4&delta=1e-6")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/planner?epsilon=0.4&delta=1e-6&stream_epsilon=0.3&stream_universe_size=20000&stream_reps=10")); err != nil {
 		t.Fatalf("browser: %v", err)
 	}
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](rendered, chromedp.WithPollingTimeout(5*time.Minute))); err != nil {
@@ -254,6 +254,34 @@ func TestPlannerPageInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The stream planner took the link's parameters and drew its table (the
+	// three algorithms) and both plots; a refused plan shows its 422 in words.
+	const streamsRendered = `(() => {
+		const ok = ["plot-stream-epsilon", "plot-stream-sample"].every(id => { const i = document.getElementById(id); return i.complete && i.naturalWidth > 0; });
+		return ok && document.querySelectorAll("#stream-rows tr").length === 3 && document.getElementById("stream-status").textContent.startsWith("Updated");
+	})()`
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](streamsRendered, chromedp.WithPollingTimeout(5*time.Minute))); err != nil {
+		t.Fatalf("the stream planner did not draw its table and plots: %v", err)
+	}
+	if eps, err := chromedp.Run(ctx, chromedp.Value(chromedp.ID("stream_epsilon"))); err != nil || eps != "0.3" {
+		t.Fatalf("the link's stream_epsilon: the form has %q (%v)", eps, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.ID("stream_epsilon"), "0.7")); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("stream-update"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("stream-status").className === "error"`, chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+		t.Fatalf("a refused stream plan did not show an error: %v", err)
+	}
+	if status, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.ID("stream-status"))); err != nil || !strings.Contains(status, "422") || !strings.Contains(status, "epsilon") {
+		t.Fatalf("stream status %q (%v): want the 422 in words naming epsilon", status, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.ID("stream_epsilon"), "0.3")); err != nil {
+		t.Fatal(err)
+	}
+
 	// Update redraws with the new parameters.
 	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.ID("epsilon"), "0.25")); err != nil {
 		t.Fatal(err)
@@ -270,7 +298,7 @@ func TestPlannerPageInBrowser(t *testing.T) {
 	// The address bar now carries the plan (the link to share), and no label is upper-cased
 	// (which turned "L(ε, δ)" into "L(E, Δ)").
 	loc, err := chromedp.Run(ctx, chromedp.Evaluate[string](`window.location.search`))
-	if err != nil || !strings.Contains(loc, "epsilon=0.25") || strings.Contains(loc, "token") {
+	if err != nil || !strings.Contains(loc, "epsilon=0.25") || !strings.Contains(loc, "stream_epsilon=0.3") || strings.Contains(loc, "token") {
 		t.Fatalf("address bar after Update: %q (%v), want the plan with epsilon=0.25 and no token", loc, err)
 	}
 	upper, err := chromedp.Run(ctx, chromedp.Evaluate[int](`[...document.querySelectorAll("legend, .num .k")].filter(e => getComputedStyle(e).textTransform !== "none").length`))

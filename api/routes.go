@@ -135,8 +135,17 @@ var (
 	// plannerPageQuery is what a shared link to the planner page carries
 	// (api/web/planner.html: the plan's fields; never the token): the page
 	// fills its form from it.
-	plannerPageQuery = takes(planQuery, []string{"max_frequency", "baseline"})
+	plannerPageQuery = takes(planQuery, []string{"max_frequency", "baseline"}, prefixed("stream_", streamPlanQuery))
 )
+
+// prefixed returns names with prefix before each.
+func prefixed(prefix string, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = prefix + n
+	}
+	return out
+}
 
 func join(groups ...[]string) []string {
 	var out []string
