@@ -338,3 +338,55 @@ func darkPixels(img image.Image) int {
 	}
 	return n
 }
+
+// TestSwaggerUIInBrowser drives /docs in headless Chromium: the operations
+// render without a padlock each (a token is optional), the Authorize button
+// is there, and the description is split into sections (markdown headings)
+// that explain L.
+func TestSwaggerUIInBrowser(t *testing.T) {
+	t.Parallel()
+	chrome, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("PWSD_REQUIRE_BROWSER") != "" {
+			t.Fatal("PWSD_REQUIRE_BROWSER is set but chromium is not installed")
+		}
+		t.Skip("chromium not installed")
+	}
+	ts := newServer(t, nil)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 1800),
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("no-first-run", true), chromedp.UserDataDir(t.TempDir()))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 10*time.Minute) // liveness only
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/docs")); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelectorAll(".opblock").length > 30`, chromedp.WithPollingTimeout(5*time.Minute))); err != nil {
+		t.Fatalf("the operations did not render: %v", err)
+	}
+	counts, err := chromedp.Run(ctx, chromedp.Evaluate[[3]int](`[document.querySelectorAll(".opblock").length,
+		document.querySelectorAll(".opblock .authorization__btn").length, document.querySelectorAll(".btn.authorize").length]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts[1] != 0 || counts[2] != 1 {
+		t.Errorf("%d operations: %d padlocks (want 0), %d Authorize buttons (want 1)", counts[0], counts[1], counts[2])
+	}
+	headings, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll(".info .markdown h2, .info .renderedMarkdown h2")].map(h => h.textContent.trim())`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Sanitized values are tokens", "Errors and requests", "Authentication"} {
+		if !slices.Contains(headings, want) {
+			t.Errorf("description headings %q lack %q", headings, want)
+		}
+	}
+	info, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector(".info").textContent`))
+	if err != nil || !strings.Contains(info, "L = L(ε, δ)") {
+		t.Errorf("the description does not explain L (%v): %.300s", err, info)
+	}
+}

@@ -4639,10 +4639,11 @@ const docTemplate = `{
                     "type": "number"
                 },
                 "mse": {
-                    "description": "MSE is the mean squared error; MSEStandardError its standard error\n(the standard deviation of the squared errors over sqrt(reps)).",
+                    "description": "MSE is the mean squared error.",
                     "type": "number"
                 },
                 "mse_standard_error": {
+                    "description": "MSEStandardError is the MSE's standard error: the standard\ndeviation of the squared errors over sqrt(reps).",
                     "type": "number"
                 }
             }
@@ -4651,7 +4652,12 @@ const docTemplate = `{
             "type": "object",
             "properties": {
                 "algorithm": {
-                    "$ref": "#/definitions/panprivate.Algorithm"
+                    "description": "Algorithm is dwork, optbern or ppds.",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/panprivate.Algorithm"
+                        }
+                    ]
                 },
                 "level": {
                     "description": "Level is ppds's predicted level L (panprivate.PPDSLevel); absent for\nthe other algorithms.",
@@ -4703,6 +4709,7 @@ const docTemplate = `{
             "type": "object",
             "properties": {
                 "algorithms": {
+                    "description": "Algorithms holds the plan of dwork, optbern and ppds, in that order.",
                     "type": "array",
                     "items": {
                         "$ref": "#/definitions/planner.StreamAlgorithmPlan"
@@ -4721,9 +4728,11 @@ const docTemplate = `{
                     ]
                 },
                 "reps": {
+                    "description": "Reps is the number of simulated streams per algorithm (0: none).",
                     "type": "integer"
                 },
                 "seed": {
+                    "description": "Seed is the seed of the simulation: the same request and seed give\nthe same answer.",
                     "type": "integer"
                 },
                 "simulated_stream": {
@@ -4819,7 +4828,7 @@ const docTemplate = `{
             "name": "tables"
         },
         {
-            "description": "Plan a release before making it: SVG plots and a summary comparing PWS with sampled-SbH and the non-private estimate on a synthetic distribution.",
+            "description": "Plan a release before making it: SVG plots and a summary comparing PWS with sampled-SbH and the non-private estimate on a synthetic distribution; for a pan-private density stream, the algorithm and sample size with the theorems' MSE beside a simulation.",
             "name": "planner"
         },
         {
@@ -4836,7 +4845,7 @@ var SwaggerInfo = &swag.Spec{
 	BasePath:         "/",
 	Schemes:          []string{},
 	Title:            "pwsd — private weighted sampling service",
-	Description:      "pwsd turns non-private weighted samples (threshold, ppswor, priority) into (epsilon, delta)-differentially private ones, estimates linear and ordinal statistics from them, and runs pan-private streaming estimators and counters under continual observation.\nSanitized values (\"value\", table \"outcomes\") are ORDINAL TOKENS, not frequencies: a key of true frequency i is typically reported near i - L. Use the \"frequency\" fields for frequencies (\"contribution\" is a key's term in a sum, with 1/q weighting under sampling).\nEvery error is application/problem+json naming the invalid fields; every response carries X-Request-Id and every problem its request_id. Unknown or repeated query parameters are a 400. Every GET also answers HEAD (the same headers, no body).\nAuthentication: open by default; with PWSD_API_TOKENS_FILE every /v1 operation needs \"Authorization: Bearer TOKEN\" (a reader token may only GET). Each /v1 operation therefore lists both: no requirement ({}) and bearer.",
+	Description:      "pwsd turns non-private weighted samples (threshold, ppswor, priority) into (epsilon, delta)-differentially private ones, estimates linear and ordinal statistics from them, and runs pan-private streaming estimators and counters under continual observation. The planner plans both before any data is touched.\n## Sanitized values are tokens\nSanitized values (\"value\", table \"outcomes\") are ORDINAL TOKENS, not frequencies: a key of true frequency i is typically reported near i - L, where L = L(ε, δ) = (1/ε) ln((e^ε - 1 + 2δ) / (δ (e^ε + 1))) (equation 4 of the PWS paper: about the number of frequencies over which the reporting probability climbs from δ to 1/2; GET /v1/plan/summary states it). Use the \"frequency\" fields for frequencies (\"contribution\" is a key's term in a sum, with 1/q weighting under sampling).\n## Errors and requests\nEvery error is application/problem+json naming the invalid fields; every response carries X-Request-Id and every problem its request_id. Unknown or repeated query parameters are a 400. Every GET also answers HEAD (the same headers, no body).\n## Authentication\nOpen by default: no token is needed. With PWSD_API_TOKENS_FILE every /v1 operation needs \"Authorization: Bearer TOKEN\" (a reader token may only GET). Each /v1 operation therefore lists both requirements, none ({}) and bearer; this page draws no padlock on them (the token is optional), and its Authorize button sends a token with every call.",
 	InfoInstanceName: "swagger",
 	SwaggerTemplate:  docTemplate,
 	LeftDelim:        "{{",

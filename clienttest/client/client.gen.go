@@ -2525,9 +2525,11 @@ type SimulatedError struct {
 	// density, to hold against beta.
 	ErrorProbability float64 `json:"error_probability"`
 
-	// Mse MSE is the mean squared error; MSEStandardError its standard error
-	// (the standard deviation of the squared errors over sqrt(reps)).
-	Mse              float64 `json:"mse"`
+	// Mse MSE is the mean squared error.
+	Mse float64 `json:"mse"`
+
+	// MseStandardError MSEStandardError is the MSE's standard error: the standard
+	// deviation of the squared errors over sqrt(reps).
 	MseStandardError float64 `json:"mse_standard_error"`
 }
 
@@ -2580,6 +2582,7 @@ type StreamAlgorithm string
 
 // StreamAlgorithmPlan defines model for StreamAlgorithmPlan.
 type StreamAlgorithmPlan struct {
+	// Algorithm Algorithm is dwork, optbern or ppds.
 	Algorithm StreamAlgorithm `json:"algorithm"`
 
 	// Level Level is ppds's predicted level L (panprivate.PPDSLevel); absent for
@@ -2698,6 +2701,7 @@ type StreamList struct {
 
 // StreamPlanResult defines model for StreamPlanResult.
 type StreamPlanResult struct {
+	// Algorithms Algorithms holds the plan of dwork, optbern and ppds, in that order.
 	Algorithms []StreamAlgorithmPlan `json:"algorithms"`
 
 	// Reason Reason says why, in words.
@@ -2707,8 +2711,13 @@ type StreamPlanResult struct {
 	// those whose sample size meets the (alpha, beta) bound within the
 	// universe (all of them when none does).
 	Recommended StreamAlgorithm `json:"recommended"`
-	Reps        int             `json:"reps"`
-	Seed        int             `json:"seed"`
+
+	// Reps Reps is the number of simulated streams per algorithm (0: none).
+	Reps int `json:"reps"`
+
+	// Seed Seed is the seed of the simulation: the same request and seed give
+	// the same answer.
+	Seed int `json:"seed"`
 
 	// SimulatedStream SimulatedStream describes the simulation's synthetic stream: the
 	// first round(density * universe_size) users, each appearing once (the

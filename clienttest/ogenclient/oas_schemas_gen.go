@@ -11756,9 +11756,10 @@ type SimulatedError struct {
 	Bias float64 `json:"bias"`
 	// ErrorProbability is the fraction of releases at least alpha from the density, to hold against beta.
 	ErrorProbability float64 `json:"error_probability"`
-	// MSE is the mean squared error; MSEStandardError its standard error (the standard deviation of the
-	// squared errors over sqrt(reps)).
-	Mse              float64 `json:"mse"`
+	// MSE is the mean squared error.
+	Mse float64 `json:"mse"`
+	// MSEStandardError is the MSE's standard error: the standard deviation of the squared errors over
+	// sqrt(reps).
 	MseStandardError float64 `json:"mse_standard_error"`
 }
 
@@ -12031,6 +12032,7 @@ func (s *StreamAlgorithm) UnmarshalText(data []byte) error {
 
 // Ref: #/components/schemas/StreamAlgorithmPlan
 type StreamAlgorithmPlan struct {
+	// Algorithm is dwork, optbern or ppds.
 	Algorithm StreamAlgorithm `json:"algorithm"`
 	// Level is ppds's predicted level L (panprivate.PPDSLevel); absent for the other algorithms.
 	Level OptInt `json:"level"`
@@ -12638,14 +12640,17 @@ func (*StreamListHeaders) listStreamsRes() {}
 
 // Ref: #/components/schemas/StreamPlanResult
 type StreamPlanResult struct {
+	// Algorithms holds the plan of dwork, optbern and ppds, in that order.
 	Algorithms []StreamAlgorithmPlan `json:"algorithms"`
 	// Reason says why, in words.
 	Reason string `json:"reason"`
 	// Recommended is the algorithm with the smallest predicted MSE among those whose sample size meets the
 	// (alpha, beta) bound within the universe (all of them when none does).
 	Recommended StreamAlgorithm `json:"recommended"`
-	Reps        int             `json:"reps"`
-	Seed        int             `json:"seed"`
+	// Reps is the number of simulated streams per algorithm (0: none).
+	Reps int `json:"reps"`
+	// Seed is the seed of the simulation: the same request and seed give the same answer.
+	Seed int `json:"seed"`
 	// SimulatedStream describes the simulation's synthetic stream: the first round(density *
 	// universe_size) users, each appearing once (the sample is a uniformly random subset, so which users
 	// appear does not matter). Empty when reps is 0.

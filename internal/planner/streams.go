@@ -56,19 +56,24 @@ type StreamPlanResult struct {
 	// universe (all of them when none does).
 	Recommended panprivate.Algorithm `json:"recommended"`
 	// Reason says why, in words.
-	Reason     string                `json:"reason"`
+	Reason string `json:"reason"`
+	// Algorithms holds the plan of dwork, optbern and ppds, in that order.
 	Algorithms []StreamAlgorithmPlan `json:"algorithms"`
 	// SimulatedStream describes the simulation's synthetic stream: the
 	// first round(density * universe_size) users, each appearing once (the
 	// sample is a uniformly random subset, so which users appear does not
 	// matter). Empty when reps is 0.
 	SimulatedStream string `json:"simulated_stream,omitempty"`
-	Reps            int    `json:"reps"`
-	Seed            uint64 `json:"seed"`
+	// Reps is the number of simulated streams per algorithm (0: none).
+	Reps int `json:"reps"`
+	// Seed is the seed of the simulation: the same request and seed give
+	// the same answer.
+	Seed uint64 `json:"seed"`
 }
 
 // StreamAlgorithmPlan is one algorithm's plan.
 type StreamAlgorithmPlan struct {
+	// Algorithm is dwork, optbern or ppds.
 	Algorithm panprivate.Algorithm `json:"algorithm"`
 	// SampleSize is m: the sample of dwork and optbern, the bound on the
 	// distinct sample of ppds. It is the request's sample_size, else
@@ -109,9 +114,10 @@ type StreamAlgorithmPlan struct {
 // SimulatedError is the error of simulated releases about the synthetic
 // stream's density.
 type SimulatedError struct {
-	// MSE is the mean squared error; MSEStandardError its standard error
-	// (the standard deviation of the squared errors over sqrt(reps)).
-	MSE              float64 `json:"mse"`
+	// MSE is the mean squared error.
+	MSE float64 `json:"mse"`
+	// MSEStandardError is the MSE's standard error: the standard
+	// deviation of the squared errors over sqrt(reps).
 	MSEStandardError float64 `json:"mse_standard_error"`
 	// Bias is the mean error (the estimators are unbiased).
 	Bias float64 `json:"bias"`
