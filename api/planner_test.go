@@ -234,6 +234,23 @@ func TestPlannerPageInBrowser(t *testing.T) {
 		}
 	}
 
+	// Every select shows its longest option whole ("max_separation (Alg. 5)"
+	// was cut off): the option's text, measured in the select's font, fits
+	// the select's width less 28 px for the arrow and padding.
+	cut, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+		const ctx = document.createElement("canvas").getContext("2d");
+		const out = [];
+		document.querySelectorAll("select").forEach(sel => {
+			const st = getComputedStyle(sel);
+			ctx.font = st.fontWeight + " " + st.fontSize + " " + st.fontFamily;
+			[...sel.options].forEach(o => { if (ctx.measureText(o.text).width > sel.clientWidth - 28) out.push(sel.id + ": " + o.text + " (" + Math.round(ctx.measureText(o.text).width) + " px in " + sel.clientWidth + ")"); });
+		});
+		return out;
+	})()`))
+	if err != nil || len(cut) > 0 {
+		t.Errorf("options cut off (%v): %q", err, cut)
+	}
+
 	// A plan the server refuses shows the refusal in words, naming the
 	// parameter, not broken images (the summary and the NRMSE plot, which
 	// do not take max_frequency, are the first load's, cached).
