@@ -152,28 +152,8 @@ func TestPlanQueryNamesInvalidParameters(t *testing.T) {
 // label is upper-cased.
 func TestPlannerPageInBrowser(t *testing.T) {
 	t.Parallel()
-	chrome, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("PWSD_REQUIRE_BROWSER") != "" {
-			t.Fatal("PWSD_REQUIRE_BROWSER is set but chromium is not installed")
-		}
-		t.Skip("chromium not installed")
-	}
+	ctx := browser(t)
 	ts := newServer(t, nil)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 1800),
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("no-first-run", true), chromedp.Flag("disable-quic", true),
-		chromedp.Flag("force-device-scale-factor", "1"), chromedp.UserDataDir(t.TempDir()))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	// Liveness bounds only (docs/testing.md): the page and its plots are
-	// awaited as events; under -race on a busy 2-core machine the plots take
-	// tens of seconds, and only a hang reaches these bounds.
-	ctx, cancel = context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
 
 	const rendered = `(() => {
 		const ids = ["plot-reporting", "plot-bias", "plot-variance", "plot-nrmse"];
@@ -325,6 +305,33 @@ func TestPlannerPageInBrowser(t *testing.T) {
 
 }
 
+// browser starts headless Chromium for t (skipping t when it is not
+// installed, unless PWSD_REQUIRE_BROWSER is set) and returns its context,
+// closed at the end of t. Its deadline is a liveness bound only
+// (docs/testing.md): pages and plots are awaited as events; under -race on
+// a busy 2-core machine the plots take tens of seconds, and only a hang
+// reaches the bound.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	chrome, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("PWSD_REQUIRE_BROWSER") != "" {
+			t.Fatal("PWSD_REQUIRE_BROWSER is set but chromium is not installed")
+		}
+		t.Skip("chromium not installed")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 1800),
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("no-first-run", true), chromedp.Flag("disable-quic", true),
+		chromedp.Flag("force-device-scale-factor", "1"), chromedp.UserDataDir(t.TempDir()))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	t.Cleanup(func() { cancel(); cancelTab(); cancelAlloc() })
+	return ctx
+}
+
 // colourPixels counts the pixels of img in area within a small distance
 // of c (antialiasing blends the lines' edges).
 func colourPixels(img image.Image, area image.Rectangle, c color.RGBA) int {
@@ -362,23 +369,8 @@ func darkPixels(img image.Image) int {
 // that explain L.
 func TestSwaggerUIInBrowser(t *testing.T) {
 	t.Parallel()
-	chrome, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("PWSD_REQUIRE_BROWSER") != "" {
-			t.Fatal("PWSD_REQUIRE_BROWSER is set but chromium is not installed")
-		}
-		t.Skip("chromium not installed")
-	}
+	ctx := browser(t)
 	ts := newServer(t, nil)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 1800),
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("no-first-run", true), chromedp.UserDataDir(t.TempDir()))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 10*time.Minute) // liveness only
-	defer cancel()
 	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/docs")); err != nil {
 		t.Fatalf("browser: %v", err)
 	}
