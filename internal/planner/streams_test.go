@@ -313,3 +313,46 @@ func TestDensityFiguresSmall(t *testing.T) {
 		t.Error("a universe below 1000 was accepted")
 	}
 }
+
+// TestStreamChart checks the predicted-MSE chart on both axes: six curves
+// (each algorithm predicted, and its theorem bound dashed), the paper's
+// grids (epsilon 0.05 to 0.5; m/|U| 1/1000 to 1), dwork's and optbern's
+// points equal to the law-of-total-variance oracle, and an unknown axis
+// named "x".
+func TestStreamChart(t *testing.T) {
+	t.Parallel()
+	req := StreamPlanRequest{UniverseSize: 100_000, Epsilon: 0.2, Alpha: 0.1, Beta: 0.05, SampleSize: 500, Density: 0.25, ReleaseNoise: panprivate.NoisePaper}
+	for _, axis := range []string{StreamAxisEpsilon, StreamAxisSampleSize} {
+		c, err := StreamChart(req, axis)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Curves) != 6 {
+			t.Fatalf("%s: %d curves", axis, len(c.Curves))
+		}
+		for k, cv := range c.Curves {
+			alg := densityAlgorithms[k/2]
+			if cv.Dashed != (k%2 == 1) || !strings.HasPrefix(cv.Label, string(alg)) || len(cv.X) != 10 {
+				t.Fatalf("%s: curve %d %q dashed %v, %d points", axis, k, cv.Label, cv.Dashed, len(cv.X))
+			}
+			if cv.Dashed || alg == panprivate.AlgorithmPPDS {
+				continue
+			}
+			for i, x := range cv.X {
+				eps, m := 0.2, x*100_000
+				if axis == StreamAxisEpsilon {
+					eps, m = x, 500
+				}
+				if want := exactMSEOracle(alg, eps, panprivate.NoisePaper, 100_000, m, 0.25); math.Abs(cv.Y[i]-want) > 1e-9*want {
+					t.Errorf("%s %s at %g: %g, oracle %g", axis, alg, x, cv.Y[i], want)
+				}
+			}
+		}
+		if first, last := c.Curves[0].X[0], c.Curves[0].X[9]; axis == StreamAxisEpsilon && (first != 0.05 || last != 0.5) || axis == StreamAxisSampleSize && (first != 0.001 || last != 1) {
+			t.Errorf("%s: grid from %g to %g", axis, first, last)
+		}
+	}
+	if _, err := StreamChart(req, "time"); err == nil || !strings.Contains(err.Error(), "x must be epsilon or sample_size") {
+		t.Errorf("axis time: %v", err)
+	}
+}
