@@ -130,6 +130,9 @@ type SimulatedError struct {
 type streamPlan struct {
 	StreamPlanRequest
 	events uint64 // users appearing in the simulated stream
+	// noBound skips m* (a numerical minimization) when SampleSize is given
+	// and only the MSEs are wanted (StreamChart's grid points).
+	noBound bool
 }
 
 // validate checks every parameter and names each invalid one.
@@ -229,9 +232,12 @@ func (p *streamPlan) algorithm(alg panprivate.Algorithm) (StreamAlgorithmPlan, e
 	if alg == panprivate.AlgorithmPPDS {
 		boundAlg = panprivate.AlgorithmOptBern
 	}
-	mStar, err := panprivate.OptimalSampleSize(boundAlg, p.Epsilon, p.Alpha, p.Beta)
-	if err != nil {
-		return ap, fmt.Errorf("planner: sample size of %s: %w", alg, err)
+	mStar := math.NaN()
+	if !p.noBound || p.SampleSize == 0 {
+		var err error
+		if mStar, err = panprivate.OptimalSampleSize(boundAlg, p.Epsilon, p.Alpha, p.Beta); err != nil {
+			return ap, fmt.Errorf("planner: sample size of %s: %w", alg, err)
+		}
 	}
 	ap.SampleSizeBound = mStar
 	m := p.SampleSize
@@ -249,6 +255,7 @@ func (p *streamPlan) algorithm(alg panprivate.Algorithm) (StreamAlgorithmPlan, e
 		ap.Level = &level
 		ap.UsersRead = p.UniverseSize >> level
 	}
+	var err error
 	if ap.ReleaseEpsilon, err = panprivate.DensityReleaseEpsilon(alg, p.Epsilon, p.ReleaseNoise); err != nil {
 		return ap, fmt.Errorf("planner: %w", err)
 	}
@@ -417,7 +424,7 @@ func StreamChart(req StreamPlanRequest, axis string) (Chart, error) {
 		pred, bound := make([]float64, len(pts)), make([]float64, len(pts))
 		for i, pt := range pts {
 			q := *p
-			q.Epsilon, q.SampleSize = pt.eps, pt.m
+			q.Epsilon, q.SampleSize, q.noBound = pt.eps, pt.m, true
 			ap, err := q.algorithm(alg)
 			if err != nil {
 				return Chart{}, err
