@@ -108,47 +108,63 @@ func TestStreamPlanPredictionsMatchOracles(t *testing.T) {
 // TestStreamPlanSimulationAgreesWithTheory runs the simulation (the real
 // estimators, seeded) and checks that each algorithm's simulated MSE is
 // within 4 of its standard errors of the predicted (exact) MSE, that the
-// bias is within 4 standard errors of 0 and that the predicted MSE stays
-// below the theorem's bound plus the sampling term (paper noise). False
-// alarm: a 4-SE normal deviation has probability 6.3e-5 per check, 12 checks
-// per seed; the seed is fixed, so the test is deterministic. Power: a
-// missing noise term (2b^2 is 3% to 60% of the MSE here) or a wrong pair
-// (dwork's variance is 4 times optbern's) moves the MSE by far more than 4
-// SE at 400 repetitions (SE about 7% of the MSE).
+// bias is within 4 standard errors of 0 and that, with the papers' noise,
+// the predicted MSE stays below the theorem's bound plus the sampling term.
+// False alarm: a 4-SE normal deviation has probability 6.3e-5 per check, 27
+// checks; the seeds are fixed, so the test is deterministic. Power: in the
+// first two cases the bits' variance is 90% of the MSE and its SE 7%, so a
+// wrong pair (dwork's bits' variance is 4 times optbern's) or ppds read at
+// m instead of its n_L (1.56 times the MSE) fails; in the third the
+// calibrated release noise is 95% of the MSE (SE 11%), so a missing or
+// mis-scaled noise term fails (planted: DensityMSE without 2b^2 fails this
+// case and the oracle tests).
 func TestStreamPlanSimulationAgreesWithTheory(t *testing.T) {
 	t.Parallel()
 	reps := 400
 	if testing.Short() {
 		reps = 150
 	}
-	// ppds at these parameters reads level 5 (n_L = 625): its expected
+	// In the first two cases ppds reads level 5 (n_L = 625): its expected
 	// sample 282 is 6 standard deviations below m = 400 even if every user
 	// appeared (P1 n_L = 389 is not), and level 4's 564 is 9 above, so the
 	// level is not borderline.
-	for _, noise := range []panprivate.ReleaseNoise{panprivate.NoisePaper, panprivate.NoiseCalibrated} {
-		res, err := StreamPlan(context.Background(), StreamPlanRequest{UniverseSize: 20_000, Epsilon: 0.5, Alpha: 0.1, Beta: 0.05,
-			SampleSize: 400, Density: 0.3, ReleaseNoise: noise, Reps: reps, Seed: 7})
+	for _, tc := range []struct {
+		n        uint64
+		eps      float64
+		m        int
+		d        float64
+		noise    panprivate.ReleaseNoise
+		seed     uint64
+		appeared string
+	}{
+		{20_000, 0.5, 400, 0.3, panprivate.NoisePaper, 7, "6000 of 20000 users"},
+		{20_000, 0.5, 400, 0.3, panprivate.NoiseCalibrated, 8, "6000 of 20000 users"},
+		{2000, 0.1, 40, 0.3, panprivate.NoiseCalibrated, 9, "600 of 2000 users"},
+	} {
+		res, err := StreamPlan(context.Background(), StreamPlanRequest{UniverseSize: tc.n, Epsilon: tc.eps, Alpha: 0.1, Beta: 0.05,
+			SampleSize: tc.m, Density: tc.d, ReleaseNoise: tc.noise, Reps: reps, Seed: tc.seed})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Reps != reps || !strings.Contains(res.SimulatedStream, "6000 of 20000 users") {
-			t.Errorf("%s: reps %d, stream %q", noise, res.Reps, res.SimulatedStream)
+		if res.Reps != reps || !strings.Contains(res.SimulatedStream, tc.appeared) {
+			t.Errorf("%+v: reps %d, stream %q", tc, res.Reps, res.SimulatedStream)
 		}
 		for _, ap := range res.Algorithms {
 			s := ap.Simulated
 			if s == nil {
-				t.Fatalf("%s %s: no simulation", noise, ap.Algorithm)
+				t.Fatalf("%+v %s: no simulation", tc, ap.Algorithm)
 			}
-			t.Logf("%s %s: simulated MSE %.5g ± %.2g, predicted %.5g, theorem %.5g, bias %.3g, P(|err| >= 0.1) %.3f",
-				noise, ap.Algorithm, s.MSE, s.MSEStandardError, ap.PredictedMSE, ap.TheoremMSE, s.Bias, s.ErrorProbability)
+			t.Logf("n=%d eps=%g m=%d %s %s: simulated MSE %.5g ± %.2g, predicted %.5g, theorem %.5g, bias %.3g, P(|err| >= 0.1) %.3f",
+				tc.n, tc.eps, tc.m, tc.noise, ap.Algorithm, s.MSE, s.MSEStandardError, ap.PredictedMSE, ap.TheoremMSE, s.Bias, s.ErrorProbability)
 			if math.Abs(s.MSE-ap.PredictedMSE) > 4*s.MSEStandardError {
-				t.Errorf("%s %s: simulated MSE %.5g ± %.2g, predicted %.5g: beyond 4 SE", noise, ap.Algorithm, s.MSE, s.MSEStandardError, ap.PredictedMSE)
+				t.Errorf("%+v %s: simulated MSE %.5g ± %.2g, predicted %.5g: beyond 4 SE", tc, ap.Algorithm, s.MSE, s.MSEStandardError, ap.PredictedMSE)
 			}
 			if math.Abs(s.Bias) > 4*math.Sqrt(s.MSE/float64(reps)) {
-				t.Errorf("%s %s: bias %.4g beyond 4 SE", noise, ap.Algorithm, s.Bias)
+				t.Errorf("%+v %s: bias %.4g beyond 4 SE", tc, ap.Algorithm, s.Bias)
 			}
-			if noise == panprivate.NoisePaper {
-				sampling := 0.3 * 0.7 * float64(20_000-ap.UsersRead) / (float64(ap.UsersRead) * 19_999)
+			if tc.noise == panprivate.NoisePaper {
+				read := float64(ap.UsersRead)
+				sampling := tc.d * (1 - tc.d) * (float64(tc.n) - read) / (read * float64(tc.n-1))
 				if ap.PredictedMSE > ap.TheoremMSE+sampling {
 					t.Errorf("%s: predicted MSE %.5g above the theorem's %.5g plus sampling %.3g", ap.Algorithm, ap.PredictedMSE, ap.TheoremMSE, sampling)
 				}
