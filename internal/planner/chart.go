@@ -37,4 +37,7 @@ const (
 	SeriesNonPrivate        // the non-private sample (q_i, its variance)
 	SeriesPWS               // private weighted sampling
 	SeriesSbH               // the (sampled) stability-based histogram baseline
+	SeriesDwork             // the dwork pan-private density algorithm
+	SeriesOptBern           // the optbern pan-private density algorithm
+	SeriesPPDS              // the ppds pan-private density algorithm
 )

@@ -111,7 +111,7 @@ func DensityFigures(ctx context.Context, w io.Writer, save func(name string, c C
 		c := Chart{Title: fmt.Sprintf("Figure 4 (%s): probability of error, m = %g|U|, α = %g", s.title, paperFig4Fraction, paperFig4Alpha),
 			XLabel: "ε", YLabel: "P(|d̃ − d| ≥ α)", LegendRight: true}
 		for _, alg := range two {
-			c.Curves = append(c.Curves, Curve{Label: string(alg) + " (empirical)", X: paperEpsilons, Y: pts.series(alg, m4, func(s *SimulatedError) float64 { return s.ErrorProbability })})
+			c.Curves = append(c.Curves, Curve{Label: string(alg) + " (empirical)", Series: densitySeries(alg), X: paperEpsilons, Y: pts.series(alg, m4, func(s *SimulatedError) float64 { return s.ErrorProbability })})
 		}
 		f.printf("  %s: at eps = 0.1 dwork %.3f, optbern %.3f; paper: optbern below dwork at every epsilon\n", s.name,
 			pts.get(panprivate.AlgorithmDwork, 0.1, m4).ErrorProbability, pts.get(panprivate.AlgorithmOptBern, 0.1, m4).ErrorProbability)
@@ -140,7 +140,7 @@ func DensityFigures(ctx context.Context, w io.Writer, save func(name string, c C
 			worst, ratios, points := 0.0, 0.0, 0
 			for _, alg := range densityAlgorithms {
 				emp := pts.series(alg, m, func(s *SimulatedError) float64 { return s.MSE })
-				c6.Curves = append(c6.Curves, Curve{Label: string(alg), X: paperEpsilons, Y: emp})
+				c6.Curves = append(c6.Curves, Curve{Label: string(alg), Series: densitySeries(alg), X: paperEpsilons, Y: emp})
 				if alg == panprivate.AlgorithmPPDS {
 					continue
 				}
@@ -156,8 +156,8 @@ func DensityFigures(ctx context.Context, w io.Writer, save func(name string, c C
 					points++
 				}
 				c5.Curves = append(c5.Curves,
-					Curve{Label: string(alg) + " (empirical)", X: paperEpsilons, Y: emp},
-					Curve{Label: string(alg) + " (theoretical)", X: paperEpsilons, Y: theory, Dashed: true})
+					Curve{Label: string(alg) + " (empirical)", Series: densitySeries(alg), X: paperEpsilons, Y: emp},
+					Curve{Label: string(alg) + " (theoretical)", Series: densitySeries(alg), X: paperEpsilons, Y: theory, Dashed: true})
 			}
 			f.printf("  %s, m = %d: empirical/theoretical MSE %.3f on average over dwork and optbern, at most %.1f%% off at one point (paper: they coincide); at eps = 0.2 MSE dwork %.4g, optbern %.4g, ppds %.4g\n",
 				s.name, m, ratios/float64(points), 100*worst, pts.get(panprivate.AlgorithmDwork, 0.2, m).MSE, pts.get(panprivate.AlgorithmOptBern, 0.2, m).MSE, pts.get(panprivate.AlgorithmPPDS, 0.2, m).MSE)
@@ -189,7 +189,7 @@ func DensityFigures(ctx context.Context, w io.Writer, save func(name string, c C
 			for i, m := range m7 {
 				y[i] = pts.get(alg, paperFig7Epsilon, m).MSE
 			}
-			c.Curves = append(c.Curves, Curve{Label: string(alg), X: paperPercentages, Y: y})
+			c.Curves = append(c.Curves, Curve{Label: string(alg), Series: densitySeries(alg), X: paperPercentages, Y: y})
 		}
 		last := m7[len(m7)-1]
 		f.printf("  %s: at m/|U| = 0.01 MSE dwork %.4g, optbern %.4g, ppds %.4g; at m = |U| optbern %.4g, ppds %.4g (paper: identical there)\n", s.name,

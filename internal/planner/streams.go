@@ -292,6 +292,19 @@ func recommend(aps []StreamAlgorithmPlan) (panprivate.Algorithm, string) {
 	return b.Algorithm, why
 }
 
+// densitySeries is the series (the colour in every chart) of a density
+// algorithm.
+func densitySeries(alg panprivate.Algorithm) Series {
+	switch alg {
+	case panprivate.AlgorithmDwork:
+		return SeriesDwork
+	case panprivate.AlgorithmOptBern:
+		return SeriesOptBern
+	default:
+		return SeriesPPDS
+	}
+}
+
 // densityConfig is the configuration of a density stream.
 func densityConfig(alg panprivate.Algorithm, eps float64, n uint64, m int, noise panprivate.ReleaseNoise) panprivate.Config {
 	return panprivate.Config{Estimator: panprivate.KindDensity, Algorithm: alg, Epsilon: eps, UniverseSize: n, SampleSize: m, ReleaseNoise: noise}
@@ -432,8 +445,8 @@ func StreamChart(req StreamPlanRequest, axis string) (Chart, error) {
 			pred[i], bound[i] = ap.PredictedMSE, ap.TheoremMSE
 		}
 		c.Curves = append(c.Curves,
-			Curve{Label: string(alg) + " (predicted)", X: xs(pts), Y: pred},
-			Curve{Label: string(alg) + " (theorem bound)", X: xs(pts), Y: bound, Dashed: true})
+			Curve{Label: string(alg) + " (predicted)", Series: densitySeries(alg), X: xs(pts), Y: pred},
+			Curve{Label: string(alg) + " (theorem bound)", Series: densitySeries(alg), X: xs(pts), Y: bound, Dashed: true})
 	}
 	return c, nil
 }

@@ -331,7 +331,8 @@ func TestDensityFiguresSmall(t *testing.T) {
 }
 
 // TestStreamChart checks the predicted-MSE chart on both axes: six curves
-// (each algorithm predicted, and its theorem bound dashed), the paper's
+// (each algorithm predicted, and its theorem bound dashed, in the
+// algorithm's one colour), the paper's
 // grids (epsilon 0.05 to 0.5; m/|U| 1/1000 to 1), dwork's and optbern's
 // points equal to the law-of-total-variance oracle, and an unknown axis
 // named "x".
@@ -348,8 +349,8 @@ func TestStreamChart(t *testing.T) {
 		}
 		for k, cv := range c.Curves {
 			alg := densityAlgorithms[k/2]
-			if cv.Dashed != (k%2 == 1) || !strings.HasPrefix(cv.Label, string(alg)) || len(cv.X) != 10 {
-				t.Fatalf("%s: curve %d %q dashed %v, %d points", axis, k, cv.Label, cv.Dashed, len(cv.X))
+			if cv.Dashed != (k%2 == 1) || !strings.HasPrefix(cv.Label, string(alg)) || len(cv.X) != 10 || cv.Series != densitySeries(alg) {
+				t.Fatalf("%s: curve %d %q dashed %v, series %d, %d points", axis, k, cv.Label, cv.Dashed, cv.Series, len(cv.X))
 			}
 			if cv.Dashed || alg == panprivate.AlgorithmPPDS {
 				continue
