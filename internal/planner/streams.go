@@ -14,7 +14,7 @@ import (
 	"github.com/pwsd/pwsd/internal/panprivate"
 )
 
-// DensityAlgorithms are the pan-private density algorithms the stream
+// densityAlgorithms are the pan-private density algorithms the stream
 // planner compares, in the papers' order.
 var densityAlgorithms = [...]panprivate.Algorithm{panprivate.AlgorithmDwork, panprivate.AlgorithmOptBern, panprivate.AlgorithmPPDS}
 
