@@ -373,3 +373,33 @@ func TestStreamChart(t *testing.T) {
 		t.Errorf("axis time: %v", err)
 	}
 }
+
+// TestStreamPlanExtremes: the smallest and largest universes plan with
+// finite numbers (a universe of one user reads that user; 2^53 caps m at
+// 2^20 and ppds climbs levels), and a simulation over one user runs.
+func TestStreamPlanExtremes(t *testing.T) {
+	t.Parallel()
+	for _, n := range []uint64{1, 1 << 53} {
+		reps := 0
+		if n == 1 {
+			reps = 5
+		}
+		res, err := StreamPlan(context.Background(), StreamPlanRequest{UniverseSize: n, Epsilon: 0.01, Alpha: 0.01, Beta: 0.01, Density: 1, Reps: reps})
+		if err != nil {
+			t.Fatalf("n=%d: %v", n, err)
+		}
+		for _, ap := range res.Algorithms {
+			for _, v := range []float64{ap.PredictedMSE, ap.TheoremMSE, ap.SampleSizeBound, ap.ReleaseEpsilon} {
+				if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+					t.Errorf("n=%d %s: %+v", n, ap.Algorithm, ap)
+				}
+			}
+			if ap.SampleSize < 1 || uint64(ap.SampleSize) > n || ap.SampleSize > panprivate.MaxSampleSize || ap.UsersRead > n {
+				t.Errorf("n=%d %s: m %d, users read %d", n, ap.Algorithm, ap.SampleSize, ap.UsersRead)
+			}
+			if (ap.Simulated != nil) != (reps > 0) {
+				t.Errorf("n=%d %s: simulated %+v", n, ap.Algorithm, ap.Simulated)
+			}
+		}
+	}
+}
