@@ -42,7 +42,18 @@ func docsRedirect(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/docs/index.html", http.StatusMovedPermanently)
 }
 
+// optionalTokenLocks is a Swagger UI plugin that draws no padlock on the
+// operations. Swagger UI draws one on every operation with a security
+// requirement, even when the requirement lists "none" ({}) beside bearer,
+// as every /v1 operation's does: a token is optional (pwsd runs open unless
+// PWSD_API_TOKENS_FILE is set), and a padlock on every line read as "locked".
+// The Authorize button at the top still sends a token with every call.
+const optionalTokenLocks = `function OptionalTokenLocks() {
+  return { wrapComponents: { authorizeOperationBtn: function () { return function () { return null; }; } } };
+}`
+
 // docsUI serves the interactive Swagger UI, reading /openapi.json.
 func docsUI() http.HandlerFunc {
-	return httpSwagger.Handler(httpSwagger.URL("/openapi.json"))
+	return httpSwagger.Handler(httpSwagger.URL("/openapi.json"),
+		httpSwagger.BeforeScript(optionalTokenLocks), httpSwagger.Plugins([]string{"OptionalTokenLocks"}))
 }

@@ -152,28 +152,8 @@ func TestPlanQueryNamesInvalidParameters(t *testing.T) {
 // label is upper-cased.
 func TestPlannerPageInBrowser(t *testing.T) {
 	t.Parallel()
-	chrome, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("PWSD_REQUIRE_BROWSER") != "" {
-			t.Fatal("PWSD_REQUIRE_BROWSER is set but chromium is not installed")
-		}
-		t.Skip("chromium not installed")
-	}
+	ctx := browser(t)
 	ts := newServer(t, nil)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 1800),
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("no-first-run", true), chromedp.Flag("disable-quic", true),
-		chromedp.Flag("force-device-scale-factor", "1"), chromedp.UserDataDir(t.TempDir()))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	// Liveness bounds only (docs/testing.md): the page and its plots are
-	// awaited as events; under -race on a busy 2-core machine the plots take
-	// tens of seconds, and only a hang reaches these bounds.
-	ctx, cancel = context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
 
 	const rendered = `(() => {
 		const ids = ["plot-reporting", "plot-bias", "plot-variance", "plot-nrmse"];
@@ -182,7 +162,7 @@ func TestPlannerPageInBrowser(t *testing.T) {
 			document.getElementById("num-fraction").textContent.trim() !== "–";
 	})()`
 	// The first load is a shared link: the form takes its plan.
-	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/planner?epsilon=0.4&delta=1e-6")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/planner?epsilon=0.4&delta=1e-6&stream_epsilon=0.3&stream_universe_size=20000&stream_reps=10")); err != nil {
 		t.Fatalf("browser: %v", err)
 	}
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](rendered, chromedp.WithPollingTimeout(5*time.Minute))); err != nil {
@@ -234,6 +214,23 @@ func TestPlannerPageInBrowser(t *testing.T) {
 		}
 	}
 
+	// Every select shows its longest option whole ("max_separation (Alg. 5)"
+	// was cut off): the option's text, measured in the select's font, fits
+	// the select's width less 28 px for the arrow and padding.
+	cut, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+		const ctx = document.createElement("canvas").getContext("2d");
+		const out = [];
+		document.querySelectorAll("select").forEach(sel => {
+			const st = getComputedStyle(sel);
+			ctx.font = st.fontWeight + " " + st.fontSize + " " + st.fontFamily;
+			[...sel.options].forEach(o => { if (ctx.measureText(o.text).width > sel.clientWidth - 28) out.push(sel.id + ": " + o.text + " (" + Math.round(ctx.measureText(o.text).width) + " px in " + sel.clientWidth + ")"); });
+		});
+		return out;
+	})()`))
+	if err != nil || len(cut) > 0 {
+		t.Errorf("options cut off (%v): %q", err, cut)
+	}
+
 	// A plan the server refuses shows the refusal in words, naming the
 	// parameter, not broken images (the summary and the NRMSE plot, which
 	// do not take max_frequency, are the first load's, cached).
@@ -254,6 +251,34 @@ func TestPlannerPageInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The stream planner took the link's parameters and drew its table (the
+	// three algorithms) and both plots; a refused plan shows its 422 in words.
+	const streamsRendered = `(() => {
+		const ok = ["plot-stream-epsilon", "plot-stream-sample"].every(id => { const i = document.getElementById(id); return i.complete && i.naturalWidth > 0; });
+		return ok && document.querySelectorAll("#stream-rows tr").length === 3 && document.getElementById("stream-status").textContent.startsWith("Updated");
+	})()`
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](streamsRendered, chromedp.WithPollingTimeout(5*time.Minute))); err != nil {
+		t.Fatalf("the stream planner did not draw its table and plots: %v", err)
+	}
+	if eps, err := chromedp.Run(ctx, chromedp.Value(chromedp.ID("stream_epsilon"))); err != nil || eps != "0.3" {
+		t.Fatalf("the link's stream_epsilon: the form has %q (%v)", eps, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.ID("stream_epsilon"), "0.7")); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("stream-update"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("stream-status").className === "error"`, chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+		t.Fatalf("a refused stream plan did not show an error: %v", err)
+	}
+	if status, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.ID("stream-status"))); err != nil || !strings.Contains(status, "422") || !strings.Contains(status, "epsilon") {
+		t.Fatalf("stream status %q (%v): want the 422 in words naming epsilon", status, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.ID("stream_epsilon"), "0.3")); err != nil {
+		t.Fatal(err)
+	}
+
 	// Update redraws with the new parameters.
 	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.ID("epsilon"), "0.25")); err != nil {
 		t.Fatal(err)
@@ -270,7 +295,7 @@ func TestPlannerPageInBrowser(t *testing.T) {
 	// The address bar now carries the plan (the link to share), and no label is upper-cased
 	// (which turned "L(ε, δ)" into "L(E, Δ)").
 	loc, err := chromedp.Run(ctx, chromedp.Evaluate[string](`window.location.search`))
-	if err != nil || !strings.Contains(loc, "epsilon=0.25") || strings.Contains(loc, "token") {
+	if err != nil || !strings.Contains(loc, "epsilon=0.25") || !strings.Contains(loc, "stream_epsilon=0.3") || strings.Contains(loc, "token") {
 		t.Fatalf("address bar after Update: %q (%v), want the plan with epsilon=0.25 and no token", loc, err)
 	}
 	upper, err := chromedp.Run(ctx, chromedp.Evaluate[int](`[...document.querySelectorAll("legend, .num .k")].filter(e => getComputedStyle(e).textTransform !== "none").length`))
@@ -278,6 +303,33 @@ func TestPlannerPageInBrowser(t *testing.T) {
 		t.Fatalf("%d labels are text-transformed (%v)", upper, err)
 	}
 
+}
+
+// browser starts headless Chromium for t (skipping t when it is not
+// installed, unless PWSD_REQUIRE_BROWSER is set) and returns its context,
+// closed at the end of t. Its deadline is a liveness bound only
+// (docs/testing.md): pages and plots are awaited as events; under -race on
+// a busy 2-core machine the plots take tens of seconds, and only a hang
+// reaches the bound.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	chrome, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("PWSD_REQUIRE_BROWSER") != "" {
+			t.Fatal("PWSD_REQUIRE_BROWSER is set but chromium is not installed")
+		}
+		t.Skip("chromium not installed")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 1800),
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("no-first-run", true), chromedp.Flag("disable-quic", true),
+		chromedp.Flag("force-device-scale-factor", "1"), chromedp.UserDataDir(t.TempDir()))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	t.Cleanup(func() { cancel(); cancelTab(); cancelAlloc() })
+	return ctx
 }
 
 // colourPixels counts the pixels of img in area within a small distance
@@ -309,4 +361,41 @@ func darkPixels(img image.Image) int {
 		}
 	}
 	return n
+}
+
+// TestSwaggerUIInBrowser drives /docs in headless Chromium: the operations
+// render without a padlock each (a token is optional), the Authorize button
+// is there, and the description is split into sections (markdown headings)
+// that explain L.
+func TestSwaggerUIInBrowser(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	ts := newServer(t, nil)
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/docs")); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelectorAll(".opblock").length > 30`, chromedp.WithPollingTimeout(5*time.Minute))); err != nil {
+		t.Fatalf("the operations did not render: %v", err)
+	}
+	counts, err := chromedp.Run(ctx, chromedp.Evaluate[[3]int](`[document.querySelectorAll(".opblock").length,
+		document.querySelectorAll(".opblock .authorization__btn").length, document.querySelectorAll(".btn.authorize").length]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts[1] != 0 || counts[2] != 1 {
+		t.Errorf("%d operations: %d padlocks (want 0), %d Authorize buttons (want 1)", counts[0], counts[1], counts[2])
+	}
+	headings, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll(".info .markdown h2, .info .renderedMarkdown h2")].map(h => h.textContent.trim())`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Sanitized values are tokens", "Errors and requests", "Authentication"} {
+		if !slices.Contains(headings, want) {
+			t.Errorf("description headings %q lack %q", headings, want)
+		}
+	}
+	info, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector(".info").textContent`))
+	if err != nil || !strings.Contains(info, "L = L(ε, δ)") {
+		t.Errorf("the description does not explain L (%v): %.300s", err, info)
+	}
 }

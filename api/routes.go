@@ -101,6 +101,8 @@ func v1Routes() []route {
 		{get, "/plots/variance", (*h).plotVariance, takes(table, []string{"method", "g", "estimator", "max_frequency", "baseline", "normalized"}), heavy, ignoresKey},
 		{get, "/plots/nrmse", (*h).plotNRMSE, takes(planQuery), heavy, ignoresKey},
 		{get, "/plan/summary", (*h).planSummary, takes(planQuery), heavy, ignoresKey},
+		{get, "/plan/streams", (*h).streamPlan, takes(streamPlanQuery), heavy, ignoresKey},
+		{get, "/plots/streams", (*h).plotStreams, takes(streamPlanQuery, []string{"x"}), heavy, ignoresKey},
 		{post, "/streams", (*h).createStream, noQuery, heavy, honoursKey},
 		{get, "/streams", (*h).listStreams, takes(listQuery), light, ignoresKey},
 		{del, "/streams/{id}", (*h).deleteStream, noQuery, light, ignoresKey},
@@ -133,8 +135,17 @@ var (
 	// plannerPageQuery is what a shared link to the planner page carries
 	// (api/web/planner.html: the plan's fields; never the token): the page
 	// fills its form from it.
-	plannerPageQuery = takes(planQuery, []string{"max_frequency", "baseline"})
+	plannerPageQuery = takes(planQuery, []string{"max_frequency", "baseline"}, prefixed("stream_", streamPlanQuery))
 )
+
+// prefixed returns names with prefix before each.
+func prefixed(prefix string, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = prefix + n
+	}
+	return out
+}
 
 func join(groups ...[]string) []string {
 	var out []string

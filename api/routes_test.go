@@ -108,7 +108,7 @@ var heavyRoutes = []string{
 	"GET /v1/plots/bias",
 	"GET /v1/plots/variance",
 	"GET /v1/plots/nrmse",
-	"GET /v1/plan/summary",
+	"GET /v1/plan/summary", "GET /v1/plan/streams", "GET /v1/plots/streams",
 	"POST /v1/streams",
 	"POST /v1/streams/{id}/events",
 	"POST /v1/streams/{id}/releases",

@@ -296,6 +296,15 @@ func TestOgenClientWorkflow(t *testing.T) {
 	if !(plan.Response.L > 0) || plan.Response.Description == "" {
 		t.Fatalf("plan: %+v", plan.Response)
 	}
+	sp := answer[*ogenclient.StreamPlanResultHeaders](t, call(ogenclient.GetStreamPlanOperation))(
+		c.GetStreamPlan(ctx, ogenclient.GetStreamPlanParams{UniverseSize: 10000, Epsilon: 0.5, Alpha: 0.1, Beta: 0.05,
+			ReleaseNoise: ogenclient.NewOptGetStreamPlanReleaseNoise(ogenclient.GetStreamPlanReleaseNoisePaper), Reps: ogenclient.NewOptInt(5)}))
+	if len(sp.Response.Algorithms) != 3 || sp.Response.Recommended == "" || sp.Response.Reps != 5 {
+		t.Fatalf("stream plan: %+v", sp.Response)
+	}
+	ps := answer[*ogenclient.PlotStreamsOKHeaders](t, call(ogenclient.PlotStreamsOperation))(
+		c.PlotStreams(ctx, ogenclient.PlotStreamsParams{X: ogenclient.NewOptPlotStreamsX(ogenclient.PlotStreamsXSampleSize), UniverseSize: 10000, Epsilon: 0.5, Alpha: 0.1, Beta: 0.05}))
+	svg("plot streams", ps.Response)
 
 	// Streams: an estimator stream (events, a release, an intrusion) and a
 	// continual one; each config decodes to its own branch of the oneOf.

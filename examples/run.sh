@@ -8,7 +8,9 @@ url=${PWSD_URL:-http://localhost:8080}
 here=$(dirname "$0")
 
 answer=$(curl -sS --fail-with-body "$url/v1/samples" -H 'Content-Type: application/json' --data-binary @"$here/sample.json")
-id=$(printf '%s' "$answer" | sed -n 's/^{"id":"\([0-9a-f]*\)".*/\1/p')
+# The answer's own id is its first "id" member wherever it stands (as in the
+# README), not only when the answer starts with it.
+id=$(printf '%s' "$answer" | grep -o '"id":"[0-9a-f]*"' | head -n 1 | cut -d '"' -f 4)
 reported=$(printf '%s' "$answer" | grep -o '"key":' | wc -l)
 echo "sample $id: $reported of 561 sampled keys reported"
 

@@ -647,6 +647,106 @@ const docTemplate = `{
                 }
             }
         },
+        "/v1/plan/streams": {
+            "get": {
+                "security": [
+                    {
+                        "bearer": []
+                    }
+                ],
+                "description": "For each pan-private density algorithm: the sample size m* of the (alpha, beta) bound of Digalakis et al. (what POST /v1/streams picks from an accuracy; ppds uses optbern's), the papers' MSE bound (Theorems 3.2, 4.2, 5.2), the exact MSE at the assumed density and release noise, and, with reps \u003e 0, the MSE, bias and probability of an error of at least alpha measured by running the estimators themselves on a synthetic stream of that density (seeded: the same query gives the same answer). The recommendation is the smallest predicted MSE among the algorithms whose sample meets the bound. No private data is read. docs/errorbars-streams.md derives the MSE.",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "planner"
+                ],
+                "summary": "Plan a density stream: the algorithm (dwork, optbern, ppds) and sample size for a universe, epsilon and accuracy, with the theorems' MSE beside a simulation",
+                "operationId": "getStreamPlan",
+                "parameters": [
+                    {
+                        "type": "integer",
+                        "description": "|U|, 1 to 2^53",
+                        "name": "universe_size",
+                        "in": "query",
+                        "required": true
+                    },
+                    {
+                        "type": "number",
+                        "description": "the streams' epsilon, 0 \u003c epsilon \u003c= 0.5",
+                        "name": "epsilon",
+                        "in": "query",
+                        "required": true
+                    },
+                    {
+                        "type": "number",
+                        "description": "accuracy: the estimate within alpha of the density...",
+                        "name": "alpha",
+                        "in": "query",
+                        "required": true
+                    },
+                    {
+                        "type": "number",
+                        "description": "...with probability at least 1 - beta",
+                        "name": "beta",
+                        "in": "query",
+                        "required": true
+                    },
+                    {
+                        "type": "integer",
+                        "description": "m for every algorithm instead of m* (1 to min(universe_size, 2^20))",
+                        "name": "sample_size",
+                        "in": "query"
+                    },
+                    {
+                        "type": "number",
+                        "default": 0.5,
+                        "description": "the density the predictions and the simulation assume, 0 to 1",
+                        "name": "density",
+                        "in": "query"
+                    },
+                    {
+                        "enum": [
+                            "calibrated",
+                            "paper"
+                        ],
+                        "type": "string",
+                        "default": "calibrated",
+                        "description": "calibrated | paper, as in a stream's config",
+                        "name": "release_noise",
+                        "in": "query"
+                    },
+                    {
+                        "type": "integer",
+                        "default": 100,
+                        "description": "simulated streams per algorithm; 0 skips the simulation; reps x (density x universe_size + users read) x 3 at most 2^25",
+                        "name": "reps",
+                        "in": "query"
+                    },
+                    {
+                        "type": "integer",
+                        "default": 1,
+                        "description": "seed of the simulation",
+                        "name": "seed",
+                        "in": "query"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/planner.StreamPlanResult"
+                        }
+                    },
+                    "422": {
+                        "description": "Unprocessable Entity",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    }
+                }
+            }
+        },
         "/v1/plan/summary": {
             "get": {
                 "security": [
@@ -1100,6 +1200,115 @@ const docTemplate = `{
                         "type": "string",
                         "description": "sbh",
                         "name": "baseline",
+                        "in": "query"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "the SVG image",
+                        "schema": {
+                            "type": "string"
+                        }
+                    },
+                    "422": {
+                        "description": "Unprocessable Entity",
+                        "schema": {
+                            "$ref": "#/definitions/api.Problem"
+                        }
+                    }
+                }
+            }
+        },
+        "/v1/plots/streams": {
+            "get": {
+                "security": [
+                    {
+                        "bearer": []
+                    }
+                ],
+                "description": "The exact MSE (solid) and the papers' theorem bound (dashed) of dwork, optbern and ppds at the assumed density and release noise, as Figures 5-7 of Digalakis et al. plot them: x=epsilon (0.05 to 0.5, each algorithm's sample size held at its plan's) or x=sample_size (m/|U| from 1/1000 to 1). No simulation (reps and seed are accepted so that one query serves this route and GET /v1/plan/streams, but not used); ` + "`" + `pwsd figures --paper improved-density` + "`" + ` simulates the paper's figures.",
+                "produces": [
+                    "image/svg+xml"
+                ],
+                "tags": [
+                    "planner"
+                ],
+                "summary": "Plot: predicted MSE of the pan-private density algorithms against epsilon or the sample size (SVG)",
+                "operationId": "plotStreams",
+                "parameters": [
+                    {
+                        "enum": [
+                            "epsilon",
+                            "sample_size"
+                        ],
+                        "type": "string",
+                        "default": "epsilon",
+                        "description": "epsilon | sample_size",
+                        "name": "x",
+                        "in": "query"
+                    },
+                    {
+                        "type": "integer",
+                        "description": "|U|, 1 to 2^53",
+                        "name": "universe_size",
+                        "in": "query",
+                        "required": true
+                    },
+                    {
+                        "type": "number",
+                        "description": "0 \u003c epsilon \u003c= 0.5",
+                        "name": "epsilon",
+                        "in": "query",
+                        "required": true
+                    },
+                    {
+                        "type": "number",
+                        "description": "accuracy alpha (chooses m*)",
+                        "name": "alpha",
+                        "in": "query",
+                        "required": true
+                    },
+                    {
+                        "type": "number",
+                        "description": "accuracy beta (chooses m*)",
+                        "name": "beta",
+                        "in": "query",
+                        "required": true
+                    },
+                    {
+                        "type": "integer",
+                        "description": "m instead of m*",
+                        "name": "sample_size",
+                        "in": "query"
+                    },
+                    {
+                        "type": "number",
+                        "default": 0.5,
+                        "description": "assumed density",
+                        "name": "density",
+                        "in": "query"
+                    },
+                    {
+                        "enum": [
+                            "calibrated",
+                            "paper"
+                        ],
+                        "type": "string",
+                        "default": "calibrated",
+                        "description": "calibrated | paper",
+                        "name": "release_noise",
+                        "in": "query"
+                    },
+                    {
+                        "type": "integer",
+                        "description": "not used here: accepted as for GET /v1/plan/streams",
+                        "name": "reps",
+                        "in": "query"
+                    },
+                    {
+                        "type": "integer",
+                        "description": "not used here: as reps",
+                        "name": "seed",
                         "in": "query"
                     }
                 ],
@@ -4426,6 +4635,120 @@ const docTemplate = `{
                 }
             }
         },
+        "planner.SimulatedError": {
+            "type": "object",
+            "properties": {
+                "bias": {
+                    "description": "Bias is the mean error (the estimators are unbiased).",
+                    "type": "number"
+                },
+                "error_probability": {
+                    "description": "ErrorProbability is the fraction of releases at least alpha from the\ndensity, to hold against beta.",
+                    "type": "number"
+                },
+                "mse": {
+                    "description": "MSE is the mean squared error.",
+                    "type": "number"
+                },
+                "mse_standard_error": {
+                    "description": "MSEStandardError is the MSE's standard error: the standard\ndeviation of the squared errors over sqrt(reps).",
+                    "type": "number"
+                }
+            }
+        },
+        "planner.StreamAlgorithmPlan": {
+            "type": "object",
+            "properties": {
+                "algorithm": {
+                    "description": "Algorithm is dwork, optbern or ppds.",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/panprivate.Algorithm"
+                        }
+                    ]
+                },
+                "level": {
+                    "description": "Level is ppds's predicted level L (panprivate.PPDSLevel); absent for\nthe other algorithms.",
+                    "type": "integer"
+                },
+                "meets_bound": {
+                    "description": "MeetsBound says m \u003e= m*: the (alpha, beta) target is guaranteed by the\ntheorems.",
+                    "type": "boolean"
+                },
+                "predicted_mse": {
+                    "description": "PredictedMSE is the exact MSE about the stream's density at the\nrequest's density and release noise (panprivate.DensityMSE): the\ntheorems' variance made exact in the bits, with the sampling term and\nthe noise actually drawn.",
+                    "type": "number"
+                },
+                "predicted_rmse": {
+                    "description": "PredictedRMSE is its square root, comparable with alpha.",
+                    "type": "number"
+                },
+                "release_epsilon": {
+                    "description": "ReleaseEpsilon is the epsilon one release spends (epsilon with the\ncalibrated noise, eps/gap with the papers' noise).",
+                    "type": "number"
+                },
+                "sample_size": {
+                    "description": "SampleSize is m: the sample of dwork and optbern, the bound on the\ndistinct sample of ppds. It is the request's sample_size, else\nceil(SampleSizeBound) capped at the universe and MaxSampleSize.",
+                    "type": "integer"
+                },
+                "sample_size_bound": {
+                    "description": "SampleSizeBound is m* of Section 3.2 of Digalakis et al. (Theorems\n3.3 and 4.3): the smallest sample their (alpha, beta) bound allows\n(ppds uses optbern's), not rounded. The bound is not tight: the\npredicted and simulated errors show how much better m does.",
+                    "type": "number"
+                },
+                "simulated": {
+                    "description": "Simulated is the simulation's measurement, absent when reps is 0.",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/planner.SimulatedError"
+                        }
+                    ]
+                },
+                "theorem_mse": {
+                    "description": "TheoremMSE is the papers' bound on the MSE about the sample's density\nwith the papers' noise (Theorems 3.2, 4.2, 5.2), at UsersRead.",
+                    "type": "number"
+                },
+                "users_read": {
+                    "description": "UsersRead is the number of users whose bits the release reads: m, or\nfor ppds n_L = floor(|U|/2^L) at the predicted level; the state keeps\none bit per user read.",
+                    "type": "integer"
+                }
+            }
+        },
+        "planner.StreamPlanResult": {
+            "type": "object",
+            "properties": {
+                "algorithms": {
+                    "description": "Algorithms holds the plan of dwork, optbern and ppds, in that order.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/planner.StreamAlgorithmPlan"
+                    }
+                },
+                "reason": {
+                    "description": "Reason says why, in words.",
+                    "type": "string"
+                },
+                "recommended": {
+                    "description": "Recommended is the algorithm with the smallest predicted MSE among\nthose whose sample size meets the (alpha, beta) bound within the\nuniverse (all of them when none does).",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/panprivate.Algorithm"
+                        }
+                    ]
+                },
+                "reps": {
+                    "description": "Reps is the number of simulated streams per algorithm (0: none).",
+                    "type": "integer"
+                },
+                "seed": {
+                    "description": "Seed is the seed of the simulation: the same request and seed give\nthe same answer.",
+                    "type": "integer"
+                },
+                "simulated_stream": {
+                    "description": "SimulatedStream describes the simulation's synthetic stream: the\nfirst round(density * universe_size) users, each appearing once (the\nsample is a uniformly random subset, so which users appear does not\nmatter). Empty when reps is 0.",
+                    "type": "string"
+                }
+            }
+        },
         "service.AuditDirection": {
             "type": "object",
             "properties": {
@@ -4514,7 +4837,7 @@ const docTemplate = `{
             "name": "tables"
         },
         {
-            "description": "Plan a release before making it: SVG plots and a summary comparing PWS with sampled-SbH and the non-private estimate on a synthetic distribution.",
+            "description": "Plan a release before making it: SVG plots and a summary comparing PWS with sampled-SbH and the non-private estimate on a synthetic distribution; for a pan-private density stream, the algorithm and sample size with the theorems' MSE beside a simulation.",
             "name": "planner"
         },
         {
@@ -4531,7 +4854,7 @@ var SwaggerInfo = &swag.Spec{
 	BasePath:         "/",
 	Schemes:          []string{},
 	Title:            "pwsd — private weighted sampling service",
-	Description:      "pwsd turns non-private weighted samples (threshold, ppswor, priority) into (epsilon, delta)-differentially private ones, estimates linear and ordinal statistics from them, and runs pan-private streaming estimators and counters under continual observation.\nSanitized values (\"value\", table \"outcomes\") are ORDINAL TOKENS, not frequencies: a key of true frequency i is typically reported near i - L. Use the \"frequency\" fields for frequencies (\"contribution\" is a key's term in a sum, with 1/q weighting under sampling).\nEvery error is application/problem+json naming the invalid fields; every response carries X-Request-Id and every problem its request_id. Unknown or repeated query parameters are a 400. Every GET also answers HEAD (the same headers, no body).\nAuthentication: open by default; with PWSD_API_TOKENS_FILE every /v1 operation needs \"Authorization: Bearer TOKEN\" (a reader token may only GET). Each /v1 operation therefore lists both: no requirement ({}) and bearer.",
+	Description:      "pwsd turns non-private weighted samples (threshold, ppswor, priority) into (epsilon, delta)-differentially private ones, estimates linear and ordinal statistics from them, and runs pan-private streaming estimators and counters under continual observation. The planner plans both before any data is touched.\n## Sanitized values are tokens\nSanitized values (\"value\", table \"outcomes\") are ORDINAL TOKENS, not frequencies: a key of true frequency i is typically reported near i - L, where L = L(ε, δ) = (1/ε) ln((e^ε - 1 + 2δ) / (δ (e^ε + 1))) (equation 4 of the PWS paper: about the number of frequencies over which the reporting probability climbs from δ to 1/2; GET /v1/plan/summary states it). Use the \"frequency\" fields for frequencies (\"contribution\" is a key's term in a sum, with 1/q weighting under sampling).\n## Errors and requests\nEvery error is application/problem+json naming the invalid fields; every response carries X-Request-Id and every problem its request_id. Unknown or repeated query parameters are a 400. Every GET also answers HEAD (the same headers, no body).\n## Authentication\nOpen by default: no token is needed. With PWSD_API_TOKENS_FILE every /v1 operation needs \"Authorization: Bearer TOKEN\" (a reader token may only GET). Each /v1 operation therefore lists both requirements, none ({}) and bearer; this page draws no padlock on them (the token is optional), and its Authorize button sends a token with every call.",
 	InfoInstanceName: "swagger",
 	SwaggerTemplate:  docTemplate,
 	LeftDelim:        "{{",

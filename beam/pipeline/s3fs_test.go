@@ -81,31 +81,8 @@ func TestS3CompatibleStore(t *testing.T) {
 	store := fakeS3(t, bucket)
 	seed := bytes.Repeat([]byte{7}, 16)
 	putObject(t, store, bucket, "seed.hex", []byte(hex.EncodeToString(seed)+"\n"))
-	dir := t.TempDir()
-	var all []string
-	for part := range 2 {
-		var lines []string
-		for k := range 150 {
-			for r := 0; r < 1+(7*k+part)%25; r++ { // frequencies 1..25, many above L(2, 1e-3) ~ 6
-				lines = append(lines, fmt.Sprintf(`{"key":"k%d"}`, k+100*part))
-			}
-		}
-		body := []byte(strings.Join(lines, "\n") + "\n")
-		putObject(t, store, bucket, fmt.Sprintf("in/part-%d.ndjson", part), body)
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("part-%d.ndjson", part)), body, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, lines...)
-	}
-	putObject(t, store, bucket, "in/notes.txt", []byte("not an input\n")) // outside the glob
-
-	const shards = 2
-	base := Config{Privacy: sanitize.Privacy{Epsilon: 2, Delta: 1e-3}, Sampling: sanitize.Sampling{Scheme: sanitize.SchemeNone}, Shards: shards}
-	local := base
-	local.Input, local.Output, local.Seed = filepath.Join(dir, "part-*.ndjson"), filepath.Join(dir, "out", "s"), seed
-	if _, err := Run(context.Background(), local); err != nil {
-		t.Fatalf("local run: %v", err)
-	}
+	base, local, records := storeInputs(t, seed, func(name string, body []byte) { putObject(t, store, bucket, name, body) })
+	shards := base.Shards
 
 	for _, tc := range []struct {
 		name      string
@@ -134,25 +111,67 @@ func TestS3CompatibleStore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if sum.Valid != int64(len(all)) || sum.Invalid != 0 {
-				t.Fatalf("read %d valid and %d invalid records, want the %d of the two matched objects", sum.Valid, sum.Invalid, len(all))
-			}
-			if sum.Reported == 0 {
-				t.Fatal("no key reported: the comparison below would compare nothing")
-			}
-			for i := range shards {
-				want, err := os.ReadFile(ShardName(local.Output, i, shards))
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := getObject(t, store, bucket, ShardName(out, i, shards))
-				if !bytes.Equal(got, want) {
-					t.Fatalf("shard %d on S3 (%d bytes) differs from the local run's (%d bytes)", i, len(got), len(want))
-				}
-			}
-			if getObject(t, store, bucket, out+"-meta.json") == nil {
-				t.Fatal("no header line (meta) on S3")
-			}
+			sameAsLocal(t, sum, records, local, out, func(name string) []byte { return getObject(t, store, bucket, name) })
 		})
+	}
+}
+
+// storeInputs writes the inputs of an object-store test through put: two
+// NDJSON objects in/part-0.ndjson and in/part-1.ndjson (150 keys each, of
+// frequencies 1 to 25, many above L(2, 1e-3) ~ 6) and in/notes.txt, which
+// the glob in/part-*.ndjson leaves out. It runs the pipeline on local copies
+// of the two parts with seed and returns the configuration shared by the
+// runs, the local run's configuration and the number of records in the
+// matched objects.
+func storeInputs(t *testing.T, seed []byte, put func(name string, body []byte)) (base, local Config, records int) {
+	t.Helper()
+	dir := t.TempDir()
+	for part := range 2 {
+		var lines []string
+		for k := range 150 {
+			for r := 0; r < 1+(7*k+part)%25; r++ {
+				lines = append(lines, fmt.Sprintf(`{"key":"k%d"}`, k+100*part))
+			}
+		}
+		body := []byte(strings.Join(lines, "\n") + "\n")
+		put(fmt.Sprintf("in/part-%d.ndjson", part), body)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("part-%d.ndjson", part)), body, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		records += len(lines)
+	}
+	put("in/notes.txt", []byte("not an input\n"))
+	base = Config{Privacy: sanitize.Privacy{Epsilon: 2, Delta: 1e-3}, Sampling: sanitize.Sampling{Scheme: sanitize.SchemeNone}, Shards: 2}
+	local = base
+	local.Input, local.Output, local.Seed = filepath.Join(dir, "part-*.ndjson"), filepath.Join(dir, "out", "s"), seed
+	if _, err := Run(context.Background(), local); err != nil {
+		t.Fatalf("local run: %v", err)
+	}
+	return base, local, records
+}
+
+// sameAsLocal checks a run on an object store: it read exactly the matched
+// objects' records, reported keys, and wrote shards (read back by get, by
+// object name under out) byte-identical to the local run's, and the header
+// line (meta).
+func sameAsLocal(t *testing.T, sum Summary, records int, local Config, out string, get func(name string) []byte) {
+	t.Helper()
+	if sum.Valid != int64(records) || sum.Invalid != 0 {
+		t.Fatalf("read %d valid and %d invalid records, want the %d of the two matched objects", sum.Valid, sum.Invalid, records)
+	}
+	if sum.Reported == 0 {
+		t.Fatal("no key reported: the comparison below would compare nothing")
+	}
+	for i := range local.Shards {
+		want, err := os.ReadFile(ShardName(local.Output, i, local.Shards))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := get(ShardName(out, i, local.Shards)); !bytes.Equal(got, want) {
+			t.Fatalf("shard %d on the store (%d bytes) differs from the local run's (%d bytes)", i, len(got), len(want))
+		}
+	}
+	if get(out+"-meta.json") == nil {
+		t.Fatal("no header line (meta) on the store")
 	}
 }

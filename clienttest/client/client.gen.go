@@ -677,6 +677,24 @@ func (e StreamRequestReleaseNoise) Valid() bool {
 	}
 }
 
+// Defines values for GetStreamPlanParamsReleaseNoise.
+const (
+	GetStreamPlanParamsReleaseNoiseCalibrated GetStreamPlanParamsReleaseNoise = "calibrated"
+	GetStreamPlanParamsReleaseNoisePaper      GetStreamPlanParamsReleaseNoise = "paper"
+)
+
+// Valid indicates whether the value is a known member of the GetStreamPlanParamsReleaseNoise enum.
+func (e GetStreamPlanParamsReleaseNoise) Valid() bool {
+	switch e {
+	case GetStreamPlanParamsReleaseNoiseCalibrated:
+		return true
+	case GetStreamPlanParamsReleaseNoisePaper:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetPlanSummaryParamsScheme.
 const (
 	GetPlanSummaryParamsSchemeCustom   GetPlanSummaryParamsScheme = "custom"
@@ -950,6 +968,42 @@ const (
 func (e PlotReportingParamsBaseline) Valid() bool {
 	switch e {
 	case PlotReportingParamsBaselineSbh:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PlotStreamsParamsX.
+const (
+	Epsilon    PlotStreamsParamsX = "epsilon"
+	SampleSize PlotStreamsParamsX = "sample_size"
+)
+
+// Valid indicates whether the value is a known member of the PlotStreamsParamsX enum.
+func (e PlotStreamsParamsX) Valid() bool {
+	switch e {
+	case Epsilon:
+		return true
+	case SampleSize:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PlotStreamsParamsReleaseNoise.
+const (
+	PlotStreamsParamsReleaseNoiseCalibrated PlotStreamsParamsReleaseNoise = "calibrated"
+	PlotStreamsParamsReleaseNoisePaper      PlotStreamsParamsReleaseNoise = "paper"
+)
+
+// Valid indicates whether the value is a known member of the PlotStreamsParamsReleaseNoise enum.
+func (e PlotStreamsParamsReleaseNoise) Valid() bool {
+	switch e {
+	case PlotStreamsParamsReleaseNoiseCalibrated:
+		return true
+	case PlotStreamsParamsReleaseNoisePaper:
 		return true
 	default:
 		return false
@@ -2472,6 +2526,23 @@ type SanitizedElement struct {
 	Value *float64 `json:"value,omitempty"`
 }
 
+// SimulatedError defines model for SimulatedError.
+type SimulatedError struct {
+	// Bias Bias is the mean error (the estimators are unbiased).
+	Bias float64 `json:"bias"`
+
+	// ErrorProbability ErrorProbability is the fraction of releases at least alpha from the
+	// density, to hold against beta.
+	ErrorProbability float64 `json:"error_probability"`
+
+	// Mse MSE is the mean squared error.
+	Mse float64 `json:"mse"`
+
+	// MseStandardError MSEStandardError is the MSE's standard error: the standard
+	// deviation of the squared errors over sqrt(reps).
+	MseStandardError float64 `json:"mse_standard_error"`
+}
+
 // Spend defines model for Spend.
 type Spend struct {
 	// Delta delta spent or remaining.
@@ -2518,6 +2589,56 @@ type StepsView struct {
 
 // StreamAlgorithm defines model for StreamAlgorithm.
 type StreamAlgorithm string
+
+// StreamAlgorithmPlan defines model for StreamAlgorithmPlan.
+type StreamAlgorithmPlan struct {
+	// Algorithm Algorithm is dwork, optbern or ppds.
+	Algorithm StreamAlgorithm `json:"algorithm"`
+
+	// Level Level is ppds's predicted level L (panprivate.PPDSLevel); absent for
+	// the other algorithms.
+	Level *int `json:"level,omitempty"`
+
+	// MeetsBound MeetsBound says m >= m*: the (alpha, beta) target is guaranteed by the
+	// theorems.
+	MeetsBound bool `json:"meets_bound"`
+
+	// PredictedMse PredictedMSE is the exact MSE about the stream's density at the
+	// request's density and release noise (panprivate.DensityMSE): the
+	// theorems' variance made exact in the bits, with the sampling term and
+	// the noise actually drawn.
+	PredictedMse float64 `json:"predicted_mse"`
+
+	// PredictedRmse PredictedRMSE is its square root, comparable with alpha.
+	PredictedRmse float64 `json:"predicted_rmse"`
+
+	// ReleaseEpsilon ReleaseEpsilon is the epsilon one release spends (epsilon with the
+	// calibrated noise, eps/gap with the papers' noise).
+	ReleaseEpsilon float64 `json:"release_epsilon"`
+
+	// SampleSize SampleSize is m: the sample of dwork and optbern, the bound on the
+	// distinct sample of ppds. It is the request's sample_size, else
+	// ceil(SampleSizeBound) capped at the universe and MaxSampleSize.
+	SampleSize int `json:"sample_size"`
+
+	// SampleSizeBound SampleSizeBound is m* of Section 3.2 of Digalakis et al. (Theorems
+	// 3.3 and 4.3): the smallest sample their (alpha, beta) bound allows
+	// (ppds uses optbern's), not rounded. The bound is not tight: the
+	// predicted and simulated errors show how much better m does.
+	SampleSizeBound float64 `json:"sample_size_bound"`
+
+	// Simulated Simulated is the simulation's measurement, absent when reps is 0.
+	Simulated *SimulatedError `json:"simulated,omitempty"`
+
+	// TheoremMse TheoremMSE is the papers' bound on the MSE about the sample's density
+	// with the papers' noise (Theorems 3.2, 4.2, 5.2), at UsersRead.
+	TheoremMse float64 `json:"theorem_mse"`
+
+	// UsersRead UsersRead is the number of users whose bits the release reads: m, or
+	// for ppds n_L = floor(|U|/2^L) at the predicted level; the state keeps
+	// one bit per user read.
+	UsersRead int `json:"users_read"`
+}
 
 // StreamEstimatorConfig defines model for StreamEstimatorConfig.
 type StreamEstimatorConfig struct {
@@ -2586,6 +2707,33 @@ type StreamList struct {
 
 	// NextCursor NextCursor is the cursor of the next page; absent on the last page.
 	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
+// StreamPlanResult defines model for StreamPlanResult.
+type StreamPlanResult struct {
+	// Algorithms Algorithms holds the plan of dwork, optbern and ppds, in that order.
+	Algorithms []StreamAlgorithmPlan `json:"algorithms"`
+
+	// Reason Reason says why, in words.
+	Reason string `json:"reason"`
+
+	// Recommended Recommended is the algorithm with the smallest predicted MSE among
+	// those whose sample size meets the (alpha, beta) bound within the
+	// universe (all of them when none does).
+	Recommended StreamAlgorithm `json:"recommended"`
+
+	// Reps Reps is the number of simulated streams per algorithm (0: none).
+	Reps int `json:"reps"`
+
+	// Seed Seed is the seed of the simulation: the same request and seed give
+	// the same answer.
+	Seed int `json:"seed"`
+
+	// SimulatedStream SimulatedStream describes the simulation's synthetic stream: the
+	// first round(density * universe_size) users, each appearing once (the
+	// sample is a uniformly random subset, so which users appear does not
+	// matter). Empty when reps is 0.
+	SimulatedStream *string `json:"simulated_stream,omitempty"`
 }
 
 // StreamPrivacy defines model for StreamPrivacy.
@@ -2894,6 +3042,39 @@ type CreateDatasetChargeParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// GetStreamPlanParams defines parameters for GetStreamPlan.
+type GetStreamPlanParams struct {
+	// UniverseSize |U|, 1 to 2^53
+	UniverseSize int `form:"universe_size" json:"universe_size"`
+
+	// Epsilon the streams' epsilon, 0 < epsilon <= 0.5
+	Epsilon float64 `form:"epsilon" json:"epsilon"`
+
+	// Alpha accuracy: the estimate within alpha of the density...
+	Alpha float64 `form:"alpha" json:"alpha"`
+
+	// Beta ...with probability at least 1 - beta
+	Beta float64 `form:"beta" json:"beta"`
+
+	// SampleSize m for every algorithm instead of m* (1 to min(universe_size, 2^20))
+	SampleSize *int `form:"sample_size,omitempty" json:"sample_size,omitempty"`
+
+	// Density the density the predictions and the simulation assume, 0 to 1
+	Density *float64 `form:"density,omitempty" json:"density,omitempty"`
+
+	// ReleaseNoise calibrated | paper, as in a stream's config
+	ReleaseNoise *GetStreamPlanParamsReleaseNoise `form:"release_noise,omitempty" json:"release_noise,omitempty"`
+
+	// Reps simulated streams per algorithm; 0 skips the simulation; reps x (density x universe_size + users read) x 3 at most 2^25
+	Reps *int `form:"reps,omitempty" json:"reps,omitempty"`
+
+	// Seed seed of the simulation
+	Seed *int `form:"seed,omitempty" json:"seed,omitempty"`
+}
+
+// GetStreamPlanParamsReleaseNoise defines parameters for GetStreamPlan.
+type GetStreamPlanParamsReleaseNoise string
+
 // GetPlanSummaryParams defines parameters for GetPlanSummary.
 type GetPlanSummaryParams struct {
 	// Epsilon epsilon > 0
@@ -3106,6 +3287,45 @@ type PlotReportingParamsScheme string
 
 // PlotReportingParamsBaseline defines parameters for PlotReporting.
 type PlotReportingParamsBaseline string
+
+// PlotStreamsParams defines parameters for PlotStreams.
+type PlotStreamsParams struct {
+	// X epsilon | sample_size
+	X *PlotStreamsParamsX `form:"x,omitempty" json:"x,omitempty"`
+
+	// UniverseSize |U|, 1 to 2^53
+	UniverseSize int `form:"universe_size" json:"universe_size"`
+
+	// Epsilon 0 < epsilon <= 0.5
+	Epsilon float64 `form:"epsilon" json:"epsilon"`
+
+	// Alpha accuracy alpha (chooses m*)
+	Alpha float64 `form:"alpha" json:"alpha"`
+
+	// Beta accuracy beta (chooses m*)
+	Beta float64 `form:"beta" json:"beta"`
+
+	// SampleSize m instead of m*
+	SampleSize *int `form:"sample_size,omitempty" json:"sample_size,omitempty"`
+
+	// Density assumed density
+	Density *float64 `form:"density,omitempty" json:"density,omitempty"`
+
+	// ReleaseNoise calibrated | paper
+	ReleaseNoise *PlotStreamsParamsReleaseNoise `form:"release_noise,omitempty" json:"release_noise,omitempty"`
+
+	// Reps not used here: accepted as for GET /v1/plan/streams
+	Reps *int `form:"reps,omitempty" json:"reps,omitempty"`
+
+	// Seed not used here: as reps
+	Seed *int `form:"seed,omitempty" json:"seed,omitempty"`
+}
+
+// PlotStreamsParamsX defines parameters for PlotStreams.
+type PlotStreamsParamsX string
+
+// PlotStreamsParamsReleaseNoise defines parameters for PlotStreams.
+type PlotStreamsParamsReleaseNoise string
 
 // PlotVarianceParams defines parameters for PlotVariance.
 type PlotVarianceParams struct {
@@ -3824,6 +4044,13 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/datasets/{name}/charges (the `CreateDatasetCharge` operationId).
 	CreateDatasetCharge(ctx context.Context, name string, params *CreateDatasetChargeParams, body CreateDatasetChargeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetStreamPlan Plan a density stream: the algorithm (dwork, optbern, ppds) and sample size for a universe, epsilon and accuracy, with the theorems' MSE beside a simulation
+	//
+	// For each pan-private density algorithm: the sample size m* of the (alpha, beta) bound of Digalakis et al. (what POST /v1/streams picks from an accuracy; ppds uses optbern's), the papers' MSE bound (Theorems 3.2, 4.2, 5.2), the exact MSE at the assumed density and release noise, and, with reps > 0, the MSE, bias and probability of an error of at least alpha measured by running the estimators themselves on a synthetic stream of that density (seeded: the same query gives the same answer). The recommendation is the smallest predicted MSE among the algorithms whose sample meets the bound. No private data is read. docs/errorbars-streams.md derives the MSE.
+	//
+	// Corresponds with GET /v1/plan/streams (the `GetStreamPlan` operationId).
+	GetStreamPlan(ctx context.Context, params *GetStreamPlanParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetPlanSummary Plan a release: L, where pi reaches q, expected reported fraction and NRMSE (PWS, sampled-SbH, non-private)
 	//
 	// Exact expressions on a synthetic frequency distribution (no private data): distribution=zipf&alpha&n or distribution=uniform&a&b. The summary is at the given threshold; the same quantities as tau sweeps are plotted by GET /v1/plots/nrmse, whose query this route also accepts (sweep_from, sweep_to and sweep_points must be numbers here but are not used).
@@ -3851,6 +4078,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/plots/reporting (the `PlotReporting` operationId).
 	PlotReporting(ctx context.Context, params *PlotReportingParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PlotStreams Plot: predicted MSE of the pan-private density algorithms against epsilon or the sample size (SVG)
+	//
+	// The exact MSE (solid) and the papers' theorem bound (dashed) of dwork, optbern and ppds at the assumed density and release noise, as Figures 5-7 of Digalakis et al. plot them: x=epsilon (0.05 to 0.5, each algorithm's sample size held at its plan's) or x=sample_size (m/|U| from 1/1000 to 1). No simulation (reps and seed are accepted so that one query serves this route and GET /v1/plan/streams, but not used); `pwsd figures --paper improved-density` simulates the paper's figures.
+	//
+	// Corresponds with GET /v1/plots/streams (the `PlotStreams` operationId).
+	PlotStreams(ctx context.Context, params *PlotStreamsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PlotVariance Plot: variance of the per-key estimate per frequency (SVG), normalized by g(i)^2 unless normalized=false
 	//
@@ -4378,6 +4612,23 @@ func (c *Client) CreateDatasetCharge(ctx context.Context, name string, params *C
 	return c.Client.Do(req)
 }
 
+// GetStreamPlan Plan a density stream: the algorithm (dwork, optbern, ppds) and sample size for a universe, epsilon and accuracy, with the theorems' MSE beside a simulation
+//
+// For each pan-private density algorithm: the sample size m* of the (alpha, beta) bound of Digalakis et al. (what POST /v1/streams picks from an accuracy; ppds uses optbern's), the papers' MSE bound (Theorems 3.2, 4.2, 5.2), the exact MSE at the assumed density and release noise, and, with reps > 0, the MSE, bias and probability of an error of at least alpha measured by running the estimators themselves on a synthetic stream of that density (seeded: the same query gives the same answer). The recommendation is the smallest predicted MSE among the algorithms whose sample meets the bound. No private data is read. docs/errorbars-streams.md derives the MSE.
+//
+// Corresponds with GET /v1/plan/streams (the `GetStreamPlan` operationId).
+func (c *Client) GetStreamPlan(ctx context.Context, params *GetStreamPlanParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetStreamPlanRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetPlanSummary Plan a release: L, where pi reaches q, expected reported fraction and NRMSE (PWS, sampled-SbH, non-private)
 //
 // Exact expressions on a synthetic frequency distribution (no private data): distribution=zipf&alpha&n or distribution=uniform&a&b. The summary is at the given threshold; the same quantities as tau sweeps are plotted by GET /v1/plots/nrmse, whose query this route also accepts (sweep_from, sweep_to and sweep_points must be numbers here but are not used).
@@ -4436,6 +4687,23 @@ func (c *Client) PlotNRMSE(ctx context.Context, params *PlotNRMSEParams, reqEdit
 // Corresponds with GET /v1/plots/reporting (the `PlotReporting` operationId).
 func (c *Client) PlotReporting(ctx context.Context, params *PlotReportingParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPlotReportingRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PlotStreams Plot: predicted MSE of the pan-private density algorithms against epsilon or the sample size (SVG)
+//
+// The exact MSE (solid) and the papers' theorem bound (dashed) of dwork, optbern and ppds at the assumed density and release noise, as Figures 5-7 of Digalakis et al. plot them: x=epsilon (0.05 to 0.5, each algorithm's sample size held at its plan's) or x=sample_size (m/|U| from 1/1000 to 1). No simulation (reps and seed are accepted so that one query serves this route and GET /v1/plan/streams, but not used); `pwsd figures --paper improved-density` simulates the paper's figures.
+//
+// Corresponds with GET /v1/plots/streams (the `PlotStreams` operationId).
+func (c *Client) PlotStreams(ctx context.Context, params *PlotStreamsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPlotStreamsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5551,6 +5819,140 @@ func NewCreateDatasetChargeRequestWithBody(server string, name string, params *C
 	return req, nil
 }
 
+// NewGetStreamPlanRequest constructs an http.Request for the GetStreamPlan method
+func NewGetStreamPlanRequest(server string, params *GetStreamPlanParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/plan/streams")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "universe_size", params.UniverseSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "epsilon", params.Epsilon, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "alpha", params.Alpha, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "beta", params.Beta, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.SampleSize != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sample_size", *params.SampleSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Density != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "density", *params.Density, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ReleaseNoise != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "release_noise", *params.ReleaseNoise, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Reps != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "reps", *params.Reps, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Seed != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "seed", *params.Seed, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetPlanSummaryRequest constructs an http.Request for the GetPlanSummary method
 func NewGetPlanSummaryRequest(server string, params *GetPlanSummaryParams) (*http.Request, error) {
 	var err error
@@ -6292,6 +6694,152 @@ func NewPlotReportingRequest(server string, params *PlotReportingParams) (*http.
 		if params.Baseline != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "baseline", *params.Baseline, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPlotStreamsRequest constructs an http.Request for the PlotStreams method
+func NewPlotStreamsRequest(server string, params *PlotStreamsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/plots/streams")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.X != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "x", *params.X, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "universe_size", params.UniverseSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "epsilon", params.Epsilon, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "alpha", params.Alpha, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "beta", params.Beta, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.SampleSize != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sample_size", *params.SampleSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Density != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "density", *params.Density, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ReleaseNoise != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "release_noise", *params.ReleaseNoise, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Reps != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "reps", *params.Reps, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Seed != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "seed", *params.Seed, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -8418,6 +8966,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/datasets/{name}/charges (the `CreateDatasetCharge` operationId).
 	CreateDatasetChargeWithResponse(ctx context.Context, name string, params *CreateDatasetChargeParams, body CreateDatasetChargeJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateDatasetChargeResponse, error)
 
+	// GetStreamPlanWithResponse Plan a density stream: the algorithm (dwork, optbern, ppds) and sample size for a universe, epsilon and accuracy, with the theorems' MSE beside a simulation
+	//
+	// For each pan-private density algorithm: the sample size m* of the (alpha, beta) bound of Digalakis et al. (what POST /v1/streams picks from an accuracy; ppds uses optbern's), the papers' MSE bound (Theorems 3.2, 4.2, 5.2), the exact MSE at the assumed density and release noise, and, with reps > 0, the MSE, bias and probability of an error of at least alpha measured by running the estimators themselves on a synthetic stream of that density (seeded: the same query gives the same answer). The recommendation is the smallest predicted MSE among the algorithms whose sample meets the bound. No private data is read. docs/errorbars-streams.md derives the MSE.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/plan/streams (the `GetStreamPlan` operationId).
+	GetStreamPlanWithResponse(ctx context.Context, params *GetStreamPlanParams, reqEditors ...RequestEditorFn) (*GetStreamPlanResponse, error)
+
 	// GetPlanSummaryWithResponse Plan a release: L, where pi reaches q, expected reported fraction and NRMSE (PWS, sampled-SbH, non-private)
 	//
 	// Exact expressions on a synthetic frequency distribution (no private data): distribution=zipf&alpha&n or distribution=uniform&a&b. The summary is at the given threshold; the same quantities as tau sweeps are plotted by GET /v1/plots/nrmse, whose query this route also accepts (sweep_from, sweep_to and sweep_points must be numbers here but are not used).
@@ -8453,6 +9010,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/plots/reporting (the `PlotReporting` operationId).
 	PlotReportingWithResponse(ctx context.Context, params *PlotReportingParams, reqEditors ...RequestEditorFn) (*PlotReportingResponse, error)
+
+	// PlotStreamsWithResponse Plot: predicted MSE of the pan-private density algorithms against epsilon or the sample size (SVG)
+	//
+	// The exact MSE (solid) and the papers' theorem bound (dashed) of dwork, optbern and ppds at the assumed density and release noise, as Figures 5-7 of Digalakis et al. plot them: x=epsilon (0.05 to 0.5, each algorithm's sample size held at its plan's) or x=sample_size (m/|U| from 1/1000 to 1). No simulation (reps and seed are accepted so that one query serves this route and GET /v1/plan/streams, but not used); `pwsd figures --paper improved-density` simulates the paper's figures.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/plots/streams (the `PlotStreams` operationId).
+	PlotStreamsWithResponse(ctx context.Context, params *PlotStreamsParams, reqEditors ...RequestEditorFn) (*PlotStreamsResponse, error)
 
 	// PlotVarianceWithResponse Plot: variance of the per-key estimate per frequency (SVG), normalized by g(i)^2 unless normalized=false
 	//
@@ -10523,6 +11089,140 @@ func (r CreateDatasetChargeResponse) ContentType() string {
 	return ""
 }
 
+// GetStreamPlanResponse200Headers the declared response headers of an HTTP 200 response for GetStreamPlan
+type GetStreamPlanResponse200Headers struct {
+	XRequestId *string
+}
+
+// GetStreamPlanResponse400Headers the declared response headers of an HTTP 400 response for GetStreamPlan
+type GetStreamPlanResponse400Headers struct {
+	XRequestId *string
+}
+
+// GetStreamPlanResponse401Headers the declared response headers of an HTTP 401 response for GetStreamPlan
+type GetStreamPlanResponse401Headers struct {
+	WwwAuthenticate *string
+	XRequestId      *string
+}
+
+// GetStreamPlanResponse413Headers the declared response headers of an HTTP 413 response for GetStreamPlan
+type GetStreamPlanResponse413Headers struct {
+	XRequestId *string
+}
+
+// GetStreamPlanResponse422Headers the declared response headers of an HTTP 422 response for GetStreamPlan
+type GetStreamPlanResponse422Headers struct {
+	XRequestId *string
+}
+
+// GetStreamPlanResponse500Headers the declared response headers of an HTTP 500 response for GetStreamPlan
+type GetStreamPlanResponse500Headers struct {
+	XRequestId *string
+}
+
+// GetStreamPlanResponse503Headers the declared response headers of an HTTP 503 response for GetStreamPlan
+type GetStreamPlanResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type GetStreamPlanResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *StreamPlanResult
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetStreamPlanResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetStreamPlanResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetStreamPlanResponse401Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *GetStreamPlanResponse413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *GetStreamPlanResponse422Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetStreamPlanResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetStreamPlanResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetStreamPlanResponse) GetJSON200() *StreamPlanResult {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetStreamPlanResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetStreamPlanResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r GetStreamPlanResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r GetStreamPlanResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetStreamPlanResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetStreamPlanResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetStreamPlanResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetStreamPlanResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetStreamPlanResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetStreamPlanResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetPlanSummaryResponse200Headers the declared response headers of an HTTP 200 response for GetPlanSummary
 type GetPlanSummaryResponse200Headers struct {
 	XRequestId *string
@@ -11032,6 +11732,133 @@ func (r PlotReportingResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r PlotReportingResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PlotStreamsResponse200Headers the declared response headers of an HTTP 200 response for PlotStreams
+type PlotStreamsResponse200Headers struct {
+	XRequestId *string
+}
+
+// PlotStreamsResponse400Headers the declared response headers of an HTTP 400 response for PlotStreams
+type PlotStreamsResponse400Headers struct {
+	XRequestId *string
+}
+
+// PlotStreamsResponse401Headers the declared response headers of an HTTP 401 response for PlotStreams
+type PlotStreamsResponse401Headers struct {
+	WwwAuthenticate *string
+	XRequestId      *string
+}
+
+// PlotStreamsResponse413Headers the declared response headers of an HTTP 413 response for PlotStreams
+type PlotStreamsResponse413Headers struct {
+	XRequestId *string
+}
+
+// PlotStreamsResponse422Headers the declared response headers of an HTTP 422 response for PlotStreams
+type PlotStreamsResponse422Headers struct {
+	XRequestId *string
+}
+
+// PlotStreamsResponse500Headers the declared response headers of an HTTP 500 response for PlotStreams
+type PlotStreamsResponse500Headers struct {
+	XRequestId *string
+}
+
+// PlotStreamsResponse503Headers the declared response headers of an HTTP 503 response for PlotStreams
+type PlotStreamsResponse503Headers struct {
+	RetryAfter *int
+	XRequestId *string
+}
+
+type PlotStreamsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PlotStreamsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *PlotStreamsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PlotStreamsResponse401Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *PlotStreamsResponse413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *PlotStreamsResponse422Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *PlotStreamsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PlotStreamsResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PlotStreamsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PlotStreamsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PlotStreamsResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r PlotStreamsResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PlotStreamsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PlotStreamsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PlotStreamsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PlotStreamsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PlotStreamsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PlotStreamsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -14789,6 +15616,21 @@ func (c *ClientWithResponses) CreateDatasetChargeWithResponse(ctx context.Contex
 	return ParseCreateDatasetChargeResponse(rsp)
 }
 
+// GetStreamPlanWithResponse Plan a density stream: the algorithm (dwork, optbern, ppds) and sample size for a universe, epsilon and accuracy, with the theorems' MSE beside a simulation
+//
+// For each pan-private density algorithm: the sample size m* of the (alpha, beta) bound of Digalakis et al. (what POST /v1/streams picks from an accuracy; ppds uses optbern's), the papers' MSE bound (Theorems 3.2, 4.2, 5.2), the exact MSE at the assumed density and release noise, and, with reps > 0, the MSE, bias and probability of an error of at least alpha measured by running the estimators themselves on a synthetic stream of that density (seeded: the same query gives the same answer). The recommendation is the smallest predicted MSE among the algorithms whose sample meets the bound. No private data is read. docs/errorbars-streams.md derives the MSE.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/plan/streams (the `GetStreamPlan` operationId).
+func (c *ClientWithResponses) GetStreamPlanWithResponse(ctx context.Context, params *GetStreamPlanParams, reqEditors ...RequestEditorFn) (*GetStreamPlanResponse, error) {
+	rsp, err := c.GetStreamPlan(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetStreamPlanResponse(rsp)
+}
+
 // GetPlanSummaryWithResponse Plan a release: L, where pi reaches q, expected reported fraction and NRMSE (PWS, sampled-SbH, non-private)
 //
 // Exact expressions on a synthetic frequency distribution (no private data): distribution=zipf&alpha&n or distribution=uniform&a&b. The summary is at the given threshold; the same quantities as tau sweeps are plotted by GET /v1/plots/nrmse, whose query this route also accepts (sweep_from, sweep_to and sweep_points must be numbers here but are not used).
@@ -14847,6 +15689,21 @@ func (c *ClientWithResponses) PlotReportingWithResponse(ctx context.Context, par
 		return nil, err
 	}
 	return ParsePlotReportingResponse(rsp)
+}
+
+// PlotStreamsWithResponse Plot: predicted MSE of the pan-private density algorithms against epsilon or the sample size (SVG)
+//
+// The exact MSE (solid) and the papers' theorem bound (dashed) of dwork, optbern and ppds at the assumed density and release noise, as Figures 5-7 of Digalakis et al. plot them: x=epsilon (0.05 to 0.5, each algorithm's sample size held at its plan's) or x=sample_size (m/|U| from 1/1000 to 1). No simulation (reps and seed are accepted so that one query serves this route and GET /v1/plan/streams, but not used); `pwsd figures --paper improved-density` simulates the paper's figures.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/plots/streams (the `PlotStreams` operationId).
+func (c *ClientWithResponses) PlotStreamsWithResponse(ctx context.Context, params *PlotStreamsParams, reqEditors ...RequestEditorFn) (*PlotStreamsResponse, error) {
+	rsp, err := c.PlotStreams(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePlotStreamsResponse(rsp)
 }
 
 // PlotVarianceWithResponse Plot: variance of the per-key estimate per frequency (SVG), normalized by g(i)^2 unless normalized=false
@@ -17736,6 +18593,161 @@ func ParseCreateDatasetChargeResponse(rsp *http.Response) (*CreateDatasetChargeR
 	return response, nil
 }
 
+// ParseGetStreamPlanResponse parses an HTTP response from a GetStreamPlanWithResponse call
+func ParseGetStreamPlanResponse(rsp *http.Response) (*GetStreamPlanResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetStreamPlanResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest StreamPlanResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetStreamPlanResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetStreamPlanResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetStreamPlanResponse401Headers
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WwwAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 413:
+		var headers GetStreamPlanResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers GetStreamPlanResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetStreamPlanResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetStreamPlanResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetPlanSummaryResponse parses an HTTP response from a GetPlanSummaryWithResponse call
 func ParseGetPlanSummaryResponse(rsp *http.Response) (*GetPlanSummaryResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -18315,6 +19327,154 @@ func ParsePlotReportingResponse(rsp *http.Response) (*PlotReportingResponse, err
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers PlotReportingResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePlotStreamsResponse parses an HTTP response from a PlotStreamsWithResponse call
+func ParsePlotStreamsResponse(rsp *http.Response) (*PlotStreamsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PlotStreamsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PlotStreamsResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers PlotStreamsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers PlotStreamsResponse401Headers
+		if values := rsp.Header.Values("Www-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Www-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WwwAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 413:
+		var headers PlotStreamsResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers PlotStreamsResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 500:
+		var headers PlotStreamsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers PlotStreamsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -279,6 +279,18 @@ type Invoker interface {
 	//
 	// GET /v1/streams/{id}
 	GetStream(ctx context.Context, params GetStreamParams) (GetStreamRes, error)
+	// GetStreamPlan invokes getStreamPlan operation.
+	//
+	// For each pan-private density algorithm: the sample size m* of the (alpha, beta) bound of Digalakis
+	// et al. (what POST /v1/streams picks from an accuracy; ppds uses optbern's), the papers' MSE bound
+	// (Theorems 3.2, 4.2, 5.2), the exact MSE at the assumed density and release noise, and, with reps >
+	// 0, the MSE, bias and probability of an error of at least alpha measured by running the estimators
+	// themselves on a synthetic stream of that density (seeded: the same query gives the same answer). The
+	// recommendation is the smallest predicted MSE among the algorithms whose sample meets the bound. No
+	// private data is read. docs/errorbars-streams.md derives the MSE.
+	//
+	// GET /v1/plan/streams
+	GetStreamPlan(ctx context.Context, params GetStreamPlanParams) (GetStreamPlanRes, error)
 	// GetSwaggerDocument invokes getSwaggerDocument operation.
 	//
 	// The Swagger 2.0 document swag generates from the annotations; openapi.json (OpenAPI 3.0) is derived
@@ -357,6 +369,16 @@ type Invoker interface {
 	//
 	// GET /v1/plots/reporting
 	PlotReporting(ctx context.Context, params PlotReportingParams) (PlotReportingRes, error)
+	// PlotStreams invokes plotStreams operation.
+	//
+	// The exact MSE (solid) and the papers' theorem bound (dashed) of dwork, optbern and ppds at the
+	// assumed density and release noise, as Figures 5-7 of Digalakis et al. plot them: x=epsilon (0.05 to
+	// 0.5, each algorithm's sample size held at its plan's) or x=sample_size (m/|U| from 1/1000 to 1). No
+	// simulation (reps and seed are accepted so that one query serves this route and GET /v1/plan/streams,
+	// but not used); `pwsd figures --paper improved-density` simulates the paper's figures.
+	//
+	// GET /v1/plots/streams
+	PlotStreams(ctx context.Context, params PlotStreamsParams) (PlotStreamsRes, error)
 	// PlotVariance invokes plotVariance operation.
 	//
 	// An SVG line plot of the per-key estimate's variance per true frequency i, divided by g(i)^2 unless
@@ -4482,6 +4504,233 @@ func (c *Client) sendGetStream(ctx context.Context, params GetStreamParams) (res
 	return result, nil
 }
 
+// GetStreamPlan invokes getStreamPlan operation.
+//
+// For each pan-private density algorithm: the sample size m* of the (alpha, beta) bound of Digalakis
+// et al. (what POST /v1/streams picks from an accuracy; ppds uses optbern's), the papers' MSE bound
+// (Theorems 3.2, 4.2, 5.2), the exact MSE at the assumed density and release noise, and, with reps >
+// 0, the MSE, bias and probability of an error of at least alpha measured by running the estimators
+// themselves on a synthetic stream of that density (seeded: the same query gives the same answer). The
+// recommendation is the smallest predicted MSE among the algorithms whose sample meets the bound. No
+// private data is read. docs/errorbars-streams.md derives the MSE.
+//
+// GET /v1/plan/streams
+func (c *Client) GetStreamPlan(ctx context.Context, params GetStreamPlanParams) (GetStreamPlanRes, error) {
+	res, err := c.sendGetStreamPlan(ctx, params)
+	return res, err
+}
+
+func (c *Client) sendGetStreamPlan(ctx context.Context, params GetStreamPlanParams) (res GetStreamPlanRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/v1/plan/streams"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	q := uri.NewQueryEncoder()
+	{
+		// Encode "universe_size" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "universe_size",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			return e.EncodeValue(conv.IntToString(params.UniverseSize))
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "epsilon" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "epsilon",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			return e.EncodeValue(conv.Float64ToString(params.Epsilon))
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "alpha" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "alpha",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			return e.EncodeValue(conv.Float64ToString(params.Alpha))
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "beta" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "beta",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			return e.EncodeValue(conv.Float64ToString(params.Beta))
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "sample_size" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "sample_size",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.SampleSize.Get(); ok {
+				return e.EncodeValue(conv.IntToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "density" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "density",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.Density.Get(); ok {
+				return e.EncodeValue(conv.Float64ToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "release_noise" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "release_noise",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.ReleaseNoise.Get(); ok {
+				return e.EncodeValue(conv.StringToString(string(val)))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "reps" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "reps",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.Reps.Get(); ok {
+				return e.EncodeValue(conv.IntToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "seed" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "seed",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.Seed.Get(); ok {
+				return e.EncodeValue(conv.IntToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	u.RawQuery = q.Values().Encode()
+
+	r, err := ht.NewRequest(ctx, "GET", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+
+			switch err := c.securityBearer(ctx, GetStreamPlanOperation, r); {
+			case err == nil: // if NO error
+				satisfied[0] |= 1 << 0
+			case errors.Is(err, ogenerrors.ErrSkipClientSecurity):
+				// Skip this security.
+			default:
+				return res, errors.Wrap(err, "security \"Bearer\"")
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+				{},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			return res, ogenerrors.ErrSecurityRequirementIsNotSatisfied
+		}
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer func() {
+		// Drain the body to EOF before closing, so the underlying
+		// connection can be reused by the Transport regardless of the
+		// response status code. See https://github.com/ogen-go/ogen/issues/1670.
+		_, _ = io.Copy(io.Discard, body)
+		_ = body.Close()
+	}()
+
+	result, err := decodeGetStreamPlanResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
 // GetSwaggerDocument invokes getSwaggerDocument operation.
 //
 // The Swagger 2.0 document swag generates from the annotations; openapi.json (OpenAPI 3.0) is derived
@@ -5946,6 +6195,248 @@ func (c *Client) sendPlotReporting(ctx context.Context, params PlotReportingPara
 	}()
 
 	result, err := decodePlotReportingResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// PlotStreams invokes plotStreams operation.
+//
+// The exact MSE (solid) and the papers' theorem bound (dashed) of dwork, optbern and ppds at the
+// assumed density and release noise, as Figures 5-7 of Digalakis et al. plot them: x=epsilon (0.05 to
+// 0.5, each algorithm's sample size held at its plan's) or x=sample_size (m/|U| from 1/1000 to 1). No
+// simulation (reps and seed are accepted so that one query serves this route and GET /v1/plan/streams,
+// but not used); `pwsd figures --paper improved-density` simulates the paper's figures.
+//
+// GET /v1/plots/streams
+func (c *Client) PlotStreams(ctx context.Context, params PlotStreamsParams) (PlotStreamsRes, error) {
+	res, err := c.sendPlotStreams(ctx, params)
+	return res, err
+}
+
+func (c *Client) sendPlotStreams(ctx context.Context, params PlotStreamsParams) (res PlotStreamsRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/v1/plots/streams"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	q := uri.NewQueryEncoder()
+	{
+		// Encode "x" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "x",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.X.Get(); ok {
+				return e.EncodeValue(conv.StringToString(string(val)))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "universe_size" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "universe_size",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			return e.EncodeValue(conv.IntToString(params.UniverseSize))
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "epsilon" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "epsilon",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			return e.EncodeValue(conv.Float64ToString(params.Epsilon))
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "alpha" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "alpha",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			return e.EncodeValue(conv.Float64ToString(params.Alpha))
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "beta" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "beta",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			return e.EncodeValue(conv.Float64ToString(params.Beta))
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "sample_size" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "sample_size",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.SampleSize.Get(); ok {
+				return e.EncodeValue(conv.IntToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "density" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "density",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.Density.Get(); ok {
+				return e.EncodeValue(conv.Float64ToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "release_noise" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "release_noise",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.ReleaseNoise.Get(); ok {
+				return e.EncodeValue(conv.StringToString(string(val)))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "reps" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "reps",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.Reps.Get(); ok {
+				return e.EncodeValue(conv.IntToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "seed" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "seed",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.Seed.Get(); ok {
+				return e.EncodeValue(conv.IntToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	u.RawQuery = q.Values().Encode()
+
+	r, err := ht.NewRequest(ctx, "GET", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+
+			switch err := c.securityBearer(ctx, PlotStreamsOperation, r); {
+			case err == nil: // if NO error
+				satisfied[0] |= 1 << 0
+			case errors.Is(err, ogenerrors.ErrSkipClientSecurity):
+				// Skip this security.
+			default:
+				return res, errors.Wrap(err, "security \"Bearer\"")
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+				{},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			return res, ogenerrors.ErrSecurityRequirementIsNotSatisfied
+		}
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer func() {
+		// Drain the body to EOF before closing, so the underlying
+		// connection can be reused by the Transport regardless of the
+		// response status code. See https://github.com/ogen-go/ogen/issues/1670.
+		_, _ = io.Copy(io.Discard, body)
+		_ = body.Close()
+	}()
+
+	result, err := decodePlotStreamsResponse(resp)
 	if err != nil {
 		return res, errors.Wrap(err, "decode response")
 	}

@@ -121,6 +121,10 @@ type GetSampleTopRes interface {
 	getSampleTopRes()
 }
 
+type GetStreamPlanRes interface {
+	getStreamPlanRes()
+}
+
 type GetStreamRes interface {
 	getStreamRes()
 }
@@ -163,6 +167,10 @@ type PlotNRMSERes interface {
 
 type PlotReportingRes interface {
 	plotReportingRes()
+}
+
+type PlotStreamsRes interface {
+	plotStreamsRes()
 }
 
 type PlotVarianceRes interface {

@@ -34,6 +34,7 @@ const (
 	GetSampleRankOperation           OperationName = "GetSampleRank"
 	GetSampleTopOperation            OperationName = "GetSampleTop"
 	GetStreamOperation               OperationName = "GetStream"
+	GetStreamPlanOperation           OperationName = "GetStreamPlan"
 	GetSwaggerDocumentOperation      OperationName = "GetSwaggerDocument"
 	GetVersionOperation              OperationName = "GetVersion"
 	ImportSampleOperation            OperationName = "ImportSample"
@@ -44,6 +45,7 @@ const (
 	PlotBiasOperation                OperationName = "PlotBias"
 	PlotNRMSEOperation               OperationName = "PlotNRMSE"
 	PlotReportingOperation           OperationName = "PlotReporting"
+	PlotStreamsOperation             OperationName = "PlotStreams"
 	PlotVarianceOperation            OperationName = "PlotVariance"
 	PrebuildTablesOperation          OperationName = "PrebuildTables"
 )

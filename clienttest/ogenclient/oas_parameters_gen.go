@@ -319,6 +319,29 @@ type GetStreamParams struct {
 	ID string
 }
 
+// GetStreamPlanParams is parameters of getStreamPlan operation.
+type GetStreamPlanParams struct {
+	// |U|, 1 to 2^53.
+	UniverseSize int
+	// The streams' epsilon, 0 < epsilon <= 0.5.
+	Epsilon float64
+	// Accuracy: the estimate within alpha of the density...
+	Alpha float64
+	// ...with probability at least 1 - beta.
+	Beta float64
+	// M for every algorithm instead of m* (1 to min(universe_size, 2^20)).
+	SampleSize OptInt `json:",omitempty,omitzero"`
+	// The density the predictions and the simulation assume, 0 to 1.
+	Density OptFloat64 `json:",omitempty,omitzero"`
+	// Calibrated | paper, as in a stream's config.
+	ReleaseNoise OptGetStreamPlanReleaseNoise `json:",omitempty,omitzero"`
+	// Simulated streams per algorithm; 0 skips the simulation; reps x (density x universe_size + users
+	// read) x 3 at most 2^25.
+	Reps OptInt `json:",omitempty,omitzero"`
+	// Seed of the simulation.
+	Seed OptInt `json:",omitempty,omitzero"`
+}
+
 // ListCountersParams is parameters of listCounters operation.
 type ListCountersParams struct {
 	// Items per page (1 to 1000, default 100).
@@ -433,6 +456,30 @@ type PlotReportingParams struct {
 	MaxFrequency OptInt `json:",omitempty,omitzero"`
 	// Sbh.
 	Baseline OptPlotReportingBaseline `json:",omitempty,omitzero"`
+}
+
+// PlotStreamsParams is parameters of plotStreams operation.
+type PlotStreamsParams struct {
+	// Epsilon | sample_size.
+	X OptPlotStreamsX `json:",omitempty,omitzero"`
+	// |U|, 1 to 2^53.
+	UniverseSize int
+	// 0 < epsilon <= 0.5.
+	Epsilon float64
+	// Accuracy alpha (chooses m*).
+	Alpha float64
+	// Accuracy beta (chooses m*).
+	Beta float64
+	// M instead of m*.
+	SampleSize OptInt `json:",omitempty,omitzero"`
+	// Assumed density.
+	Density OptFloat64 `json:",omitempty,omitzero"`
+	// Calibrated | paper.
+	ReleaseNoise OptPlotStreamsReleaseNoise `json:",omitempty,omitzero"`
+	// Not used here: accepted as for GET /v1/plan/streams.
+	Reps OptInt `json:",omitempty,omitzero"`
+	// Not used here: as reps.
+	Seed OptInt `json:",omitempty,omitzero"`
 }
 
 // PlotVarianceParams is parameters of plotVariance operation.

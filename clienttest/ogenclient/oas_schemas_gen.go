@@ -4173,6 +4173,7 @@ func (*GetReadinessServiceUnavailableHeaders) getSampleQuantilesRes()      {}
 func (*GetReadinessServiceUnavailableHeaders) getSampleRankRes()           {}
 func (*GetReadinessServiceUnavailableHeaders) getSampleRes()               {}
 func (*GetReadinessServiceUnavailableHeaders) getSampleTopRes()            {}
+func (*GetReadinessServiceUnavailableHeaders) getStreamPlanRes()           {}
 func (*GetReadinessServiceUnavailableHeaders) getStreamRes()               {}
 func (*GetReadinessServiceUnavailableHeaders) importSampleRes()            {}
 func (*GetReadinessServiceUnavailableHeaders) listCountersRes()            {}
@@ -4182,6 +4183,7 @@ func (*GetReadinessServiceUnavailableHeaders) listStreamsRes()             {}
 func (*GetReadinessServiceUnavailableHeaders) plotBiasRes()                {}
 func (*GetReadinessServiceUnavailableHeaders) plotNRMSERes()               {}
 func (*GetReadinessServiceUnavailableHeaders) plotReportingRes()           {}
+func (*GetReadinessServiceUnavailableHeaders) plotStreamsRes()             {}
 func (*GetReadinessServiceUnavailableHeaders) plotVarianceRes()            {}
 func (*GetReadinessServiceUnavailableHeaders) prebuildTablesRes()          {}
 
@@ -4708,6 +4710,63 @@ func (s *GetStreamOKHeaders) SetResponse(val StreamView) {
 
 func (*GetStreamOKHeaders) getStreamRes() {}
 
+type GetStreamPlanBadRequest ProblemHeaders
+
+func (*GetStreamPlanBadRequest) getStreamPlanRes() {}
+
+type GetStreamPlanInternalServerError ProblemHeaders
+
+func (*GetStreamPlanInternalServerError) getStreamPlanRes() {}
+
+type GetStreamPlanReleaseNoise string
+
+const (
+	GetStreamPlanReleaseNoiseCalibrated GetStreamPlanReleaseNoise = "calibrated"
+	GetStreamPlanReleaseNoisePaper      GetStreamPlanReleaseNoise = "paper"
+)
+
+// AllValues returns all GetStreamPlanReleaseNoise values.
+func (GetStreamPlanReleaseNoise) AllValues() []GetStreamPlanReleaseNoise {
+	return []GetStreamPlanReleaseNoise{
+		GetStreamPlanReleaseNoiseCalibrated,
+		GetStreamPlanReleaseNoisePaper,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s GetStreamPlanReleaseNoise) MarshalText() ([]byte, error) {
+	switch s {
+	case GetStreamPlanReleaseNoiseCalibrated:
+		return []byte(s), nil
+	case GetStreamPlanReleaseNoisePaper:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *GetStreamPlanReleaseNoise) UnmarshalText(data []byte) error {
+	switch GetStreamPlanReleaseNoise(data) {
+	case GetStreamPlanReleaseNoiseCalibrated:
+		*s = GetStreamPlanReleaseNoiseCalibrated
+		return nil
+	case GetStreamPlanReleaseNoisePaper:
+		*s = GetStreamPlanReleaseNoisePaper
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
+}
+
+type GetStreamPlanRequestEntityTooLarge ProblemHeaders
+
+func (*GetStreamPlanRequestEntityTooLarge) getStreamPlanRes() {}
+
+type GetStreamPlanUnprocessableEntity ProblemHeaders
+
+func (*GetStreamPlanUnprocessableEntity) getStreamPlanRes() {}
+
 type GetStreamRequestEntityTooLarge ProblemHeaders
 
 func (*GetStreamRequestEntityTooLarge) getStreamRes() {}
@@ -5131,6 +5190,7 @@ func (*ListCountersUnauthorizedHeaders) getSampleQuantilesRes()      {}
 func (*ListCountersUnauthorizedHeaders) getSampleRankRes()           {}
 func (*ListCountersUnauthorizedHeaders) getSampleRes()               {}
 func (*ListCountersUnauthorizedHeaders) getSampleTopRes()            {}
+func (*ListCountersUnauthorizedHeaders) getStreamPlanRes()           {}
 func (*ListCountersUnauthorizedHeaders) getStreamRes()               {}
 func (*ListCountersUnauthorizedHeaders) importSampleRes()            {}
 func (*ListCountersUnauthorizedHeaders) listCountersRes()            {}
@@ -5140,6 +5200,7 @@ func (*ListCountersUnauthorizedHeaders) listStreamsRes()             {}
 func (*ListCountersUnauthorizedHeaders) plotBiasRes()                {}
 func (*ListCountersUnauthorizedHeaders) plotNRMSERes()               {}
 func (*ListCountersUnauthorizedHeaders) plotReportingRes()           {}
+func (*ListCountersUnauthorizedHeaders) plotStreamsRes()             {}
 func (*ListCountersUnauthorizedHeaders) plotVarianceRes()            {}
 func (*ListCountersUnauthorizedHeaders) prebuildTablesRes()          {}
 
@@ -6706,6 +6767,52 @@ func (o OptGetSampleQuantilesPopulation) Or(d GetSampleQuantilesPopulation) GetS
 	return d
 }
 
+// NewOptGetStreamPlanReleaseNoise returns new OptGetStreamPlanReleaseNoise with value set to v.
+func NewOptGetStreamPlanReleaseNoise(v GetStreamPlanReleaseNoise) OptGetStreamPlanReleaseNoise {
+	return OptGetStreamPlanReleaseNoise{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptGetStreamPlanReleaseNoise is optional GetStreamPlanReleaseNoise.
+type OptGetStreamPlanReleaseNoise struct {
+	Value GetStreamPlanReleaseNoise
+	Set   bool
+}
+
+// IsSet returns true if OptGetStreamPlanReleaseNoise was set.
+func (o OptGetStreamPlanReleaseNoise) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptGetStreamPlanReleaseNoise) Reset() {
+	var v GetStreamPlanReleaseNoise
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptGetStreamPlanReleaseNoise) SetTo(v GetStreamPlanReleaseNoise) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptGetStreamPlanReleaseNoise) Get() (v GetStreamPlanReleaseNoise, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptGetStreamPlanReleaseNoise) Or(d GetStreamPlanReleaseNoise) GetStreamPlanReleaseNoise {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
 // NewOptIdempotentReplayed returns new OptIdempotentReplayed with value set to v.
 func NewOptIdempotentReplayed(v IdempotentReplayed) OptIdempotentReplayed {
 	return OptIdempotentReplayed{
@@ -7212,6 +7319,98 @@ func (o OptPlotReportingScheme) Or(d PlotReportingScheme) PlotReportingScheme {
 	return d
 }
 
+// NewOptPlotStreamsReleaseNoise returns new OptPlotStreamsReleaseNoise with value set to v.
+func NewOptPlotStreamsReleaseNoise(v PlotStreamsReleaseNoise) OptPlotStreamsReleaseNoise {
+	return OptPlotStreamsReleaseNoise{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptPlotStreamsReleaseNoise is optional PlotStreamsReleaseNoise.
+type OptPlotStreamsReleaseNoise struct {
+	Value PlotStreamsReleaseNoise
+	Set   bool
+}
+
+// IsSet returns true if OptPlotStreamsReleaseNoise was set.
+func (o OptPlotStreamsReleaseNoise) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptPlotStreamsReleaseNoise) Reset() {
+	var v PlotStreamsReleaseNoise
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptPlotStreamsReleaseNoise) SetTo(v PlotStreamsReleaseNoise) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptPlotStreamsReleaseNoise) Get() (v PlotStreamsReleaseNoise, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptPlotStreamsReleaseNoise) Or(d PlotStreamsReleaseNoise) PlotStreamsReleaseNoise {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptPlotStreamsX returns new OptPlotStreamsX with value set to v.
+func NewOptPlotStreamsX(v PlotStreamsX) OptPlotStreamsX {
+	return OptPlotStreamsX{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptPlotStreamsX is optional PlotStreamsX.
+type OptPlotStreamsX struct {
+	Value PlotStreamsX
+	Set   bool
+}
+
+// IsSet returns true if OptPlotStreamsX was set.
+func (o OptPlotStreamsX) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptPlotStreamsX) Reset() {
+	var v PlotStreamsX
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptPlotStreamsX) SetTo(v PlotStreamsX) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptPlotStreamsX) Get() (v PlotStreamsX, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptPlotStreamsX) Or(d PlotStreamsX) PlotStreamsX {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
 // NewOptPlotVarianceBaseline returns new OptPlotVarianceBaseline with value set to v.
 func NewOptPlotVarianceBaseline(v PlotVarianceBaseline) OptPlotVarianceBaseline {
 	return OptPlotVarianceBaseline{
@@ -7620,6 +7819,52 @@ func (o OptSampleViewEstimator) Get() (v SampleViewEstimator, ok bool) {
 
 // Or returns value if set, or given parameter if does not.
 func (o OptSampleViewEstimator) Or(d SampleViewEstimator) SampleViewEstimator {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptSimulatedError returns new OptSimulatedError with value set to v.
+func NewOptSimulatedError(v SimulatedError) OptSimulatedError {
+	return OptSimulatedError{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptSimulatedError is optional SimulatedError.
+type OptSimulatedError struct {
+	Value SimulatedError
+	Set   bool
+}
+
+// IsSet returns true if OptSimulatedError was set.
+func (o OptSimulatedError) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptSimulatedError) Reset() {
+	var v SimulatedError
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptSimulatedError) SetTo(v SimulatedError) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptSimulatedError) Get() (v SimulatedError, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptSimulatedError) Or(d SimulatedError) SimulatedError {
 	if v, ok := o.Get(); ok {
 		return v
 	}
@@ -9007,6 +9252,146 @@ func (s *PlotReportingScheme) UnmarshalText(data []byte) error {
 type PlotReportingUnprocessableEntity ProblemHeaders
 
 func (*PlotReportingUnprocessableEntity) plotReportingRes() {}
+
+type PlotStreamsBadRequest ProblemHeaders
+
+func (*PlotStreamsBadRequest) plotStreamsRes() {}
+
+type PlotStreamsInternalServerError ProblemHeaders
+
+func (*PlotStreamsInternalServerError) plotStreamsRes() {}
+
+type PlotStreamsOK struct {
+	Data io.Reader
+}
+
+// Read reads data from the Data reader.
+//
+// Kept to satisfy the io.Reader interface.
+func (s PlotStreamsOK) Read(p []byte) (n int, err error) {
+	if s.Data == nil {
+		return 0, io.EOF
+	}
+	return s.Data.Read(p)
+}
+
+// PlotStreamsOKHeaders wraps PlotStreamsOK with response headers.
+type PlotStreamsOKHeaders struct {
+	XRequestID OptString
+	Response   PlotStreamsOK
+}
+
+// GetXRequestID returns the value of XRequestID.
+func (s *PlotStreamsOKHeaders) GetXRequestID() OptString {
+	return s.XRequestID
+}
+
+// GetResponse returns the value of Response.
+func (s *PlotStreamsOKHeaders) GetResponse() PlotStreamsOK {
+	return s.Response
+}
+
+// SetXRequestID sets the value of XRequestID.
+func (s *PlotStreamsOKHeaders) SetXRequestID(val OptString) {
+	s.XRequestID = val
+}
+
+// SetResponse sets the value of Response.
+func (s *PlotStreamsOKHeaders) SetResponse(val PlotStreamsOK) {
+	s.Response = val
+}
+
+func (*PlotStreamsOKHeaders) plotStreamsRes() {}
+
+type PlotStreamsReleaseNoise string
+
+const (
+	PlotStreamsReleaseNoiseCalibrated PlotStreamsReleaseNoise = "calibrated"
+	PlotStreamsReleaseNoisePaper      PlotStreamsReleaseNoise = "paper"
+)
+
+// AllValues returns all PlotStreamsReleaseNoise values.
+func (PlotStreamsReleaseNoise) AllValues() []PlotStreamsReleaseNoise {
+	return []PlotStreamsReleaseNoise{
+		PlotStreamsReleaseNoiseCalibrated,
+		PlotStreamsReleaseNoisePaper,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s PlotStreamsReleaseNoise) MarshalText() ([]byte, error) {
+	switch s {
+	case PlotStreamsReleaseNoiseCalibrated:
+		return []byte(s), nil
+	case PlotStreamsReleaseNoisePaper:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *PlotStreamsReleaseNoise) UnmarshalText(data []byte) error {
+	switch PlotStreamsReleaseNoise(data) {
+	case PlotStreamsReleaseNoiseCalibrated:
+		*s = PlotStreamsReleaseNoiseCalibrated
+		return nil
+	case PlotStreamsReleaseNoisePaper:
+		*s = PlotStreamsReleaseNoisePaper
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
+}
+
+type PlotStreamsRequestEntityTooLarge ProblemHeaders
+
+func (*PlotStreamsRequestEntityTooLarge) plotStreamsRes() {}
+
+type PlotStreamsUnprocessableEntity ProblemHeaders
+
+func (*PlotStreamsUnprocessableEntity) plotStreamsRes() {}
+
+type PlotStreamsX string
+
+const (
+	PlotStreamsXEpsilon    PlotStreamsX = "epsilon"
+	PlotStreamsXSampleSize PlotStreamsX = "sample_size"
+)
+
+// AllValues returns all PlotStreamsX values.
+func (PlotStreamsX) AllValues() []PlotStreamsX {
+	return []PlotStreamsX{
+		PlotStreamsXEpsilon,
+		PlotStreamsXSampleSize,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s PlotStreamsX) MarshalText() ([]byte, error) {
+	switch s {
+	case PlotStreamsXEpsilon:
+		return []byte(s), nil
+	case PlotStreamsXSampleSize:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *PlotStreamsX) UnmarshalText(data []byte) error {
+	switch PlotStreamsX(data) {
+	case PlotStreamsXEpsilon:
+		*s = PlotStreamsXEpsilon
+		return nil
+	case PlotStreamsXSampleSize:
+		*s = PlotStreamsXSampleSize
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
+}
 
 type PlotVarianceBadRequest ProblemHeaders
 
@@ -11436,6 +11821,59 @@ func (s *SanitizedElement) SetValue(val OptFloat64) {
 	s.Value = val
 }
 
+// Ref: #/components/schemas/SimulatedError
+type SimulatedError struct {
+	// Bias is the mean error (the estimators are unbiased).
+	Bias float64 `json:"bias"`
+	// ErrorProbability is the fraction of releases at least alpha from the density, to hold against beta.
+	ErrorProbability float64 `json:"error_probability"`
+	// MSE is the mean squared error.
+	Mse float64 `json:"mse"`
+	// MSEStandardError is the MSE's standard error: the standard deviation of the squared errors over
+	// sqrt(reps).
+	MseStandardError float64 `json:"mse_standard_error"`
+}
+
+// GetBias returns the value of Bias.
+func (s *SimulatedError) GetBias() float64 {
+	return s.Bias
+}
+
+// GetErrorProbability returns the value of ErrorProbability.
+func (s *SimulatedError) GetErrorProbability() float64 {
+	return s.ErrorProbability
+}
+
+// GetMse returns the value of Mse.
+func (s *SimulatedError) GetMse() float64 {
+	return s.Mse
+}
+
+// GetMseStandardError returns the value of MseStandardError.
+func (s *SimulatedError) GetMseStandardError() float64 {
+	return s.MseStandardError
+}
+
+// SetBias sets the value of Bias.
+func (s *SimulatedError) SetBias(val float64) {
+	s.Bias = val
+}
+
+// SetErrorProbability sets the value of ErrorProbability.
+func (s *SimulatedError) SetErrorProbability(val float64) {
+	s.ErrorProbability = val
+}
+
+// SetMse sets the value of Mse.
+func (s *SimulatedError) SetMse(val float64) {
+	s.Mse = val
+}
+
+// SetMseStandardError sets the value of MseStandardError.
+func (s *SimulatedError) SetMseStandardError(val float64) {
+	s.MseStandardError = val
+}
+
 // Ref: #/components/schemas/Spend
 type Spend struct {
 	// Delta spent or remaining.
@@ -11661,6 +12099,150 @@ func (s *StreamAlgorithm) UnmarshalText(data []byte) error {
 	default:
 		return errors.Errorf("invalid value: %q", data)
 	}
+}
+
+// Ref: #/components/schemas/StreamAlgorithmPlan
+type StreamAlgorithmPlan struct {
+	// Algorithm is dwork, optbern or ppds.
+	Algorithm StreamAlgorithm `json:"algorithm"`
+	// Level is ppds's predicted level L (panprivate.PPDSLevel); absent for the other algorithms.
+	Level OptInt `json:"level"`
+	// MeetsBound says m >= m*: the (alpha, beta) target is guaranteed by the theorems.
+	MeetsBound bool `json:"meets_bound"`
+	// PredictedMSE is the exact MSE about the stream's density at the request's density and release noise
+	// (panprivate.DensityMSE): the theorems' variance made exact in the bits, with the sampling term and
+	// the noise actually drawn.
+	PredictedMse float64 `json:"predicted_mse"`
+	// PredictedRMSE is its square root, comparable with alpha.
+	PredictedRmse float64 `json:"predicted_rmse"`
+	// ReleaseEpsilon is the epsilon one release spends (epsilon with the calibrated noise, eps/gap with
+	// the papers' noise).
+	ReleaseEpsilon float64 `json:"release_epsilon"`
+	// SampleSize is m: the sample of dwork and optbern, the bound on the distinct sample of ppds. It is
+	// the request's sample_size, else ceil(SampleSizeBound) capped at the universe and MaxSampleSize.
+	SampleSize int `json:"sample_size"`
+	// SampleSizeBound is m* of Section 3.2 of Digalakis et al. (Theorems 3.3 and 4.3): the smallest sample
+	// their (alpha, beta) bound allows (ppds uses optbern's), not rounded. The bound is not tight: the
+	// predicted and simulated errors show how much better m does.
+	SampleSizeBound float64 `json:"sample_size_bound"`
+	// Simulated is the simulation's measurement, absent when reps is 0.
+	Simulated OptSimulatedError `json:"simulated"`
+	// TheoremMSE is the papers' bound on the MSE about the sample's density with the papers' noise
+	// (Theorems 3.2, 4.2, 5.2), at UsersRead.
+	TheoremMse float64 `json:"theorem_mse"`
+	// UsersRead is the number of users whose bits the release reads: m, or for ppds n_L = floor(|U|/2^L)
+	// at the predicted level; the state keeps one bit per user read.
+	UsersRead int `json:"users_read"`
+}
+
+// GetAlgorithm returns the value of Algorithm.
+func (s *StreamAlgorithmPlan) GetAlgorithm() StreamAlgorithm {
+	return s.Algorithm
+}
+
+// GetLevel returns the value of Level.
+func (s *StreamAlgorithmPlan) GetLevel() OptInt {
+	return s.Level
+}
+
+// GetMeetsBound returns the value of MeetsBound.
+func (s *StreamAlgorithmPlan) GetMeetsBound() bool {
+	return s.MeetsBound
+}
+
+// GetPredictedMse returns the value of PredictedMse.
+func (s *StreamAlgorithmPlan) GetPredictedMse() float64 {
+	return s.PredictedMse
+}
+
+// GetPredictedRmse returns the value of PredictedRmse.
+func (s *StreamAlgorithmPlan) GetPredictedRmse() float64 {
+	return s.PredictedRmse
+}
+
+// GetReleaseEpsilon returns the value of ReleaseEpsilon.
+func (s *StreamAlgorithmPlan) GetReleaseEpsilon() float64 {
+	return s.ReleaseEpsilon
+}
+
+// GetSampleSize returns the value of SampleSize.
+func (s *StreamAlgorithmPlan) GetSampleSize() int {
+	return s.SampleSize
+}
+
+// GetSampleSizeBound returns the value of SampleSizeBound.
+func (s *StreamAlgorithmPlan) GetSampleSizeBound() float64 {
+	return s.SampleSizeBound
+}
+
+// GetSimulated returns the value of Simulated.
+func (s *StreamAlgorithmPlan) GetSimulated() OptSimulatedError {
+	return s.Simulated
+}
+
+// GetTheoremMse returns the value of TheoremMse.
+func (s *StreamAlgorithmPlan) GetTheoremMse() float64 {
+	return s.TheoremMse
+}
+
+// GetUsersRead returns the value of UsersRead.
+func (s *StreamAlgorithmPlan) GetUsersRead() int {
+	return s.UsersRead
+}
+
+// SetAlgorithm sets the value of Algorithm.
+func (s *StreamAlgorithmPlan) SetAlgorithm(val StreamAlgorithm) {
+	s.Algorithm = val
+}
+
+// SetLevel sets the value of Level.
+func (s *StreamAlgorithmPlan) SetLevel(val OptInt) {
+	s.Level = val
+}
+
+// SetMeetsBound sets the value of MeetsBound.
+func (s *StreamAlgorithmPlan) SetMeetsBound(val bool) {
+	s.MeetsBound = val
+}
+
+// SetPredictedMse sets the value of PredictedMse.
+func (s *StreamAlgorithmPlan) SetPredictedMse(val float64) {
+	s.PredictedMse = val
+}
+
+// SetPredictedRmse sets the value of PredictedRmse.
+func (s *StreamAlgorithmPlan) SetPredictedRmse(val float64) {
+	s.PredictedRmse = val
+}
+
+// SetReleaseEpsilon sets the value of ReleaseEpsilon.
+func (s *StreamAlgorithmPlan) SetReleaseEpsilon(val float64) {
+	s.ReleaseEpsilon = val
+}
+
+// SetSampleSize sets the value of SampleSize.
+func (s *StreamAlgorithmPlan) SetSampleSize(val int) {
+	s.SampleSize = val
+}
+
+// SetSampleSizeBound sets the value of SampleSizeBound.
+func (s *StreamAlgorithmPlan) SetSampleSizeBound(val float64) {
+	s.SampleSizeBound = val
+}
+
+// SetSimulated sets the value of Simulated.
+func (s *StreamAlgorithmPlan) SetSimulated(val OptSimulatedError) {
+	s.Simulated = val
+}
+
+// SetTheoremMse sets the value of TheoremMse.
+func (s *StreamAlgorithmPlan) SetTheoremMse(val float64) {
+	s.TheoremMse = val
+}
+
+// SetUsersRead sets the value of UsersRead.
+func (s *StreamAlgorithmPlan) SetUsersRead(val int) {
+	s.UsersRead = val
 }
 
 // Ref: #/components/schemas/StreamEstimatorConfig
@@ -12126,6 +12708,113 @@ func (s *StreamListHeaders) SetResponse(val StreamList) {
 }
 
 func (*StreamListHeaders) listStreamsRes() {}
+
+// Ref: #/components/schemas/StreamPlanResult
+type StreamPlanResult struct {
+	// Algorithms holds the plan of dwork, optbern and ppds, in that order.
+	Algorithms []StreamAlgorithmPlan `json:"algorithms"`
+	// Reason says why, in words.
+	Reason string `json:"reason"`
+	// Recommended is the algorithm with the smallest predicted MSE among those whose sample size meets the
+	// (alpha, beta) bound within the universe (all of them when none does).
+	Recommended StreamAlgorithm `json:"recommended"`
+	// Reps is the number of simulated streams per algorithm (0: none).
+	Reps int `json:"reps"`
+	// Seed is the seed of the simulation: the same request and seed give the same answer.
+	Seed int `json:"seed"`
+	// SimulatedStream describes the simulation's synthetic stream: the first round(density *
+	// universe_size) users, each appearing once (the sample is a uniformly random subset, so which users
+	// appear does not matter). Empty when reps is 0.
+	SimulatedStream OptString `json:"simulated_stream"`
+}
+
+// GetAlgorithms returns the value of Algorithms.
+func (s *StreamPlanResult) GetAlgorithms() []StreamAlgorithmPlan {
+	return s.Algorithms
+}
+
+// GetReason returns the value of Reason.
+func (s *StreamPlanResult) GetReason() string {
+	return s.Reason
+}
+
+// GetRecommended returns the value of Recommended.
+func (s *StreamPlanResult) GetRecommended() StreamAlgorithm {
+	return s.Recommended
+}
+
+// GetReps returns the value of Reps.
+func (s *StreamPlanResult) GetReps() int {
+	return s.Reps
+}
+
+// GetSeed returns the value of Seed.
+func (s *StreamPlanResult) GetSeed() int {
+	return s.Seed
+}
+
+// GetSimulatedStream returns the value of SimulatedStream.
+func (s *StreamPlanResult) GetSimulatedStream() OptString {
+	return s.SimulatedStream
+}
+
+// SetAlgorithms sets the value of Algorithms.
+func (s *StreamPlanResult) SetAlgorithms(val []StreamAlgorithmPlan) {
+	s.Algorithms = val
+}
+
+// SetReason sets the value of Reason.
+func (s *StreamPlanResult) SetReason(val string) {
+	s.Reason = val
+}
+
+// SetRecommended sets the value of Recommended.
+func (s *StreamPlanResult) SetRecommended(val StreamAlgorithm) {
+	s.Recommended = val
+}
+
+// SetReps sets the value of Reps.
+func (s *StreamPlanResult) SetReps(val int) {
+	s.Reps = val
+}
+
+// SetSeed sets the value of Seed.
+func (s *StreamPlanResult) SetSeed(val int) {
+	s.Seed = val
+}
+
+// SetSimulatedStream sets the value of SimulatedStream.
+func (s *StreamPlanResult) SetSimulatedStream(val OptString) {
+	s.SimulatedStream = val
+}
+
+// StreamPlanResultHeaders wraps StreamPlanResult with response headers.
+type StreamPlanResultHeaders struct {
+	XRequestID OptString
+	Response   StreamPlanResult
+}
+
+// GetXRequestID returns the value of XRequestID.
+func (s *StreamPlanResultHeaders) GetXRequestID() OptString {
+	return s.XRequestID
+}
+
+// GetResponse returns the value of Response.
+func (s *StreamPlanResultHeaders) GetResponse() StreamPlanResult {
+	return s.Response
+}
+
+// SetXRequestID sets the value of XRequestID.
+func (s *StreamPlanResultHeaders) SetXRequestID(val OptString) {
+	s.XRequestID = val
+}
+
+// SetResponse sets the value of Response.
+func (s *StreamPlanResultHeaders) SetResponse(val StreamPlanResult) {
+	s.Response = val
+}
+
+func (*StreamPlanResultHeaders) getStreamPlanRes() {}
 
 // Ref: #/components/schemas/StreamPrivacy
 type StreamPrivacy struct {

@@ -43,6 +43,7 @@ var operationRolesBearer = map[string][]string{
 	GetSampleRankOperation:           []string{},
 	GetSampleTopOperation:            []string{},
 	GetStreamOperation:               []string{},
+	GetStreamPlanOperation:           []string{},
 	ImportSampleOperation:            []string{},
 	ListCountersOperation:            []string{},
 	ListDatasetsOperation:            []string{},
@@ -51,6 +52,7 @@ var operationRolesBearer = map[string][]string{
 	PlotBiasOperation:                []string{},
 	PlotNRMSEOperation:               []string{},
 	PlotReportingOperation:           []string{},
+	PlotStreamsOperation:             []string{},
 	PlotVarianceOperation:            []string{},
 	PrebuildTablesOperation:          []string{},
 }

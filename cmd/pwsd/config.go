@@ -126,7 +126,7 @@ func usage() string {
 	var b strings.Builder
 	b.WriteString("pwsd — private weighted sampling and pan-private streaming service\n\n")
 	b.WriteString("Usage:\n  pwsd                    serve HTTP (configuration from the environment)\n")
-	b.WriteString("  pwsd figures --out DIR  regenerate the paper's figures as SVG\n  pwsd healthcheck        exit 0 when the pwsd on PWSD_ADDR answers /healthz (container healthchecks)\n  pwsd --version          module version, commit and Go version\n  pwsd --help             this text\n\nEnvironment:\n")
+	b.WriteString("  pwsd figures --out DIR  regenerate the PWS paper's figures as SVG (--paper improved-density: the\n                          density paper's Figures 4-7, simulated; pwsd figures --help)\n  pwsd healthcheck        exit 0 when the pwsd on PWSD_ADDR answers /healthz (container healthchecks)\n  pwsd --version          module version, commit and Go version\n  pwsd --help             this text\n\nEnvironment:\n")
 	// Columns as wide as their longest entry, so the defaults and the
 	// meanings line up whatever the names.
 	nameW, defW := 0, 0

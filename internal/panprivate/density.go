@@ -14,7 +14,7 @@ func densitySpec() kindSpec {
 	return kindSpec{
 		kind: KindDensity, code: 0,
 		algorithms: []Algorithm{AlgorithmDwork, AlgorithmOptBern, AlgorithmPPDS}, defaultAlgorithm: AlgorithmOptBern,
-		maxEpsilon: 0.5, sizedByAccuracy: true, bitLaw: true,
+		maxEpsilon: MaxDensityEpsilon, sizedByAccuracy: true, bitLaw: true,
 		build: func(b *base) (Estimator, error) {
 			if b.cfg.Algorithm == AlgorithmPPDS {
 				return newPPDS(b), nil

@@ -22,6 +22,9 @@ type Curve struct {
 	// Series says which method the curve shows, so that a method is drawn
 	// alike in every chart; SeriesOther curves are told apart by order.
 	Series Series
+	// Dashed draws the line dashed (a theoretical curve beside its
+	// measured one).
+	Dashed bool
 	X, Y   []float64
 }
 
@@ -34,4 +37,7 @@ const (
 	SeriesNonPrivate        // the non-private sample (q_i, its variance)
 	SeriesPWS               // private weighted sampling
 	SeriesSbH               // the (sampled) stability-based histogram baseline
+	SeriesDwork             // the dwork pan-private density algorithm
+	SeriesOptBern           // the optbern pan-private density algorithm
+	SeriesPPDS              // the ppds pan-private density algorithm
 )

@@ -4,13 +4,19 @@
 // frequency distributions (Plan), the curves behind the planner's plots
 // described as data (Chart, built by ReportingChart, BiasChart,
 // VarianceChart, PlanChart and FractionChart), and the regeneration of the
-// paper's figures (Figures).
+// paper's figures (Figures). For pan-private density streams it chooses the
+// algorithm and sample size (StreamPlan, StreamChart) and reproduces
+// Figures 4-7 of the improved-density paper (DensityFigures).
 //
-// Everything is computed from exact expressions, never simulated: PWS from
+// The PWS planning is computed from exact expressions, never simulated: PWS from
 // the sanitize and estimate packages, SbH from Appendix G's integrals of the
 // Laplace density, in closed form where the integrand allows it and by
 // adaptive Gauss-Legendre quadrature otherwise. The maths is restated in
 // docs/algorithms.md.
+//
+// The stream planning puts the papers' theorems and the exact variance of
+// package panprivate beside a simulation that runs panprivate's estimators
+// with seeded randomness (streams.go, densityfigures.go).
 //
 // The package draws nothing and writes no files: package plotsvg renders a
 // Chart as SVG and writes the figures. It knows nothing about HTTP: it

@@ -42,3 +42,7 @@ func reportedFraction(res *planner.PlanResult) ([]byte, error) {
 	}
 	return render(planner.FractionChart(res))
 }
+
+// StreamMSE renders planner.StreamChart: the predicted MSE of the
+// pan-private density algorithms against epsilon or the sample size.
+func StreamMSE(c planner.Chart) ([]byte, error) { return render(c) }

@@ -38,9 +38,12 @@ const (
 // seriesColours draws each method in one colour in every chart
 // (colour-blind safe); the non-private reference is also dashed.
 var seriesColours = map[planner.Series]color.RGBA{
-	planner.SeriesPWS:        {0, 114, 178, 255}, // blue
-	planner.SeriesSbH:        {213, 94, 0, 255},  // vermillion
-	planner.SeriesNonPrivate: {0, 0, 0, 255},     // black
+	planner.SeriesPWS:        {0, 114, 178, 255},   // blue
+	planner.SeriesSbH:        {213, 94, 0, 255},    // vermillion
+	planner.SeriesNonPrivate: {0, 0, 0, 255},       // black
+	planner.SeriesDwork:      {0, 158, 115, 255},   // green
+	planner.SeriesOptBern:    {204, 121, 167, 255}, // purple
+	planner.SeriesPPDS:       {230, 159, 0, 255},   // orange
 }
 
 // palette holds the colours of the other curves, in order: none of the
@@ -143,6 +146,9 @@ func build(c planner.Chart) (p *plot.Plot, legend plot.Legend, entries int, err 
 		line.Color = col
 		line.Width = vg.Points(1.5)
 		line.Dashes = dashes
+		if cv.Dashed && dashes == nil {
+			line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		}
 		p.Add(line)
 		if len(pts) <= markerPoints {
 			sc, err := plotter.NewScatter(pts)
