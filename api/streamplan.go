@@ -76,7 +76,7 @@ func (h *handler) streamPlan(w http.ResponseWriter, r *http.Request) error {
 	if err := q.problem(); err != nil {
 		return err
 	}
-	res, err := h.svc.StreamPlan(r.Context(), req)
+	res, err := h.svc.Tables.StreamPlan(r.Context(), req)
 	return answerJSON(w, res, err)
 }
 
@@ -110,6 +110,6 @@ func (h *handler) plotStreams(w http.ResponseWriter, r *http.Request) error {
 	if err := q.problem(); err != nil {
 		return err
 	}
-	svg, err := h.svc.PlotStreamMSE(req, axis)
+	svg, err := h.svc.Tables.PlotStreamMSE(req, axis)
 	return answerSVG(w, svg, err)
 }

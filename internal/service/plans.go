@@ -95,13 +95,13 @@ func (s *Tables) PlotNRMSE(ctx context.Context, req planner.PlanRequest) ([]byte
 // StreamPlan plans a pan-private density stream: the algorithm and sample
 // size for a universe, epsilon and accuracy target, with the theorems'
 // and exact MSE beside a seeded simulation (planner.StreamPlan).
-func (s *Service) StreamPlan(ctx context.Context, req planner.StreamPlanRequest) (*planner.StreamPlanResult, error) {
+func (s *Tables) StreamPlan(ctx context.Context, req planner.StreamPlanRequest) (*planner.StreamPlanResult, error) {
 	return planner.StreamPlan(ctx, req)
 }
 
 // PlotStreamMSE renders the predicted MSE of the density algorithms against
 // epsilon or the sample size (planner.StreamChart) as SVG.
-func (s *Service) PlotStreamMSE(req planner.StreamPlanRequest, axis string) ([]byte, error) {
+func (s *Tables) PlotStreamMSE(req planner.StreamPlanRequest, axis string) ([]byte, error) {
 	c, err := planner.StreamChart(req, axis)
 	if err != nil {
 		return nil, err
