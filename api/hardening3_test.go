@@ -204,25 +204,35 @@ func TestBudgetNumbers(t *testing.T) {
 // refusal is a 422 naming the parameter and the reader's limit, answered
 // before any work: the process spends less CPU on it than a tenth of a
 // second of the reference machine (cpuclock units; serving the request
-// takes tens of seconds), whatever the machine's load. A writer's request
-// within its own bound is served.
+// takes tens of seconds), whatever the machine's load. One row that far up
+// is served within the reader's bound with the MLE contributions alone
+// (biased_down_omitted, the note naming the reader's limit); a long range
+// of such rows is refused. A writer's request within its own bound is
+// served.
 func TestReaderWorkBound(t *testing.T) {
 	// Serial: it measures the process's CPU time, which parallel tests would add to.
 	tokens := writerReaderTokens(t)
 	reader := []string{"Authorization", "Bearer reader-token-0123456789"}
 	writer := []string{"Authorization", "Bearer writer-token-0123456789"}
-	ts := newServer(t, nil, func(d *api.Deps) { d.Tokens = tokens })
+	// A reader bound of 50,000 cells: one row far up without its
+	// biased-down contributions fits (about 14,000 cells at epsilon 0.1),
+	// 10,000 such rows (about 83,000) do not.
+	ts := newServer(t, nil, func(d *api.Deps) { d.Tokens = tokens; d.Limits.MaxReaderTableWork = 50_000 })
 	unit, err := cpuclock.Unit(5, 5_000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	heavy := "/v1/tables/frequencies?epsilon=0.1&delta=1e-6&scheme=ppswor&threshold=1.0001e-5&frequency=1450000&method=max_separation"
+	heavy := "/v1/tables/frequencies?epsilon=0.1&delta=1e-6&scheme=ppswor&threshold=1.0001e-5&frequency=1440001-1450000&method=max_separation"
 	var r response
 	cpu, _ := cpuclock.Measure(func() error { r = ts.get(t, heavy, reader...); return nil })
 	wantField(t, r, http.StatusUnprocessableEntity, "frequency")
 	const allowed = 0.1 / 1.18e-6 // a tenth of a second at the reference unit (docs/testing.md)
 	if units := float64(cpu) / float64(unit); !strings.Contains(string(r.body), "PWSD_MAX_READER_TABLE_WORK") || units > allowed {
 		t.Fatalf("reader refusal after %v of CPU (%.3g calibration units, allowed %.3g): %s", cpu, units, allowed, r.body)
+	}
+	one := ts.get(t, "/v1/tables/frequencies?epsilon=0.1&delta=1e-6&scheme=ppswor&threshold=1.0001e-5&frequency=1450000&method=max_separation", reader...)
+	if one.status != http.StatusOK || !strings.Contains(string(one.body), `"biased_down_omitted":true`) || !strings.Contains(string(one.body), "PWSD_MAX_READER_TABLE_WORK") {
+		t.Fatalf("reader, one row far up: %d %.300s", one.status, one.body)
 	}
 	// A small reader bound against a cheap request: the writer is served,
 	// the reader refused; the writers' bound still applies to readers.

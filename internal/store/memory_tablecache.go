@@ -22,6 +22,29 @@ func (m *Memory) PutTable(_ context.Context, key string, data []byte) error {
 	return nil
 }
 
+// GetTables implements TableBatcher.
+func (m *Memory) GetTables(_ context.Context, keys []string) ([][]byte, error) {
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		out[i], _ = m.tables.get(k)
+	}
+	return out, nil
+}
+
+// PutTables implements TableBatcher.
+func (m *Memory) PutTables(_ context.Context, entries []TableEntry) error {
+	for _, e := range entries {
+		m.tables.put(e.Key, e.Data)
+	}
+	return nil
+}
+
+// DeleteTable implements TableDeleter.
+func (m *Memory) DeleteTable(_ context.Context, key string) error {
+	m.tables.remove(key)
+	return nil
+}
+
 // LimitTableCache implements TableCacheLimiter.
 func (m *Memory) LimitTableCache(bytes int64) { m.tables.setMax(bytes) }
 
@@ -70,6 +93,19 @@ func (c *tableLRU) put(key string, data []byte) {
 	c.byKey[d] = c.order.PushFront(&lruEntry{digest: d, params: key, data: slices.Clone(data)})
 	c.size += tableSize(key, data)
 	c.evictLocked()
+}
+
+// remove drops the table stored under key, if any.
+func (c *tableLRU) remove(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.byKey[tableDigest(key)]
+	if !ok || e.Value.(*lruEntry).params != key {
+		return
+	}
+	c.order.Remove(e)
+	delete(c.byKey, e.Value.(*lruEntry).digest)
+	c.size -= tableSize(key, e.Value.(*lruEntry).data)
 }
 
 func (c *tableLRU) evictLocked() {

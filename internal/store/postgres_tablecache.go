@@ -31,6 +31,41 @@ func (p *Postgres) GetTable(ctx context.Context, key string) ([]byte, bool, erro
 	return data, true, nil
 }
 
+// GetTables implements TableBatcher: one statement for all keys, which
+// marks the rows found used, as GetTable does; a row counts only for the
+// key it holds.
+func (p *Postgres) GetTables(ctx context.Context, keys []string) ([][]byte, error) {
+	out := make([][]byte, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	digests := make([][]byte, len(keys))
+	for i, k := range keys {
+		d := tableDigest(k)
+		digests[i] = d[:]
+	}
+	rows, err := p.pool.Query(ctx, `UPDATE table_cache SET last_used = clock_timestamp() WHERE digest = ANY($1) RETURNING params, data`, digests)
+	if err != nil {
+		return nil, fmt.Errorf("reading cached tables: %w", err)
+	}
+	found := map[string][]byte{}
+	for rows.Next() {
+		var params, data []byte
+		if err := rows.Scan(&params, &data); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("reading cached tables: %w", err)
+		}
+		found[string(params)] = data
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading cached tables: %w", err)
+	}
+	for i, k := range keys {
+		out[i] = found[k]
+	}
+	return out, nil
+}
+
 // PutTable implements Tables.
 // The table is stored under the digest of key with key beside it (see
 // GetTable); its size counts both. The insert and the eviction of the
@@ -38,18 +73,31 @@ func (p *Postgres) GetTable(ctx context.Context, key string) ([]byte, bool, erro
 // in one transaction, serialised by an advisory lock, so table_cache never
 // stays above the bound. A table larger than the bound is not stored.
 func (p *Postgres) PutTable(ctx context.Context, key string, data []byte) error {
+	return p.PutTables(ctx, []TableEntry{{Key: key, Data: data}})
+}
+
+// PutTables implements TableBatcher: PutTable for every entry, in one
+// transaction with one eviction pass.
+func (p *Postgres) PutTables(ctx context.Context, entries []TableEntry) error {
 	limit := p.tableCacheBytes.Load()
-	size := tableSize(key, data)
-	if size > limit {
+	batch := &pgx.Batch{}
+	for _, e := range entries {
+		size := tableSize(e.Key, e.Data)
+		if size > limit {
+			continue
+		}
+		d := tableDigest(e.Key)
+		batch.Queue(`INSERT INTO table_cache (digest, params, data, size, last_used) VALUES ($1, $2, $3, $4, clock_timestamp()) ON CONFLICT (digest) DO NOTHING`,
+			d[:], []byte(e.Key), e.Data, size)
+	}
+	if batch.Len() == 0 {
 		return nil
 	}
-	d := tableDigest(key)
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7316001)`); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO table_cache (digest, params, data, size, last_used) VALUES ($1, $2, $3, $4, clock_timestamp()) ON CONFLICT (digest) DO NOTHING`,
-			d[:], []byte(key), data, size); err != nil {
+		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `DELETE FROM table_cache WHERE digest IN (
@@ -58,6 +106,16 @@ func (p *Postgres) PutTable(ctx context.Context, key string, data []byte) error 
 	})
 	if err != nil {
 		return fmt.Errorf("caching table: %w", err)
+	}
+	return nil
+}
+
+// DeleteTable implements TableDeleter: the row of key's digest goes only
+// when it holds key (another key with the same digest stays).
+func (p *Postgres) DeleteTable(ctx context.Context, key string) error {
+	d := tableDigest(key)
+	if _, err := p.pool.Exec(ctx, `DELETE FROM table_cache WHERE digest = $1 AND params = $2`, d[:], []byte(key)); err != nil {
+		return fmt.Errorf("deleting cached table: %w", err)
 	}
 	return nil
 }

@@ -141,3 +141,23 @@ func TestPostgresSampleChunksGo(t *testing.T) {
 		t.Fatalf("chunks left: %v, want only the kept sample's", got)
 	}
 }
+
+// TestPostgresTableCacheUncompressed: from migration 8 on, table_cache
+// values are stored uncompressed (storage EXTERNAL): a compressible table
+// of 1 MiB is stored whole, where the default would have compressed it.
+func TestPostgresTableCacheUncompressed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p, conn := openPostgres(t)
+	if err := p.PutTable(ctx, "zeros", make([]byte, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	var size int64
+	var method string
+	if err := conn.QueryRow(ctx, `SELECT pg_column_size(data), coalesce(pg_column_compression(data)::text, 'none') FROM table_cache`).Scan(&size, &method); err != nil {
+		t.Fatal(err)
+	}
+	if size < 1<<20 || method != "none" {
+		t.Fatalf("a table of 1 MiB of zeros is stored in %d bytes, compression %s: want it whole", size, method)
+	}
+}

@@ -49,9 +49,13 @@ var (
 	_ Store             = (*Memory)(nil)
 	_ FormatRewriter    = (*Memory)(nil)
 	_ TableCacheLimiter = (*Memory)(nil)
+	_ TableDeleter      = (*Memory)(nil)
+	_ TableBatcher      = (*Memory)(nil)
 	_ Store             = (*Postgres)(nil)
 	_ FormatRewriter    = (*Postgres)(nil)
 	_ TableCacheLimiter = (*Postgres)(nil)
+	_ TableDeleter      = (*Postgres)(nil)
+	_ TableBatcher      = (*Postgres)(nil)
 )
 
 // Cursor is a position in a listing ordered by (CreatedAt, ID): a page holds
@@ -127,6 +131,34 @@ type Tables interface {
 	// PutTable stores a table under key. Tables are pure functions of their
 	// key, so a second put of the same key is a no-op.
 	PutTable(ctx context.Context, key string, data []byte) error
+}
+
+// TableDeleter is implemented by stores that can drop one cached table
+// (both stores): the service drops a stored table that fails its checks on
+// read, so that the next write stores a sound one in its place (PutTable
+// leaves a present key as it is).
+type TableDeleter interface {
+	// DeleteTable removes the table stored under key, if any.
+	DeleteTable(ctx context.Context, key string) error
+}
+
+// TableEntry is one table of a PutTables batch.
+type TableEntry struct {
+	Key  string
+	Data []byte
+}
+
+// TableBatcher is implemented by stores that read and store many tables at
+// once (both stores): PostgreSQL in one statement or transaction, where
+// GetTable and PutTable take a round trip (and PutTable an eviction pass)
+// per table. The service reads and writes a release's chunks through it (a
+// release reads and builds thousands).
+type TableBatcher interface {
+	// GetTables returns, for each key, what GetTable returns for it: the
+	// table, or nil when none is stored under that key.
+	GetTables(ctx context.Context, keys []string) ([][]byte, error)
+	// PutTables stores each table as PutTable does.
+	PutTables(ctx context.Context, entries []TableEntry) error
 }
 
 // DefaultTableCacheBytes bounds the cached tables (PWSD_TABLE_CACHE_BYTES)

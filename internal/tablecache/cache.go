@@ -14,6 +14,7 @@ import (
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/lru"
 	"github.com/pwsd/pwsd/internal/sanitize"
+	"github.com/pwsd/pwsd/internal/store"
 )
 
 // Store is what the cache needs of the service's store: a key-value table
@@ -57,9 +58,15 @@ type Cache struct {
 	supported  *lru.Cache[string, int64]
 	// flight holds the computations and chunk builds under way.
 	flight flight
-	// writers bounds the background writes to the store (writeBehind);
-	// prefetchers the background chunk builds (Prefetch), to one.
-	writers, prefetchers chan struct{}
+	// writeQueue holds the entries waiting to be written to the store
+	// (writeBehind), writeBytes their size, writing whether drainWrites
+	// runs; under writeMu.
+	writeMu    sync.Mutex
+	writeQueue []store.TableEntry
+	writeBytes int64
+	writing    bool
+	// prefetchers bounds the background chunk builds (Prefetch) to one.
+	prefetchers chan struct{}
 	// optional is the context of background work that may be abandoned
 	// (Prefetch); StopOptional cancels it.
 	optional     context.Context
@@ -92,7 +99,6 @@ func New(cfg Config) (*Cache, error) {
 		estimators:  lru.New[string, *estimate.Table](cfg.Bytes, (*estimate.Table).SizeBytes),
 		chunks:      lru.New[string, *estimate.Chunk](cfg.Bytes, (*estimate.Chunk).SizeBytes),
 		supported:   lru.New[string, int64](1024, nil),
-		writers:     make(chan struct{}, 2),
 		prefetchers: make(chan struct{}, 1),
 		optional:    optional, stopOptional: stop,
 		version: AlgorithmVersion,

@@ -14,6 +14,8 @@ func tablesChecks() []check {
 	return []check{
 		{"tables", testTables},
 		{"table cache counts bytes and keeps its bound", testTableCacheBytes},
+		{"a deleted table is gone and can be stored anew", testDeleteTable},
+		{"a batch of tables is stored and read as one put and get each", testPutTables},
 	}
 }
 
@@ -107,5 +109,114 @@ func testTables(t *testing.T, s store.Store) {
 	}
 	if _, ok, err := s.GetTable(ctx, long); err != nil || ok {
 		t.Fatalf("a prefix of a stored key: ok=%v err=%v, want a miss", ok, err)
+	}
+}
+
+// testDeleteTable: DeleteTable removes the table of its key only (not one
+// whose key it is a prefix of), frees its bytes, is a no-op for an absent
+// key, and a put after it stores the new data (a put over a present key
+// keeps the old).
+func testDeleteTable(t *testing.T, s store.Store) {
+	d, ok := s.(store.TableDeleter)
+	if !ok {
+		t.Skip("the store cannot delete tables")
+	}
+	ctx := context.Background()
+	for _, k := range []string{"kept", "kept+", "other"} {
+		if err := s.PutTable(ctx, k, []byte("old "+k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.DeleteTable(ctx, "kept"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.DeleteTable(ctx, "absent"); err != nil {
+		t.Fatalf("deleting an absent table: %v", err)
+	}
+	want := map[string]string{"kept": "", "kept+": "old kept+", "other": "old other"}
+	for k, v := range want {
+		data, ok, err := s.GetTable(ctx, k)
+		if err != nil || ok != (v != "") || string(data) != v {
+			t.Fatalf("after the delete, %s holds %q (ok %v, %v), want %q", k, data, ok, err, v)
+		}
+	}
+	if m, ok := s.(tableCacheMeter); ok {
+		if n, err := m.TableCacheBytes(ctx); err != nil || n != int64(len("kept+old kept+")+len("otherold other")) {
+			t.Fatalf("the cache holds %d bytes (%v) after the delete, want the two tables left", n, err)
+		}
+	}
+	if err := s.PutTable(ctx, "kept", []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if data, ok, err := s.GetTable(ctx, "kept"); err != nil || !ok || string(data) != "new" {
+		t.Fatalf("a put after the delete stored %q (ok %v, %v), want new", data, ok, err)
+	}
+}
+
+// testPutTables: PutTables stores each entry as PutTable would (the first
+// of two entries of one key wins (and a key already stored keeps its
+// table), an entry over the bound is skipped, and the batch leaves the
+// cache within its bound, holding the most recently put tables); GetTables
+// reads as GetTable does.
+func testPutTables(t *testing.T, s store.Store) {
+	b, ok := s.(store.TableBatcher)
+	if !ok {
+		t.Skip("the store cannot put tables in batches")
+	}
+	m, ok := s.(tableCacheMeter)
+	if !ok {
+		t.Skip("the store's table cache cannot be bounded and measured")
+	}
+	ctx := context.Background()
+	m.LimitTableCache(1000)
+	if err := s.PutTable(ctx, "old", make([]byte, 98)); err != nil {
+		t.Fatal(err)
+	}
+	entries := []store.TableEntry{
+		{Key: "old", Data: []byte("new")},
+		{Key: "a", Data: make([]byte, 299)},
+		{Key: "a", Data: []byte("second")},
+		{Key: "big", Data: make([]byte, 1000)},
+		{Key: "b", Data: make([]byte, 299)},
+		{Key: "c", Data: make([]byte, 299)},
+	}
+	if err := b.PutTables(ctx, entries); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutTables(ctx, nil); err != nil {
+		t.Fatalf("an empty batch: %v", err)
+	}
+	want := map[string]int{"old": -1, "a": 299, "big": -1, "b": 299, "c": 299} // -1: not held
+	for k, n := range want {
+		data, ok, err := s.GetTable(ctx, k)
+		if err != nil || ok != (n >= 0) || (ok && len(data) != n) {
+			t.Fatalf("after the batch %s holds %d bytes (ok %v, %v), want %d", k, len(data), ok, err, n)
+		}
+	}
+	if n, err := m.TableCacheBytes(ctx); err != nil || n != 900 {
+		t.Fatalf("the cache holds %d bytes (%v), want 900", n, err)
+	}
+	// GetTables answers each key as GetTable does, repeats and absent keys
+	// included, and marks what it reads used: after it, "a" is the most
+	// recently used, so a put over the bound evicts "b" first.
+	got, err := b.GetTables(ctx, []string{"c", "big", "a", "old", "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range []int{299, -1, 299, -1, 299} {
+		if (n < 0) != (got[i] == nil) || (n >= 0 && len(got[i]) != n) {
+			t.Fatalf("GetTables answer %d holds %d bytes (nil %v), want %d", i, len(got[i]), got[i] == nil, n)
+		}
+	}
+	if got, err := b.GetTables(ctx, nil); err != nil || len(got) != 0 {
+		t.Fatalf("GetTables of no key: %v, %v", got, err)
+	}
+	if err := s.PutTable(ctx, "d", make([]byte, 199)); err != nil {
+		t.Fatal(err)
+	}
+	for k, held := range map[string]bool{"a": true, "b": false, "c": true, "d": true} {
+		if _, ok, err := s.GetTable(ctx, k); err != nil || ok != held {
+			t.Fatalf("after GetTables and a put, %s held %v (%v), want %v", k, ok, err, held)
+		}
 	}
 }
