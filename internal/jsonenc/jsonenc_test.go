@@ -63,3 +63,29 @@ func TestAppendStringMatchesEncodingJSON(t *testing.T) {
 		check(b.String())
 	}
 }
+
+// TestDecodeStrict: one JSON value decodes; an unknown member, trailing
+// data or a second value is refused.
+func TestDecodeStrict(t *testing.T) {
+	t.Parallel()
+	type v struct {
+		A int `json:"a"`
+	}
+	for _, tc := range []struct {
+		in string
+		ok bool
+	}{
+		{`{"a":1}`, true},
+		{` {"a":1}  `, true},
+		{`{"a":1,"b":2}`, false},
+		{`{"a":1} {}`, false},
+		{`{"a":1}x`, false},
+		{`{"a":"1"}`, false},
+		{``, false},
+	} {
+		var got v
+		if err := DecodeStrict([]byte(tc.in), &got); (err == nil) != tc.ok || (tc.ok && got.A != 1) {
+			t.Errorf("DecodeStrict(%q) = %+v, %v; want ok %v", tc.in, got, err, tc.ok)
+		}
+	}
+}

@@ -1,12 +1,11 @@
 package storedformat
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
+	"github.com/pwsd/pwsd/internal/jsonenc"
 	"github.com/pwsd/pwsd/internal/panprivate"
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
@@ -93,12 +92,12 @@ func DecodeSampleHeader(data []byte) (SampleHeader, error) {
 	var h storedSampleHeader
 	switch format {
 	case SampleHeaderFormat:
-		if err := DecodeStrict(data, &h); err != nil {
+		if err := jsonenc.DecodeStrict(data, &h); err != nil {
 			return spec, fmt.Errorf("decoding sample header: %w", err)
 		}
 	case 0:
 		var l legacySampleHeader
-		if err := DecodeStrict(data, &l); err != nil {
+		if err := jsonenc.DecodeStrict(data, &l); err != nil {
 			return spec, fmt.Errorf("decoding legacy sample header: %w", err)
 		}
 		// The legacy structs differ from the current ones in their JSON
@@ -187,7 +186,7 @@ func EncodeStreamConfig(c StreamConfig) ([]byte, error) {
 // legacy format 1 had the same members without "format".
 func DecodeStreamConfig(data []byte) (StreamConfig, error) {
 	var s storedStreamConfig
-	if err := DecodeStrict(data, &s); err != nil {
+	if err := jsonenc.DecodeStrict(data, &s); err != nil {
 		return StreamConfig{}, fmt.Errorf("decoding stream config: %w", err)
 	}
 	if s.Format != StreamConfigFormat && s.Format != 0 {
@@ -264,14 +263,14 @@ func DecodeCounterConfig(data []byte) (CounterConfig, error) {
 	switch format {
 	case CounterConfigFormat:
 		var s storedCounterConfig
-		if err := DecodeStrict(data, &s); err != nil {
+		if err := jsonenc.DecodeStrict(data, &s); err != nil {
 			return c, fmt.Errorf("decoding counter config: %w", err)
 		}
 		c = CounterConfig{Algorithm: panprivate.CounterAlgorithm(s.Algorithm), Epsilon: s.Epsilon, Horizon: s.Horizon,
 			Postprocess: panprivate.CounterPostprocess(s.Postprocess), Monotone: s.Monotone}
 	case 0:
 		var s legacyCounterConfig
-		if err := DecodeStrict(data, &s); err != nil {
+		if err := jsonenc.DecodeStrict(data, &s); err != nil {
 			return c, fmt.Errorf("decoding legacy counter config: %w", err)
 		}
 		c = CounterConfig{Algorithm: panprivate.CounterAlgorithm(s.Algorithm), Epsilon: s.Epsilon, Horizon: s.Horizon,
@@ -298,18 +297,4 @@ func Format(data []byte) (int, error) {
 		return 0, fmt.Errorf("bad format member %s", raw)
 	}
 	return f, nil
-}
-
-// DecodeStrict decodes exactly one JSON value into v: unknown members and
-// trailing data are errors.
-func DecodeStrict(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("trailing data after the JSON value")
-	}
-	return nil
 }

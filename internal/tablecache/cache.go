@@ -1,17 +1,16 @@
 package tablecache
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 
 	"github.com/pwsd/pwsd/internal/estimate"
+	"github.com/pwsd/pwsd/internal/jsonenc"
 	"github.com/pwsd/pwsd/internal/lru"
 	"github.com/pwsd/pwsd/internal/sanitize"
 	"github.com/pwsd/pwsd/internal/store"
@@ -146,7 +145,7 @@ func (c *Cache) JSON(ctx context.Context, key string, into func() any, compute f
 			return nil, fmt.Errorf("reading table cache: %w", err)
 		} else if ok {
 			v := into()
-			if err := decodeStrict(data, v); err == nil {
+			if err := jsonenc.DecodeStrict(data, v); err == nil {
 				return v, nil
 			}
 			c.log.Warn("ignoring undecodable cached table", "key", key)
@@ -165,20 +164,6 @@ func (c *Cache) JSON(ctx context.Context, key string, into func() any, compute f
 		}
 		return v, nil
 	})
-}
-
-// decodeStrict decodes exactly one JSON value into v, refusing unknown
-// fields and trailing data.
-func decodeStrict(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("trailing data after the JSON value")
-	}
-	return nil
 }
 
 // persistEstimatorsUpTo bounds the estimator tables written to the store:
