@@ -68,3 +68,29 @@ func BenchmarkFrequencyRowsColdRowsOnly(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFrequencyRowsFarUp is issue 34's tables-route case: one row of
+// the frequencies table at 10^7 and 10^9 (eps 0.5, delta 1e-6, ppswor tau
+// 1e-5), in process, on a fresh service each time (nothing cached), under
+// the default limits: the MLE contributions alone (the biased-down ones
+// would pass the work limit). Run with -benchtime=1x.
+func BenchmarkFrequencyRowsFarUp(b *testing.B) {
+	p := sanitize.Privacy{Epsilon: 0.5, Delta: 1e-6}
+	smp := sanitize.Sampling{Scheme: sanitize.SchemePPSWOR, Threshold: 1e-5, Power: 1}
+	for _, m := range []sanitize.Method{sanitize.MethodDiscrete, sanitize.MethodMaxSeparation} {
+		for _, f := range []int64{1e7, 1e9} {
+			b.Run(fmt.Sprintf("%s/frequency=%d", m, f), func(b *testing.B) {
+				for b.Loop() {
+					svc, err := New(Config{Store: store.NewMemory()})
+					if err != nil {
+						b.Fatal(err)
+					}
+					rows, err := svc.Tables.FrequencyRows(context.Background(), p, smp, m, f, f)
+					if err != nil || len(rows.Rows) != 1 || !rows.BiasedDownOmitted {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
