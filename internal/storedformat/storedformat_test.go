@@ -89,3 +89,71 @@ func TestRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// TestLegacyReadsAsCurrent: each legacy (format 1) object decodes to what
+// its current encoding decodes to, and re-encoding it gives the current
+// format: what RewriteStoredFormats relies on.
+func TestLegacyReadsAsCurrent(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, legacy string
+		dec          func([]byte) (any, error)
+		enc          func(any) ([]byte, error)
+		format       int
+	}{
+		{"sample header", `{"dataset":"logs","privacy":{"Epsilon":0.5,"Delta":1e-6},"sampling":{"Scheme":"custom","Threshold":1,"Power":1,"Probabilities":[0.25,1]},"release":"frequencies","method":"max_separation"}`,
+			func(b []byte) (any, error) { return DecodeSampleHeader(b) },
+			func(v any) ([]byte, error) { return EncodeSampleHeader(v.(SampleHeader)) }, SampleHeaderFormat},
+		{"stream", `{"dataset":"d","continual":false,"estimator":{"estimator":"density","algorithm":"ppds","epsilon":0.3,"universe_size":50,"sample_size":9}}`,
+			func(b []byte) (any, error) { return DecodeStreamConfig(b) },
+			func(v any) ([]byte, error) { return EncodeStreamConfig(v.(StreamConfig)) }, StreamConfigFormat},
+		{"counter", `{"algorithm":"cascading","epsilon":0.7,"horizon":16,"steps":3,"count":2.5,"postprocess":"monotone","monotone":1.5}`,
+			func(b []byte) (any, error) { return DecodeCounterConfig(b) },
+			func(v any) ([]byte, error) { return EncodeCounterConfig(v.(CounterConfig)) }, CounterConfigFormat},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if f, err := Format([]byte(tc.legacy)); err != nil || f != 0 {
+				t.Fatalf("legacy format %d, %v; want 0 (no format member)", f, err)
+			}
+			old, err := tc.dec([]byte(tc.legacy))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cur, err := tc.enc(old)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f, err := Format(cur); err != nil || f != tc.format {
+				t.Fatalf("re-encoded format %d, %v; want %d", f, err, tc.format)
+			}
+			again, err := tc.dec(cur)
+			if err != nil || !reflect.DeepEqual(again, old) {
+				t.Fatalf("current encoding decodes to %+v, %v; the legacy one to %+v", again, err, old)
+			}
+		})
+	}
+}
+
+// TestFormatMember: the format member must be a positive integer.
+func TestFormatMember(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		want int
+		ok   bool
+	}{
+		{`{"format":2}`, 2, true},
+		{`{}`, 0, true},
+		{`{"format":0}`, 0, false},
+		{`{"format":-1}`, 0, false},
+		{`{"format":"2"}`, 0, false},
+		{`{"format":2.5}`, 0, false},
+		{`[]`, 0, false},
+		{`not json`, 0, false},
+	} {
+		f, err := Format([]byte(tc.in))
+		if (err == nil) != tc.ok || f != tc.want {
+			t.Errorf("Format(%s) = %d, %v; want %d, ok %v", tc.in, f, err, tc.want, tc.ok)
+		}
+	}
+}
