@@ -1,6 +1,7 @@
 package sanitize
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -188,6 +189,9 @@ func (t *Table) Draw(freq int64, rng *rand.Rand) (Outcome, error) {
 // draws consume rng in ascending order of frequency (ties in input order),
 // so the outcomes are the same as independent Draw calls in that order.
 func (t *Table) DrawAll(freqs []int64, rng *rand.Rand, out []Outcome) ([]Outcome, error) {
+	if referenceOnly {
+		return t.drawAllRef(freqs, rng, out)
+	}
 	for _, f := range freqs {
 		if err := checkFreq(f); err != nil {
 			return out[:0], fmt.Errorf("sanitize: draw all: %w", err)
@@ -224,6 +228,30 @@ func (t *Table) DrawAll(freqs []int64, rng *rand.Rand, out []Outcome) ([]Outcome
 		for ; k < end; k++ {
 			out[order[k]] = s.draw(q, d, discrete, rng)
 		}
+	}
+	return out, nil
+}
+
+// drawAllRef is DrawAll's plain reference: Draw for each key, in ascending
+// order of frequency (ties in input order), consuming rng as DrawAll does.
+func (t *Table) drawAllRef(freqs []int64, rng *rand.Rand, out []Outcome) ([]Outcome, error) {
+	for _, f := range freqs {
+		if err := checkFreq(f); err != nil {
+			return out[:0], fmt.Errorf("sanitize: draw all: %w", err)
+		}
+	}
+	out = slices.Grow(out[:0], len(freqs))[:len(freqs)]
+	order := make([]int, len(freqs))
+	for k := range order {
+		order[k] = k
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(freqs[a], freqs[b]) })
+	for _, k := range order {
+		o, err := t.Draw(freqs[k], rng)
+		if err != nil {
+			return out[:0], fmt.Errorf("sanitize: draw all: %w", err)
+		}
+		out[k] = o
 	}
 	return out, nil
 }
@@ -341,6 +369,9 @@ func (t *Table) NewDrawer(rng *rand.Rand) *Drawer {
 // does: reported with probability pi_i/q_i, then piece k with probability
 // P_k/pi_i.
 func (dr *Drawer) Draw(freq int64) (Outcome, error) {
+	if referenceOnly {
+		return dr.t.Draw(freq, dr.rng)
+	}
 	var r drawRow
 	if freq >= 1 && freq < denseDraws && dr.dense != nil {
 		r = dr.dense[freq]
@@ -455,6 +486,9 @@ func keepThreshold(pi, q float64) uint64 {
 // frequency that is invalid or whose row fails (a JunctionError) is left to
 // Draw, which returns the error in its place.
 func (dr *Drawer) Prepare(freqs []int64, workers int) {
+	if referenceOnly {
+		return // Draw computes each row when it needs it
+	}
 	var todo []int64
 	for _, f := range freqs {
 		if checkFreq(f) != nil || dr.prepared(f) {
