@@ -7,10 +7,13 @@ set -eu
 url=${PWSD_URL:-http://localhost:8080}
 here=$(dirname "$0")
 
-answer=$(curl -sS --fail-with-body "$url/v1/samples" -H 'Content-Type: application/json' --data-binary @"$here/sample.json")
-# The answer's own id is its first "id" member wherever it stands (as in the
-# README), not only when the answer starts with it.
-id=$(printf '%s' "$answer" | grep -o '"id":"[0-9a-f]*"' | head -n 1 | cut -d '"' -f 4)
+headers=$(mktemp)
+trap 'rm -f "$headers"' EXIT
+answer=$(curl -sS --fail-with-body -D "$headers" "$url/v1/samples" -H 'Content-Type: application/json' --data-binary @"$here/sample.json")
+# The sample's id is the last segment of its Location header (as in the
+# README): no parsing of the JSON answer.
+location=$(grep -i '^location:' "$headers" | tr -d '\r' | cut -d ' ' -f 2)
+id=${location##*/}
 reported=$(printf '%s' "$answer" | grep -o '"key":' | wc -l)
 echo "sample $id: $reported of 561 sampled keys reported"
 
