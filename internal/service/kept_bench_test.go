@@ -26,7 +26,9 @@ import (
 //   - restart-ms: the same release on a new service over the same store
 //     (a restart), which reads the stored kept rows and chunks;
 //   - nokept-ms: the same on a new service that reads no kept rows
-//     (KeptRowsSteps -1): the restart before issue 37.
+//     (KeptRowsSteps -1): the restart before issue 37;
+//   - coldoff-ms: the cold release on a fresh store with kept rows off
+//     (no warm-up running beside it).
 //
 // Each *-rows metric is the rows the parameters' Table stepped during that
 // release (background chunk builds included when they overlap); warmup-s
@@ -46,15 +48,23 @@ func BenchmarkReleaseAfterRestart(b *testing.B) {
 	for _, m := range []sanitize.Method{sanitize.MethodDiscrete, sanitize.MethodMaxSeparation} {
 		spec := ppsworSpec(b, 0.1, 1e-4, ReleaseFrequencies, m)
 		b.Run(string(m), func(b *testing.B) {
-			for b.Loop() {
-				var st store.Store = store.NewMemory()
-				if os.Getenv(pgtest.EnvURL) != "" {
-					pg, err := store.OpenPostgres(context.Background(), pgtest.NewDatabase(b))
-					if err != nil {
-						b.Fatal(err)
-					}
-					st = pg
+			newStore := func() store.Store {
+				if os.Getenv(pgtest.EnvURL) == "" {
+					return store.NewMemory()
 				}
+				pg, err := store.OpenPostgres(context.Background(), pgtest.NewDatabase(b))
+				if err != nil {
+					b.Fatal(err)
+				}
+				return pg
+			}
+			closeStore := func(st store.Store) {
+				if c, ok := st.(interface{ Close() }); ok {
+					c.Close()
+				}
+			}
+			for b.Loop() {
+				st := newStore()
 				// The time includes the Table's creation (for a new
 				// service: reading and checking the stored kept rows).
 				release := func(s *Service, phase string) {
@@ -101,9 +111,17 @@ func BenchmarkReleaseAfterRestart(b *testing.B) {
 					s.StopOptional()
 					s.Wait()
 				}
-				if c, ok := st.(interface{ Close() }); ok {
-					c.Close()
+				closeStore(st)
+				// The cold release again, on a fresh store with kept rows
+				// off: what the warm-up running beside it costs it.
+				st = newStore()
+				off, err := New(Config{Store: st, KeptRowsSteps: -1})
+				if err != nil {
+					b.Fatal(err)
 				}
+				release(off, "coldoff")
+				off.Wait()
+				closeStore(st)
 			}
 		})
 	}

@@ -152,7 +152,7 @@ func (c *Cache) Sanitizer(p sanitize.Privacy, s sanitize.Sampling, m sanitize.Me
 		return nil, fmt.Errorf("building sanitizer table: %w", err)
 	}
 	if c.kept.steps > 0 && !c.restoreKept(t) {
-		c.keepRowsBehind(p, s, m)
+		c.keepRowsBehind(t)
 	}
 	return c.sanitizers.Add(key, t), nil
 }

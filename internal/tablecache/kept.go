@@ -29,7 +29,8 @@ import (
 //     the store. It is at most Config.KeptRowsBytes long.
 //   - it is written behind the first use of a parameter set in a process
 //     whose store holds no sound encoding (one warm-up at a time on one
-//     goroutine, cancelled by StopOptional, waited for by Wait), and by
+//     goroutine, once the requests' Table of those parameters is quiet:
+//     waitQuiet; cancelled by StopOptional, waited for by Wait), and by
 //     Prebuild before it answers;
 //   - it is read when Sanitizer makes a parameter set's Table, and restored
 //     only when sanitize.Table.RestoreKeptRows accepts all of it
@@ -78,11 +79,13 @@ type keptRows struct {
 	restored, refused, stepped atomic.Int64
 }
 
-// keptParams are the parameters of one warm-up.
+// keptParams are the parameters of one warm-up, and the Table of those
+// parameters that the requests use (watched for quiet: waitQuiet).
 type keptParams struct {
-	p sanitize.Privacy
-	s sanitize.Sampling
-	m sanitize.Method
+	p     sanitize.Privacy
+	s     sanitize.Sampling
+	m     sanitize.Method
+	watch *sanitize.Table
 }
 
 // KeptRowsStats counts the Cache's work on kept sanitizer rows.
@@ -137,10 +140,13 @@ func (c *Cache) restoreKept(t *sanitize.Table) bool {
 	return true
 }
 
-// keepRowsBehind stores, in the background, the kept rows of (p, s, m)
-// unless this process has stored or found them already. The warm-ups run
-// one at a time, in the order asked, on one goroutine, until StopOptional.
-func (c *Cache) keepRowsBehind(p sanitize.Privacy, s sanitize.Sampling, m sanitize.Method) {
+// keepRowsBehind stores, in the background, the kept rows of t's
+// parameters unless this process has stored or found them already. The
+// warm-ups run one at a time, in the order asked, on one goroutine, until
+// StopOptional; each waits until t is quiet (waitQuiet), so that it does not
+// slow the request that made t.
+func (c *Cache) keepRowsBehind(t *sanitize.Table) {
+	p, s, m := t.Privacy(), t.Sampling(), t.Method()
 	key := c.KeptRowsKey(p, s, m)
 	c.keptMu.Lock()
 	defer c.keptMu.Unlock()
@@ -152,7 +158,7 @@ func (c *Cache) keepRowsBehind(p sanitize.Privacy, s sanitize.Sampling, m saniti
 			return
 		}
 	}
-	c.kept.pending = append(c.kept.pending, keptParams{p, s, m})
+	c.kept.pending = append(c.kept.pending, keptParams{p, s, m, t})
 	if c.kept.running {
 		return
 	}
@@ -175,9 +181,42 @@ func (c *Cache) drainWarmUps() {
 		w := c.kept.pending[0]
 		c.kept.pending = c.kept.pending[1:]
 		c.keptMu.Unlock()
+		c.waitQuiet(w.watch)
 		if err := c.keepRows(c.optional, w.p, w.s, w.m); err != nil && !errors.Is(err, context.Canceled) {
 			c.log.Warn("storing kept sanitizer rows", "err", err)
 		}
+	}
+}
+
+// Before a warm-up written behind starts, the Table whose first use queued
+// it must have stepped no row for quietFor (checked at most quietChecks
+// times, then the warm-up runs anyway). A release steps that Table's rows
+// from its first draw to its last chunk; a warm-up beside it, on a second
+// goroutine, took 7.4 s of a cold release that took 3.0 s alone (eps 0.1
+// max_separation, BenchmarkReleaseAfterRestart). This decides when the
+// warm-up runs, never what it computes.
+const (
+	quietFor    = 250 * time.Millisecond
+	quietChecks = 240
+)
+
+// waitQuiet waits until t has stepped no row for quietFor, at most
+// quietChecks periods, or until StopOptional.
+func (c *Cache) waitQuiet(t *sanitize.Table) {
+	tick := time.NewTicker(quietFor)
+	defer tick.Stop()
+	last := t.RowsStepped()
+	for range quietChecks {
+		select {
+		case <-c.optional.Done():
+			return
+		case <-tick.C:
+		}
+		n := t.RowsStepped()
+		if n == last {
+			return
+		}
+		last = n
 	}
 }
 
