@@ -31,7 +31,7 @@ type PrebuildView struct {
 //
 //	@Summary		Build a parameter set's tables ahead of a scheduled release
 //	@ID			prebuildTables
-//	@Description	Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
+//	@Description	Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, and the sanitizer rows their draws start from, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
 //	@Tags			tables
 //	@Accept			json
 //	@Produce		json

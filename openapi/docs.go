@@ -2848,7 +2848,7 @@ const docTemplate = `{
                         "bearer": []
                     }
                 ],
-                "description": "Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.",
+                "description": "Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, and the sanitizer rows their draws start from, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.",
                 "consumes": [
                     "application/json"
                 ],

@@ -4276,7 +4276,7 @@ type ClientInterface interface {
 
 	// PrebuildTablesWithBody Build a parameter set's tables ahead of a scheduled release
 	//
-	// Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
+	// Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, and the sanitizer rows their draws start from, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4285,7 +4285,7 @@ type ClientInterface interface {
 
 	// PrebuildTables Build a parameter set's tables ahead of a scheduled release
 	//
-	// Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
+	// Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, and the sanitizer rows their draws start from, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5134,7 +5134,7 @@ func (c *Client) GetFrequencyTable(ctx context.Context, params *GetFrequencyTabl
 
 // PrebuildTablesWithBody Build a parameter set's tables ahead of a scheduled release
 //
-// Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
+// Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, and the sanitizer rows their draws start from, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5153,7 +5153,7 @@ func (c *Client) PrebuildTablesWithBody(ctx context.Context, contentType string,
 
 // PrebuildTables Build a parameter set's tables ahead of a scheduled release
 //
-// Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
+// Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, and the sanitizer rows their draws start from, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -9242,7 +9242,7 @@ type ClientWithResponsesInterface interface {
 
 	// PrebuildTablesWithBodyWithResponse Build a parameter set's tables ahead of a scheduled release
 	//
-	// Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
+	// Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, and the sanitizer rows their draws start from, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9251,7 +9251,7 @@ type ClientWithResponsesInterface interface {
 
 	// PrebuildTablesWithResponse Build a parameter set's tables ahead of a scheduled release
 	//
-	// Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
+	// Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, and the sanitizer rows their draws start from, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -16066,7 +16066,7 @@ func (c *ClientWithResponses) GetFrequencyTableWithResponse(ctx context.Context,
 
 // PrebuildTablesWithBodyWithResponse Build a parameter set's tables ahead of a scheduled release
 //
-// Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
+// Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, and the sanitizer rows their draws start from, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16081,7 +16081,7 @@ func (c *ClientWithResponses) PrebuildTablesWithBodyWithResponse(ctx context.Con
 
 // PrebuildTablesWithResponse Build a parameter set's tables ahead of a scheduled release
 //
-// Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
+// Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies releases under these parameters read, for every frequency up to max_frequency, and the sanitizer rows their draws start from, so that the release itself only reads them. Tables depend on the parameters only, never on data: nothing is charged. Chunks already cached are not computed again. The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

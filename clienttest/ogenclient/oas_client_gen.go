@@ -390,10 +390,11 @@ type Invoker interface {
 	// PrebuildTables invokes prebuildTables operation.
 	//
 	// Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies
-	// releases under these parameters read, for every frequency up to max_frequency, so that the release
-	// itself only reads them. Tables depend on the parameters only, never on data: nothing is charged.
-	// Chunks already cached are not computed again. The work is bounded like a table request's (422 naming
-	// max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
+	// releases under these parameters read, for every frequency up to max_frequency, and the sanitizer
+	// rows their draws start from, so that the release itself only reads them. Tables depend on the
+	// parameters only, never on data: nothing is charged. Chunks already cached are not computed again.
+	// The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK).
+	// Writers only.
 	//
 	// POST /v1/tables/prebuild
 	PrebuildTables(ctx context.Context, request *PrebuildRequest) (PrebuildTablesRes, error)
@@ -6727,10 +6728,11 @@ func (c *Client) sendPlotVariance(ctx context.Context, params PlotVarianceParams
 // PrebuildTables invokes prebuildTables operation.
 //
 // Computes and keeps (in memory and, with PostgreSQL, across restarts) the MLE chunks that frequencies
-// releases under these parameters read, for every frequency up to max_frequency, so that the release
-// itself only reads them. Tables depend on the parameters only, never on data: nothing is charged.
-// Chunks already cached are not computed again. The work is bounded like a table request's (422 naming
-// max_frequency above PWSD_MAX_TABLE_WORK). Writers only.
+// releases under these parameters read, for every frequency up to max_frequency, and the sanitizer
+// rows their draws start from, so that the release itself only reads them. Tables depend on the
+// parameters only, never on data: nothing is charged. Chunks already cached are not computed again.
+// The work is bounded like a table request's (422 naming max_frequency above PWSD_MAX_TABLE_WORK).
+// Writers only.
 //
 // POST /v1/tables/prebuild
 func (c *Client) PrebuildTables(ctx context.Context, request *PrebuildRequest) (PrebuildTablesRes, error) {

@@ -72,6 +72,7 @@ type rowChain struct {
 	stat    atomic.Pointer[cycle] // stationary rows, nil until detected
 
 	coalesced, audited, failed atomic.Int64 // junctions verified (Table.Junctions)
+	stepped                    atomic.Int64 // rows computed by stepRow (Table.RowsStepped, persist.go)
 }
 
 // newRowChain returns the chain of validated parameters (s already copied)
@@ -314,6 +315,7 @@ func (ch *rowChain) guessRow(dst *rowState, s int64) *rowState {
 
 // stepRow computes row prev.i+1 from prev into dst.
 func (ch *rowChain) stepRow(prev, dst *rowState, sc *scratch5) {
+	ch.stepped.Add(1)
 	q := ch.s.Q(prev.i + 1)
 	if ch.m == MethodDiscrete {
 		ch.c.step4(prev, q, dst, ch.qConst)
@@ -637,7 +639,7 @@ func (ch *rowChain) restore(k keptSet) error {
 	bad := func(what string, i int64) error {
 		return fmt.Errorf("sanitize: restore kept rows: %s %d out of place", what, i)
 	}
-	if k.spacing < initialSpacing || k.spacing&(k.spacing-1) != 0 || len(k.checkpoints) == 0 || k.checkpoints[0].i != 0 {
+	if k.spacing < denseSpacing || k.spacing&(k.spacing-1) != 0 || len(k.checkpoints) == 0 || k.checkpoints[0].i != 0 {
 		return errors.New("sanitize: restore kept rows: bad checkpoint spacing or no row 0")
 	}
 	for n, r := range k.checkpoints {

@@ -78,7 +78,8 @@ func elementValues(els []store.Element) []float64 {
 // Prebuild builds, ahead of a scheduled release under spec, the MLE
 // chunks (identity and count, what every frequencies release reads) that
 // cover the frequencies up to maxFrequency, and keeps them in memory and in
-// the store: the release then reads them instead of computing them. Chunks
+// the store, and stores the parameters' kept sanitizer rows (tablecache,
+// kept.go): the release then reads them instead of computing them. Chunks
 // already cached are not built again. The work is bounded like a table
 // request's (checkWorkOf, 422 naming max_frequency).
 func (s *Tables) Prebuild(ctx context.Context, spec SampleSpec, maxFrequency int64) (Prebuilt, error) {

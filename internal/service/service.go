@@ -57,7 +57,23 @@ type Config struct {
 	// CacheBytes bounds the memory of the estimator tables kept in memory
 	// (default DefaultCacheBytes); least recently used ones are dropped.
 	CacheBytes int64
+	// KeptRowsSteps bounds the rows of the public warm-up whose kept
+	// sanitizer rows are stored per parameter set, so that a new process
+	// starts a parameter set's sanitizer from them (tablecache, kept.go;
+	// docs/store.md); 0 means DefaultKeptRowsSteps, or none with the
+	// in-memory store (whose tables do not outlive the process); negative
+	// stores and reads none.
+	KeptRowsSteps int64
+	// KeptRowsBytes bounds the stored kept rows of one parameter set; 0
+	// means DefaultKeptRowsBytes; negative is refused.
+	KeptRowsBytes int
 }
+
+// Defaults of Config.KeptRowsSteps and Config.KeptRowsBytes.
+const (
+	DefaultKeptRowsSteps = tablecache.DefaultKeptRowsSteps
+	DefaultKeptRowsBytes = tablecache.DefaultKeptRowsBytes
+)
 
 // DefaultCacheBytes is the default bound of the in-memory estimator cache.
 const DefaultCacheBytes = tablecache.DefaultBytes
@@ -167,7 +183,19 @@ func New(cfg Config) (*Service, error) {
 	if cfg.IdempotencyLease <= 0 {
 		cfg.IdempotencyLease = DefaultIdempotencyLease
 	}
-	cache, err := tablecache.New(tablecache.Config{Store: cfg.Store, Logger: cfg.Logger, Sanitizers: cfg.TableCacheSize, Bytes: cfg.CacheBytes})
+	switch _, mem := cfg.Store.(*store.Memory); {
+	case cfg.KeptRowsSteps < 0, cfg.KeptRowsSteps == 0 && mem:
+		// Off; over the in-memory store nothing outlives the process, so
+		// the warm-ups would only cost CPU.
+		cfg.KeptRowsSteps = 0
+	case cfg.KeptRowsSteps == 0:
+		cfg.KeptRowsSteps = DefaultKeptRowsSteps
+	}
+	if cfg.KeptRowsBytes < 0 {
+		return nil, errors.New("service: KeptRowsBytes must not be negative")
+	}
+	cache, err := tablecache.New(tablecache.Config{Store: cfg.Store, Logger: cfg.Logger, Sanitizers: cfg.TableCacheSize, Bytes: cfg.CacheBytes,
+		KeptRowsSteps: cfg.KeptRowsSteps, KeptRowsBytes: cfg.KeptRowsBytes})
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}
@@ -187,7 +215,8 @@ func New(cfg Config) (*Service, error) {
 func (s *Service) Wait() { s.cache.Wait() }
 
 // StopOptional cancels the background work that only saves later requests
-// time (the builds of the chunks a release's estimates will read), so that
+// time (the builds of the chunks a release's estimates will read, the
+// warm-ups of kept sanitizer rows), so that
 // a shutdown's Wait waits for the store writes alone.
 func (s *Service) StopOptional() { s.cache.StopOptional() }
 

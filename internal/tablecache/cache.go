@@ -36,6 +36,13 @@ type Config struct {
 	// Bytes bounds the memory of the estimator tables, and that of the MLE
 	// chunks, kept in memory (default DefaultBytes each).
 	Bytes int64
+	// KeptRowsSteps bounds the rows of the public warm-up whose kept
+	// sanitizer rows are stored per parameter set (kept.go); 0 stores and
+	// reads none. It is part of the stored rows' key.
+	KeptRowsSteps int64
+	// KeptRowsBytes bounds the stored kept rows of one parameter set
+	// (default DefaultKeptRowsBytes).
+	KeptRowsBytes int
 }
 
 // DefaultBytes is the default bound of each in-memory cache of Config.Bytes.
@@ -75,6 +82,10 @@ type Cache struct {
 	version string
 	// computed counts computations (cache misses); Computed reads it.
 	computed atomic.Int64
+	// kept holds the kept sanitizer rows' settings, queue and counters
+	// (kept.go); keptMu guards its queue.
+	keptMu sync.Mutex
+	kept   keptRows
 }
 
 // New returns a Cache over cfg.Store.
@@ -91,6 +102,12 @@ func New(cfg Config) (*Cache, error) {
 	if cfg.Bytes <= 0 {
 		cfg.Bytes = DefaultBytes
 	}
+	if cfg.KeptRowsSteps < 0 || cfg.KeptRowsBytes < 0 {
+		return nil, errors.New("tablecache: KeptRowsSteps and KeptRowsBytes must not be negative")
+	}
+	if cfg.KeptRowsBytes == 0 {
+		cfg.KeptRowsBytes = DefaultKeptRowsBytes
+	}
 	optional, stop := context.WithCancel(context.Background())
 	return &Cache{
 		store: cfg.Store, log: cfg.Logger,
@@ -101,6 +118,7 @@ func New(cfg Config) (*Cache, error) {
 		prefetchers: make(chan struct{}, 1),
 		optional:    optional, stopOptional: stop,
 		version: AlgorithmVersion,
+		kept:    keptRows{steps: cfg.KeptRowsSteps, bytes: cfg.KeptRowsBytes, done: lru.New[string, bool](keptDoneKeys, nil)},
 	}, nil
 }
 
@@ -119,7 +137,11 @@ func (c *Cache) StopOptional() { c.stopOptional() }
 func (c *Cache) Computed() int64 { return c.computed.Load() }
 
 // Sanitizer returns the sanitizer table of (p, s, m), kept in memory across
-// requests (cheap to create: rows are computed on demand).
+// requests (cheap to create: rows are computed on demand). With kept rows
+// on (Config.KeptRowsSteps), a table it makes starts from the kept rows an
+// earlier process stored, when they pass every check; when there are none
+// (or they fail), a warm-up over the public parameters stores them in the
+// background (kept.go).
 func (c *Cache) Sanitizer(p sanitize.Privacy, s sanitize.Sampling, m sanitize.Method) (*sanitize.Table, error) {
 	key := sanitize.Key("table", p, s, m)
 	if t, ok := c.sanitizers.Get(key); ok {
@@ -128,6 +150,9 @@ func (c *Cache) Sanitizer(p sanitize.Privacy, s sanitize.Sampling, m sanitize.Me
 	t, err := sanitize.NewTable(p, s, m)
 	if err != nil {
 		return nil, fmt.Errorf("building sanitizer table: %w", err)
+	}
+	if c.kept.steps > 0 && !c.restoreKept(t) {
+		c.keepRowsBehind(t)
 	}
 	return c.sanitizers.Add(key, t), nil
 }

@@ -508,7 +508,10 @@ type Prebuilt struct {
 
 // Prebuild builds the MLE chunks of every g in gs over t, with their
 // statistics, that cover the frequencies up to maxFrequency, and keeps
-// them in memory and in the store. Chunks already cached are not built
+// them in memory and in the store, and stores t's parameters' kept
+// sanitizer rows (kept.go) before it answers, so that the first release
+// after it, on any instance or after a restart, neither builds the chunks
+// nor computes its rows from row 0. Chunks already cached are not built
 // again. Admission (what a prebuild may cost) is the caller's.
 func (c *Cache) Prebuild(ctx context.Context, t *sanitize.Table, gs []estimate.G, maxFrequency int64) (Prebuilt, error) {
 	size := estimate.ChunkSize(t.Privacy())
@@ -536,6 +539,9 @@ func (c *Cache) Prebuild(ctx context.Context, t *sanitize.Table, gs []estimate.G
 		if _, err := c.ChunkSets(ctx, t, gs, ks[lo:min(lo+prebuildBatch, len(ks))], Read{}); err != nil {
 			return Prebuilt{}, err
 		}
+	}
+	if err := c.keepRows(ctx, t.Privacy(), t.Sampling(), t.Method()); err != nil {
+		return Prebuilt{}, err
 	}
 	return Prebuilt{ChunkSize: size, Chunks: n, Built: missing}, nil
 }

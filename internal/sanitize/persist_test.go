@@ -1,0 +1,457 @@
+package sanitize
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pwsd/pwsd/internal/binenc"
+	"github.com/pwsd/pwsd/internal/workload"
+)
+
+// keptCase is a parameter set whose kept rows are stored: a warm-up of
+// steps rows, then rows compared at freqs.
+type keptCase struct {
+	name  string
+	p     Privacy
+	s     Sampling
+	m     Method
+	plan  func(Privacy, int64) restartPlan
+	steps int64
+	freqs []int64
+}
+
+// keptCases cover both methods: rows by restart (the test plan, first
+// junction at four warm-ups, q < 1 throughout), a table that reaches its
+// stationary cycle within the warm-up (ppswor tau 0.01), and the chain of
+// a table whose warm-up stops before its rows are stationary.
+func keptCases(t testing.TB) []keptCase {
+	var out []keptCase
+	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
+		p := mustPrivacy(t, 1, 1e-6)
+		out = append(out,
+			keptCase{"restarts/" + string(m), p, mustSampling(t, SchemePPSWOR, 1e-7, 1, nil), m, testPlan, 20_000, []int64{1, 2, 77, 256, 1000, 1024, 1025, 3000, 4321, 5000, 9000}},
+			keptCase{"stationary/" + string(m), mustPrivacy(t, 0.5, 1e-6), mustSampling(t, SchemePPSWOR, 0.01, 1, nil), m, newRestartPlan, 1 << 20, []int64{1, 100, 512, 4000, 1e6, 1e9 + 3}},
+			keptCase{"chain/" + string(m), p, mustSampling(t, SchemePriority, 1e-4, 1, nil), m, newRestartPlan, 3000, []int64{1, 200, 256, 2048, 2500, 2999, 3100}},
+		)
+	}
+	return out
+}
+
+// warmTable is a fresh table of c after its warm-up.
+func (c keptCase) warmTable(t testing.TB) *Table {
+	t.Helper()
+	tb := newTable(c.p, c.s, c.m, c.plan)
+	if _, err := tb.WarmUp(context.Background(), c.steps); err != nil {
+		t.Fatal(err)
+	}
+	return tb
+}
+
+// sameRow fails unless a and b are the same row bit for bit.
+func sameRow(t testing.TB, what string, a, b Row) {
+	t.Helper()
+	same := a.Frequency == b.Frequency && math.Float64bits(a.Pi) == math.Float64bits(b.Pi) && len(a.Pieces) == len(b.Pieces)
+	for k := 0; same && k < len(a.Pieces); k++ {
+		pa, pb := a.Pieces[k], b.Pieces[k]
+		same = math.Float64bits(pa.Lo) == math.Float64bits(pb.Lo) && math.Float64bits(pa.Hi) == math.Float64bits(pb.Hi) && math.Float64bits(pa.P) == math.Float64bits(pb.P)
+	}
+	if !same {
+		t.Fatalf("%s: row %d differs from the row computed from row 0", what, a.Frequency)
+	}
+}
+
+// TestKeptRowsRoundTrip: a fresh table given the kept rows of another's
+// warm-up re-encodes them byte for byte, answers every row bit for bit as a
+// table that computed everything itself (the oracle), and reaches a kept
+// row (a checkpoint, a junction's row, a stationary row) with no row
+// stepped, where the oracle table stepped up to it.
+func TestKeptRowsRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, c := range keptCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			warm := c.warmTable(t)
+			data := warm.KeptRows(1 << 30)
+			restored := newTable(c.p, c.s, c.m, c.plan)
+			if err := restored.RestoreKeptRows(data); err != nil {
+				t.Fatal(err)
+			}
+			if again := restored.KeptRows(1 << 30); !slices.Equal(again, data) {
+				t.Fatalf("the restored table encodes %d bytes unlike the %d it was given", len(again), len(data))
+			}
+			// Every kept row costs no step.
+			kept := []int64{}
+			for _, r := range warm.cps[1:] {
+				kept = append(kept, r.i)
+			}
+			for i := range warm.starts {
+				kept = append(kept, i)
+			}
+			if st := warm.stationary(); st != nil {
+				kept = append(kept, st.from(), st.from()+123_456_789)
+			}
+			if len(kept) == 0 {
+				t.Fatal("the warm-up kept no row")
+			}
+			for _, i := range kept {
+				before := restored.RowsStepped()
+				r, err := restored.Row(i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := restored.RowsStepped() - before; n != 0 {
+					t.Fatalf("row %d, a kept row, stepped %d rows after the restore", i, n)
+				}
+				oracle := newTable(c.p, c.s, c.m, c.plan)
+				want, err := oracle.Row(i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sameRow(t, "kept row", r, want)
+			}
+			for _, i := range c.freqs {
+				got, err := restored.Row(i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := newTable(c.p, c.s, c.m, c.plan).Row(i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sameRow(t, "any row", got, want)
+			}
+		})
+	}
+}
+
+// TestWarmUpIsAFunctionOfItsParameters: two warm-ups of the same
+// parameters keep the same rows (the encodings are equal byte for byte)
+// whatever the tables were asked before, and a table that computed other
+// rows first is refused a restore.
+func TestWarmUpIsAFunctionOfItsParameters(t *testing.T) {
+	t.Parallel()
+	c := keptCases(t)[0]
+	a := c.warmTable(t).KeptRows(1 << 30)
+	b := c.warmTable(t).KeptRows(1 << 30)
+	if !slices.Equal(a, b) {
+		t.Fatal("two warm-ups of one parameter set keep different rows")
+	}
+	used := newTable(c.p, c.s, c.m, c.plan)
+	if _, err := used.Row(5000); err != nil {
+		t.Fatal(err)
+	}
+	if err := used.RestoreKeptRows(a); !errors.Is(err, ErrKeptRows) {
+		t.Fatalf("a table with rows of its own took a restore: %v", err)
+	}
+}
+
+// shiftUp moves r up by one frequency (a row of the next frequency, in a
+// place where the table may keep none).
+func shiftUp(r *rowState) {
+	for k := range r.x {
+		r.x[k]++
+	}
+	r.i++
+}
+
+// resign returns t's encoding of e (with a valid checksum): a stored row
+// that a writer with a bug, not corruption, made.
+func resign(t *Table, e *keptRowsOfEncoding) []byte { return t.encodeKept(e) }
+
+// TestRestoreKeptRowsRefuses: every damaged, foreign or implausible
+// encoding is refused with ErrKeptRows and leaves the table as fresh as
+// before (its rows are then computed, and equal the oracle's): a flipped
+// bit anywhere (header, rows, checksum), a truncation, another parameter
+// set's rows, and, with a valid checksum, another format or algorithm
+// version, a mass outside [0, 1], masses that do not sum to pi, pi above
+// q_i, a checkpoint, junction row or inner row where the table keeps none,
+// and a stationary cycle whose rows are not steps of each other (one mass
+// moved by one ulp).
+func TestRestoreKeptRowsRefuses(t *testing.T) {
+	t.Parallel()
+	restarts := keptCases(t)[0]   // junction, inner and checkpoint rows
+	stationary := keptCases(t)[1] // a stationary cycle
+	goodR := restarts.warmTable(t)
+	goodS := stationary.warmTable(t)
+	dataR, dataS := goodR.KeptRows(1<<30), goodS.KeptRows(1<<30)
+	decoded := func(tb *Table, data []byte) *keptRowsOfEncoding {
+		e, err := tb.decodeKeptRows(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	flip := func(data []byte, at int) []byte {
+		d := slices.Clone(data)
+		d[at] ^= 1
+		return d
+	}
+	other := keptCase{p: mustPrivacy(t, 2, 1e-6), s: restarts.s, m: restarts.m, plan: testPlan, steps: 5000}
+	cases := []struct {
+		name string
+		c    keptCase
+		data func() []byte
+		want string // in the error: the check that refused it
+	}{
+		{"flipped bit in the magic", restarts, func() []byte { return flip(dataR, 0) }, "checksum"},
+		{"flipped bit in a row", restarts, func() []byte { return flip(dataR, len(dataR)/2) }, "checksum"},
+		{"flipped bit in the checksum", restarts, func() []byte { return flip(dataR, len(dataR)-1) }, "checksum"},
+		{"truncated by one byte", restarts, func() []byte { return dataR[:len(dataR)-1] }, "checksum"},
+		{"truncated to half", restarts, func() []byte { return dataR[:len(dataR)/2] }, "checksum"},
+		{"empty", restarts, func() []byte { return nil }, "truncated"},
+		{"another parameter set", restarts, func() []byte { return other.warmTable(t).KeptRows(1 << 30) }, "other parameters"},
+		{"another format", restarts, func() []byte {
+			d := slices.Clone(dataR[:len(dataR)-sha256.Size])
+			d[len(keptMagic)]++
+			s := sha256.Sum256(d)
+			return append(d, s[:]...)
+		}, "format 2"},
+		{"another algorithm version", restarts, func() []byte {
+			d := slices.Clone(dataR[:len(dataR)-sha256.Size])
+			d[len(keptMagic)+2]++ // the version string's first byte
+			s := sha256.Sum256(d)
+			return append(d, s[:]...)
+		}, "algorithm version"},
+		{"a mass above 1", restarts, func() []byte {
+			e := decoded(goodR, dataR)
+			e.starts[0].m[0] = 1.5
+			return resign(goodR, e)
+		}, "mass outside"},
+		{"masses that do not sum to pi", restarts, func() []byte {
+			e := decoded(goodR, dataR)
+			e.cps[0].m[0] *= 0.5
+			return resign(goodR, e)
+		}, "sum"},
+		{"pi above q_i", restarts, func() []byte {
+			e := decoded(goodR, dataR)
+			r := e.cps[0]
+			r.m[len(r.m)-1] += goodR.s.Q(r.i)
+			r.pi += goodR.s.Q(r.i)
+			return resign(goodR, e)
+		}, "q_i"},
+		{"a checkpoint off the spacing", restarts, func() []byte {
+			e := decoded(goodR, dataR)
+			shiftUp(e.cps[0])
+			return resign(goodR, e)
+		}, "checkpoint where"},
+		{"a junction row off the junctions", restarts, func() []byte {
+			e := decoded(goodR, dataR)
+			shiftUp(e.starts[0])
+			return resign(goodR, e)
+		}, "junction row off"},
+		{"an inner row where none is kept", restarts, func() []byte {
+			e := decoded(goodR, dataR)
+			e.inner = append(e.cps[:1:1], e.inner...)
+			return resign(goodR, e)
+		}, "inner row where"},
+		{"a stationary cycle that is not steps", stationary, func() []byte {
+			e := decoded(goodS, dataS)
+			r := e.stat[0]
+			r.m[len(r.m)/2] = math.Nextafter(r.m[len(r.m)/2], 1)
+			return resign(goodS, e)
+		}, "not a cycle"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tb := newTable(tc.c.p, tc.c.s, tc.c.m, tc.c.plan)
+			err := tb.RestoreKeptRows(tc.data())
+			if !errors.Is(err, ErrKeptRows) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("restore: %v, want ErrKeptRows naming %q", err, tc.want)
+			}
+			t.Log(err)
+			if len(tb.cps) != 1 || tb.starts != nil || tb.inner != nil || tb.warms != nil || tb.stationary() != nil {
+				t.Fatal("a refused restore left rows in the table")
+			}
+			i := tc.c.freqs[len(tc.c.freqs)-2]
+			got, err := tb.Row(i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tb.RowsStepped() == 0 {
+				t.Fatal("the row was not computed")
+			}
+			want, err := newTable(tc.c.p, tc.c.s, tc.c.m, tc.c.plan).Row(i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameRow(t, "after a refused restore", got, want)
+		})
+	}
+	// The untouched encodings restore (the cases above fail for their
+	// damage alone).
+	for _, c := range []struct {
+		c    keptCase
+		data []byte
+	}{{restarts, dataR}, {stationary, dataS}} {
+		if err := newTable(c.c.p, c.c.s, c.c.m, c.c.plan).RestoreKeptRows(c.data); err != nil {
+			t.Fatalf("%s: the intact encoding: %v", c.c.name, err)
+		}
+	}
+}
+
+// TestKeptRowsBound: an encoding is at most the bytes asked, holds the
+// stationary cycle first and then ascending prefixes of the checkpoints,
+// junction rows, inner rows and warm-up ends, restores, and is nil when
+// not even its header fits.
+func TestKeptRowsBound(t *testing.T) {
+	t.Parallel()
+	c := keptCases(t)[0]
+	warm := c.warmTable(t)
+	full := warm.KeptRows(1 << 30)
+	if warm.KeptRows(20) != nil {
+		t.Fatal("an encoding of 20 bytes")
+	}
+	rows := 0
+	limits := []int{200, 4 << 10, 64 << 10, len(full) / 2, len(full) - 1, 2 * len(full)}
+	slices.Sort(limits)
+	for _, limit := range limits {
+		data := warm.KeptRows(limit)
+		if len(data) > limit {
+			t.Fatalf("limit %d: %d bytes", limit, len(data))
+		}
+		tb := newTable(c.p, c.s, c.m, c.plan)
+		if err := tb.RestoreKeptRows(data); err != nil {
+			t.Fatalf("limit %d: %v", limit, err)
+		}
+		e, err := tb.decodeKeptRows(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := warm.decodeKeptRows(full)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Each kind is a prefix of the full one, and a larger limit keeps
+		// at least as many rows.
+		n := 0
+		for k, kind := range [][2][]*rowState{{e.cps, all.cps}, {e.starts, all.starts}, {e.inner, all.inner}, {e.warms, all.warms}} {
+			got, want := kind[0], kind[1]
+			if len(got) > len(want) {
+				t.Fatalf("limit %d: kind %d has more rows than the table keeps", limit, k)
+			}
+			for r := range got {
+				if got[r].i != want[r].i {
+					t.Fatalf("limit %d: kind %d is not a prefix", limit, k)
+				}
+			}
+			n += len(got)
+		}
+		if n < rows {
+			t.Fatalf("limit %d keeps %d rows, fewer than a smaller limit (%d)", limit, n, rows)
+		}
+		rows = n
+		if limit > len(full) && len(data) != len(full) {
+			t.Fatalf("limit %d above the full size: %d bytes, want %d", limit, len(data), len(full))
+		}
+	}
+}
+
+// TestBreakPointForms: break points are written in the shortest form that
+// rebuilds them bit for bit (unit steps, steps on the 2^-20 grid, raw) and
+// read back exactly; an unknown form is refused.
+func TestBreakPointForms(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		x    []float64
+		form byte
+	}{
+		{"tokens", []float64{41, 42, 43, 44}, pointsUnit},
+		{"one piece", []float64{7, 8}, pointsUnit},
+		{"grid", []float64{3, 3 + 0x1p-20, 3.5, 1e6 + 0x1p-20, 1e6 + 1}, pointsGrid},
+		{"off the grid", []float64{0, 0.1, 0.2, 0.3}, pointsRaw},
+		{"a step below the grid", []float64{1, 1 + 0x1p-30, 2}, pointsRaw},
+		{"large positions on the grid", []float64{0x1p40, 0x1p40 + 0x1p-12, 0x1p40 + 1}, pointsGrid},
+		{"a decreasing step", []float64{2, 1}, pointsRaw},
+	} {
+		w := binenc.NewWriter(nil)
+		writeBreakPoints(w, tc.x)
+		if form := w.Bytes()[8]; form != tc.form {
+			t.Errorf("%s: form %d, want %d", tc.name, form, tc.form)
+		}
+		r := binenc.NewReader(w.Bytes(), ErrKeptRows)
+		got := readBreakPoints(r, uint64(len(tc.x)))
+		if err := r.Close(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for k := range tc.x {
+			if math.Float64bits(got[k]) != math.Float64bits(tc.x[k]) {
+				t.Fatalf("%s: x[%d] = %v, want %v", tc.name, k, got[k], tc.x[k])
+			}
+		}
+	}
+	w := binenc.NewWriter(nil)
+	w.Float(1)
+	w.Byte(9)
+	r := binenc.NewReader(w.Bytes(), ErrKeptRows)
+	readBreakPoints(r, 2)
+	if r.Err() == nil {
+		t.Fatal("an unknown break point form was read")
+	}
+}
+
+// BenchmarkDrawsAfterRestore draws the Zipf workload's client sample at tau
+// 1e-4 (docs/performance.md, about 5,400 keys; eps 0.1, delta 1e-6) with a
+// Drawer, as a release does (Prepare on two goroutines, then Draw), on a
+// fresh table (cold), on the same table again (warm: its samplers are
+// cached), and on a fresh table given the kept rows of a warm-up (restored,
+// docs/store.md). rows is the rows the table stepped; kept-bytes the
+// encoding. Run with -benchtime 1x.
+func BenchmarkDrawsAfterRestore(b *testing.B) {
+	sample, err := workload.DefaultZipf().SamplePPSWOR(1e-4, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	freqs := make([]int64, len(sample))
+	for i, e := range sample {
+		freqs[i] = e.Frequency
+	}
+	p, s := benchPrivacy(b), mustSampling(b, SchemePPSWOR, 1e-4, 1, nil)
+	draw := func(b *testing.B, tb *Table) {
+		before := tb.RowsStepped()
+		dr := tb.NewDrawer(rand.New(rand.NewPCG(1, 2)))
+		dr.Prepare(freqs, 2)
+		for _, f := range freqs {
+			if _, err := dr.Draw(f); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(tb.RowsStepped()-before), "rows")
+	}
+	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
+		warm := mustTable(b, p, s, m)
+		if _, err := warm.WarmUp(context.Background(), 1<<20); err != nil {
+			b.Fatal(err)
+		}
+		data := warm.KeptRows(12 << 20)
+		b.Run(string(m)+"/cold", func(b *testing.B) {
+			for b.Loop() {
+				draw(b, mustTable(b, p, s, m))
+			}
+		})
+		b.Run(string(m)+"/warm", func(b *testing.B) {
+			tb := mustTable(b, p, s, m)
+			draw(b, tb)
+			for b.Loop() {
+				draw(b, tb)
+			}
+		})
+		b.Run(string(m)+"/restored", func(b *testing.B) {
+			for b.Loop() {
+				tb := mustTable(b, p, s, m)
+				if err := tb.RestoreKeptRows(data); err != nil {
+					b.Fatal(err)
+				}
+				draw(b, tb)
+			}
+			b.ReportMetric(float64(len(data)), "kept-bytes")
+		})
+	}
+}

@@ -1,0 +1,151 @@
+package service
+
+import (
+	"context"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pwsd/pwsd/internal/sanitize"
+	"github.com/pwsd/pwsd/internal/store"
+	"github.com/pwsd/pwsd/internal/store/pgtest"
+	"github.com/pwsd/pwsd/internal/workload"
+)
+
+// BenchmarkReleaseAfterRestart is issue 37's measure, side by side in one
+// run: the release of the Zipf workload's client sample at tau 1e-4
+// (docs/performance.md, "The Zipf workload"; eps 0.1, delta 1e-6,
+// release: frequencies) on PostgreSQL (a fresh database; the in-memory
+// store when PWSD_TEST_DATABASE_URL is unset, kept rows on all the same),
+// default configuration:
+//
+//   - cold-ms: the first release on a fresh service and store;
+//   - warm-ms: the same release again on that service, once its background
+//     work (chunks, kept rows) is written;
+//   - restart-ms: the same release on a new service over the same store
+//     (a restart), which reads the stored kept rows and chunks;
+//   - nokept-ms: the same on a new service that reads no kept rows
+//     (KeptRowsSteps -1): the restart before issue 37;
+//   - coldoff-ms: the cold release on a fresh store with kept rows off
+//     (no warm-up running beside it).
+//
+// Each *-rows metric is the rows the parameters' Table stepped during that
+// release (background chunk builds included when they overlap); warmup-s
+// is the background work after the cold release (the warm-up of the kept
+// rows, the chunks' writes), kept-bytes the stored kept rows.
+// Run with -benchtime 1x.
+func BenchmarkReleaseAfterRestart(b *testing.B) {
+	sample, err := workload.DefaultZipf().SamplePPSWOR(1e-4, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	keys := make([]string, len(sample))
+	freqs := make([]int64, len(sample))
+	for i, e := range sample {
+		keys[i], freqs[i] = e.Key, e.Frequency
+	}
+	for _, m := range []sanitize.Method{sanitize.MethodDiscrete, sanitize.MethodMaxSeparation} {
+		spec := ppsworSpec(b, 0.1, 1e-4, ReleaseFrequencies, m)
+		b.Run(string(m), func(b *testing.B) {
+			newStore := func() store.Store {
+				if os.Getenv(pgtest.EnvURL) == "" {
+					return store.NewMemory()
+				}
+				pg, err := store.OpenPostgres(context.Background(), pgtest.NewDatabase(b))
+				if err != nil {
+					b.Fatal(err)
+				}
+				return pg
+			}
+			closeStore := func(st store.Store) {
+				if c, ok := st.(interface{ Close() }); ok {
+					c.Close()
+				}
+			}
+			for b.Loop() {
+				st := newStore()
+				// The time includes the Table's creation (for a new
+				// service: reading and checking the stored kept rows).
+				release := func(s *Service, phase string) {
+					start := time.Now()
+					tb, err := s.cache.Sanitizer(spec.Privacy, spec.Sampling, spec.Method)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.ReportMetric(float64(time.Since(start).Microseconds())/1e3, phase+"-table-ms")
+					before := tb.RowsStepped()
+					if _, err := s.Samples.Create(context.Background(), spec, len(keys), pairs(keys, freqs)); err != nil {
+						b.Fatal(err)
+					}
+					b.ReportMetric(float64(time.Since(start).Microseconds())/1e3, phase+"-ms")
+					b.ReportMetric(float64(tb.RowsStepped()-before), phase+"-rows")
+				}
+				first, err := New(Config{Store: st, KeptRowsSteps: DefaultKeptRowsSteps})
+				if err != nil {
+					b.Fatal(err)
+				}
+				release(first, "cold")
+				start := time.Now()
+				first.Wait()
+				b.ReportMetric(time.Since(start).Seconds(), "warmup-s")
+				if data, ok, err := st.GetTable(context.Background(), keptKey(first, spec.Privacy, spec.Sampling, spec.Method)); err != nil || !ok {
+					b.Fatalf("no kept rows stored (%v)", err)
+				} else {
+					b.ReportMetric(float64(len(data)), "kept-bytes")
+				}
+				release(first, "warm")
+				first.Wait()
+				for _, phase := range []struct {
+					name  string
+					steps int64
+				}{{"restart", DefaultKeptRowsSteps}, {"nokept", -1}} {
+					ts := &timedTables{Store: st}
+					s, err := New(Config{Store: ts, KeptRowsSteps: phase.steps})
+					if err != nil {
+						b.Fatal(err)
+					}
+					release(s, phase.name)
+					b.ReportMetric(float64(ts.n.Load()), phase.name+"-gets")
+					b.ReportMetric(float64(ts.d.Load())/1e6, phase.name+"-gets-ms")
+					s.StopOptional()
+					s.Wait()
+				}
+				closeStore(st)
+				// The cold release again, on a fresh store with kept rows
+				// off: what the warm-up running beside it costs it.
+				st = newStore()
+				off, err := New(Config{Store: st, KeptRowsSteps: -1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				release(off, "coldoff")
+				off.Wait()
+				closeStore(st)
+			}
+		})
+	}
+}
+
+// timedTables counts the store's table reads (a batch is one) and the time
+// they take; it reads and writes in batches when the store does.
+type timedTables struct {
+	store.Store
+	n, d atomic.Int64
+}
+
+func (t *timedTables) GetTable(ctx context.Context, key string) ([]byte, bool, error) {
+	start := time.Now()
+	defer func() { t.n.Add(1); t.d.Add(int64(time.Since(start))) }()
+	return t.Store.GetTable(ctx, key)
+}
+
+func (t *timedTables) GetTables(ctx context.Context, keys []string) ([][]byte, error) {
+	start := time.Now()
+	defer func() { t.n.Add(1); t.d.Add(int64(time.Since(start))) }()
+	return t.Store.(store.TableBatcher).GetTables(ctx, keys)
+}
+
+func (t *timedTables) PutTables(ctx context.Context, entries []store.TableEntry) error {
+	return t.Store.(store.TableBatcher).PutTables(ctx, entries)
+}
