@@ -41,20 +41,9 @@ func cached[T any](ctx context.Context, s *deps, key string, compute func() (T, 
 // Key), or computes it, stores it and returns it (tableCache.JSON). Tables
 // are pure functions of their canonical key (which carries the algorithm
 // version), so identical parameters never recompute, across requests,
-// restarts and replicas sharing a database.
+// restarts and replicas sharing a database (tablecache.JSONOf).
 func cachedCtx[T any](ctx context.Context, s *deps, key string, compute func(context.Context) (T, error)) (T, error) {
-	v, err := s.cache.JSON(ctx, key, func() any { return new(T) }, func(ctx context.Context) (any, error) {
-		t, err := compute(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return &t, nil
-	})
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return *(v.(*T)), nil
+	return tablecache.JSONOf(ctx, s.cache, key, compute)
 }
 
 // sanitizer returns the sanitizer table of spec's parameters.

@@ -114,12 +114,12 @@ func FrequencyRowsWork(p sanitize.Privacy, smp sanitize.Sampling, rows, top int6
 // FrequencyRowsMLEWork is the work of a frequencies request (rows rows)
 // that omits the biased-down contributions: a restart's warm-up
 // (sanitize.RestartCost) to reach the band, the rows asked, and the band's
-// margin and look-ahead (about 4L + 64 rows below and two windows above),
+// margin (rowsMargin) and look-ahead (two windows above),
 // at bandCellCost per window cell. It does not grow with the frequency.
 // Public parameters only.
 func FrequencyRowsMLEWork(p sanitize.Privacy, rows int64) (work, window float64) {
 	window = math.Ceil(sanitize.L(p)) + 1
-	band := 4*window + 64 + 2*window
+	band := float64(rowsMargin(p)) + 2*window
 	return bandCellCost * window * (float64(sanitize.RestartCost(p)) + float64(rows) + band), window
 }
 

@@ -117,7 +117,7 @@ func (s *Tables) FrequencyRows(ctx context.Context, p sanitize.Privacy, smp sani
 // biased-down contributions are left null and the band starts near from.
 func (s *Tables) frequencyRows(ctx context.Context, t *sanitize.Table, from, to int64, mleOnly bool) ([]FrequencyRow, error) {
 	rows := make([]FrequencyRow, 0, to-from+1)
-	margin := 4*int64(math.Ceil(sanitize.L(t.Privacy()))) + 64
+	margin := rowsMargin(t.Privacy())
 	tables := func(spec estimate.Spec) (*estimate.Table, error) { return s.estimatorTable(ctx, t, spec) }
 	_, err := estimate.Open(ctx, t, estimate.Ask{Rows: &estimate.RowsAsk{G: identityG, From: from, To: to, Margin: margin, Tables: tables, MLEOnly: mleOnly, Fn: func(r sanitize.Row, out []estimate.RowOutcome) error {
 		fr := FrequencyRow{Frequency: r.Frequency, Reported: r.Pi, Outcomes: make([]Outcome, len(out))}
@@ -137,6 +137,11 @@ func (s *Tables) frequencyRows(ctx context.Context, t *sanitize.Table, from, to 
 	}
 	return rows, nil
 }
+
+// rowsMargin is the band of rows below the first row asked that a rows
+// ask reads for its MLE estimates (estimate.RowsAsk.Margin): a few
+// windows, 4L + 64, which covers the support of the first row.
+func rowsMargin(p sanitize.Privacy) int64 { return 4*int64(math.Ceil(sanitize.L(p))) + 64 }
 
 // identityG is g(w) = w.
 var identityG = estimate.G{Kind: estimate.GIdentity}

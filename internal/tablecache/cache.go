@@ -191,6 +191,29 @@ func (c *Cache) JSON(ctx context.Context, key string, into func() any, compute f
 	})
 }
 
+// jsonCache is what JSONOf needs: a *Cache, or an interface its caller
+// holds it by.
+type jsonCache interface {
+	JSON(ctx context.Context, key string, into func() any, compute func(context.Context) (any, error)) (any, error)
+}
+
+// JSONOf is JSON for values of type T: the entry under key decoded into a
+// T, or compute's value, stored.
+func JSONOf[T any](ctx context.Context, c jsonCache, key string, compute func(context.Context) (T, error)) (T, error) {
+	v, err := c.JSON(ctx, key, func() any { return new(T) }, func(ctx context.Context) (any, error) {
+		t, err := compute(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &t, nil
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return *(v.(*T)), nil
+}
+
 // persistEstimatorsUpTo bounds the estimator tables written to the store:
 // beyond it a table is tens of megabytes and cheaper to rebuild (O(n L)).
 const persistEstimatorsUpTo = 1 << 16

@@ -28,7 +28,7 @@ func TestVersionedKeys(t *testing.T) {
 		call func(c *Cache) error
 	}{
 		{"JSON table through the store", func(c *Cache) error {
-			_, err := jsonOf(ctx, c, c.Key("rows", p, smp, sanitize.MethodDiscrete, Range(50, 52)), func() ([]int, error) { return []int{50, 51, 52}, nil })
+			_, err := JSONOf(ctx, c, c.Key("rows", p, smp, sanitize.MethodDiscrete, Range(50, 52)), func(context.Context) ([]int, error) { return []int{50, 51, 52}, nil })
 			return err
 		}},
 		{"estimator table through memory and the store", func(c *Cache) error {
@@ -139,7 +139,7 @@ func TestCachedJSONStrict(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := s.Computed()
-			got, err := jsonOf(ctx, s, key, func() (table, error) { return table{A: 7}, nil })
+			got, err := JSONOf(ctx, s, key, func(context.Context) (table, error) { return table{A: 7}, nil })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -241,17 +241,4 @@ func estimatorFor(ctx context.Context, c *Cache, p sanitize.Privacy, smp sanitiz
 		return nil, err
 	}
 	return c.Estimator(ctx, t, spec)
-}
-
-// jsonOf is JSON for a value of type T.
-func jsonOf[T any](ctx context.Context, c *Cache, key string, compute func() (T, error)) (T, error) {
-	v, err := c.JSON(ctx, key, func() any { return new(T) }, func(context.Context) (any, error) {
-		t, err := compute()
-		return &t, err
-	})
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return *(v.(*T)), nil
 }
