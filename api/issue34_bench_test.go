@@ -8,39 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pwsd/pwsd/internal/benchcmp"
 	"github.com/pwsd/pwsd/internal/workload"
 )
 
-// tablesRouteCase is one cold GET /v1/tables/frequencies of issue 34.
-type tablesRouteCase struct {
-	name  string // the sub-benchmark's name
-	query string // the query string, as a client writes it
-}
-
-// tablesRouteCases are issue 34's tables-route requests: the frequency-10^6
-// row with q_i < 1 on every row below it (eps 0.2, delta 1e-7, ppswor tau
-// 2e-5; issue 12's case), and one row far up, at 10^7 and 10^9 (eps 0.5,
-// delta 1e-6, ppswor tau 1e-5), each with both methods.
-func tablesRouteCases() []tablesRouteCase {
-	var cs []tablesRouteCase
-	for _, m := range []string{"discrete", "max_separation"} {
-		cs = append(cs, tablesRouteCase{
-			name:  "f=1e6/eps=0.2/delta=1e-7/tau=2e-5/method=" + m,
-			query: "epsilon=0.2&delta=0.0000001&scheme=ppswor&threshold=0.00002&method=" + m + "&frequency=1000000",
-		})
-	}
-	for _, f := range []struct{ name, value string }{{"1e7", "10000000"}, {"1e9", "1000000000"}} {
-		for _, m := range []string{"discrete", "max_separation"} {
-			cs = append(cs, tablesRouteCase{
-				name:  "f=" + f.name + "/eps=0.5/delta=1e-6/tau=1e-5/method=" + m,
-				query: "epsilon=0.5&delta=0.000001&scheme=ppswor&threshold=0.00001&method=" + m + "&frequency=" + f.value,
-			})
-		}
-	}
-	return cs
-}
-
-// BenchmarkTablesRoute is issue 34's tables-route cases through the real
+// BenchmarkTablesRoute is issue 34's tables-route cases (the list is
+// benchcmp.TablesRouteCases, the one the comparison table judges) through the real
 // router: GET /v1/tables/frequencies?... on a fresh default-configured
 // server per iteration (newDefaultServer: nothing cached, the default work
 // limit), the time being the GET alone, answer read whole. Metrics: status
@@ -49,8 +22,8 @@ func tablesRouteCases() []tablesRouteCase {
 // says biased_down_omitted). Run with -benchtime 1x; scripts/bench_compare.sh
 // runs it side by side with a revision.
 func BenchmarkTablesRoute(b *testing.B) {
-	for _, c := range tablesRouteCases() {
-		b.Run(c.name, func(b *testing.B) {
+	for _, c := range benchcmp.TablesRouteCases() {
+		b.Run(c.Name, func(b *testing.B) {
 			resetPeakRSS()
 			var status int
 			var omitted bool
@@ -59,7 +32,7 @@ func BenchmarkTablesRoute(b *testing.B) {
 				b.StopTimer()
 				ts, close, _ := newDefaultServer(b)
 				b.StartTimer()
-				res, err := http.Get(ts.URL + "/v1/tables/frequencies?" + c.query)
+				res, err := http.Get(ts.URL + "/v1/tables/frequencies?" + c.Query)
 				if err != nil {
 					b.Fatal(err)
 				}
