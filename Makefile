@@ -3,7 +3,7 @@ GO       ?= go
 BIN      ?= bin/pwsd
 SWAGARGS  = init -g openapi_info.go -d api,internal/service,internal/panprivate,internal/planner,internal/buildinfo -o $(1) --packageName openapi --parseInternal --quiet
 
-.PHONY: run build test vet openapi openapi-check bench bench-zipf bench-beam fuzz load clean beam mutants
+.PHONY: run build test vet openapi openapi-check bench bench-zipf bench-compare bench-zipf-phases bench-beam fuzz load clean beam mutants
 
 ## run: start pwsd on :8080 with the embedded in-memory store (or PostgreSQL with PWSD_DATABASE_URL)
 run:
@@ -34,8 +34,16 @@ openapi-check:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/... ./api/...
 
-## bench-zipf: issue 22's Zipf workload, cold, with peak RSS (REV=main compares with a revision; docs/performance.md)
+## bench-zipf: issue 34's targets judged in one run: the Zipf matrix, the first estimate GET after a release, the tables route, peak RSS, the machine calibration (REV=3db805d side by side with a revision; BENCH='regexp' COUNT=n; docs/performance.md)
 bench-zipf:
+	bash scripts/bench_compare.sh $(REV)
+
+## bench-compare: bench-zipf side by side with REV (default 3db805d, the revision issue 34 compares with)
+bench-compare:
+	bash scripts/bench_compare.sh $(or $(REV),3db805d)
+
+## bench-zipf-phases: issue 22's per-case table of the Zipf matrix (ms, status, keys, peak MB per phase; REV=main beside it)
+bench-zipf-phases:
 	bash scripts/bench_zipf.sh $(REV)
 
 ## fuzz: each fuzz target for FUZZTIME (default 10s)
