@@ -72,11 +72,11 @@ func (r Row) Verdict(scale float64) string {
 			bound *= scale
 		}
 		if r.This.Median > bound {
-			why = append(why, fmt.Sprintf("%s > %s", format(r.This.Median, r.Unit), format(bound, r.Unit)))
+			why = append(why, fmt.Sprintf("%.4g %s > %.4g %s", r.This.Median, r.Unit, bound, r.Unit))
 		}
 	}
 	if t.Min > 0 && r.This.Median < t.Min {
-		why = append(why, fmt.Sprintf("%s < %s", format(r.This.Median, r.Unit), format(t.Min, r.Unit)))
+		why = append(why, fmt.Sprintf("%.4g < %.4g", r.This.Median, t.Min))
 	}
 	if t.NotAboveBase {
 		switch {
