@@ -42,17 +42,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH=${BENCH:-}
 COUNT=${COUNT:-1}
-export PWSD_BENCH_ALLOW_REFUSAL=${PWSD_BENCH_ALLOW_REFUSAL:-1}
-# The benchmarks need no PostgreSQL; a set URL keeps api's TestMain from
-# starting a throwaway cluster for nothing.
-export PWSD_TEST_DATABASE_URL=${PWSD_TEST_DATABASE_URL:-postgres://unused}
-tmp=$(mktemp -d)
-base=
-cleanup() {
-	if [ -n "$base" ]; then git worktree remove --force "$base" >/dev/null 2>&1 || true; fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+# shellcheck source=scripts/bench_lib.sh
+. scripts/bench_lib.sh
 
 go build -o "$tmp/benchcmp" ./cmd/benchcmp
 "$tmp/benchcmp" units -bench "$BENCH" >"$tmp/units"
@@ -77,11 +68,7 @@ rev=${1:-}
 label=revision
 if [ -n "$rev" ]; then
 	label=$rev
-	base="$tmp/base"
-	git worktree add --detach --quiet "$base" "$rev"
-	rm -rf "$base/internal/workload" "$base/internal/benchcmp"
-	cp -r internal/workload internal/benchcmp "$base/internal/"
-	cp api/zipf_bench_test.go api/issue34_bench_test.go "$base/api/"
+	checkout_rev "$rev" internal/workload internal/benchcmp api/zipf_bench_test.go api/issue34_bench_test.go
 	# shellcheck disable=SC2086 # $pkgs is a list of words
 	build "$base" base $pkgs
 	if [[ $'\n'$pkgs$'\n' == *$'\n'api$'\n'* ]] && [ ! -x "$tmp/base/api.test" ]; then
@@ -151,7 +138,7 @@ for side in base this; do
 	if grep -q 'release refused' "$tmp/$side.txt"; then
 		echo
 		echo "$name: refusals (each distinct problem once):"
-		grep -o 'release refused with .*' "$tmp/$side.txt" | sed -e 's/: {.*"errors":/: errors /' -e 's/,"request_id".*//' -e 's/elements\[[0-9]*\]/elements[i]/g' | sort | uniq -c
+		refusals "$tmp/$side.txt"
 		[ "$side" = base ] || status=1
 	fi
 done

@@ -25,17 +25,8 @@ cd "$(dirname "$0")/.."
 BENCH=${BENCH:-.}
 COUNT=${COUNT:-1}
 BENCHTIME=${BENCHTIME:-1x}
-export PWSD_BENCH_ALLOW_REFUSAL=${PWSD_BENCH_ALLOW_REFUSAL:-1}
-# The benchmark needs no PostgreSQL; a set URL keeps api's TestMain from
-# starting a throwaway cluster for nothing.
-export PWSD_TEST_DATABASE_URL=${PWSD_TEST_DATABASE_URL:-postgres://unused}
-tmp=$(mktemp -d)
-base=
-cleanup() {
-	if [ -n "$base" ]; then git worktree remove --force "$base" >/dev/null 2>&1 || true; fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+# shellcheck source=scripts/bench_lib.sh
+. scripts/bench_lib.sh
 
 # run DIR LABEL: the benchmark of the checkout at DIR into $tmp/LABEL.txt;
 # prints the process's peak RSS. Fails when the benchmark does not build.
@@ -79,11 +70,7 @@ files=()
 if [ -n "${1:-}" ]; then
 	rev=$1
 	label=$(printf '%s' "$rev" | tr -c 'A-Za-z0-9._-' '_')
-	base="$tmp/base"
-	git worktree add --detach --quiet "$base" "$rev"
-	rm -rf "$base/internal/workload"
-	cp -r internal/workload "$base/internal/"
-	cp api/zipf_bench_test.go "$base/api/"
+	checkout_rev "$rev" internal/workload api/zipf_bench_test.go
 	if rss=$(run "$base" "$label"); then
 		echo "$rev: peak RSS of the benchmark process $rss"
 		files+=("$tmp/$label.txt")
@@ -109,7 +96,7 @@ total=$(grep -c '^BenchmarkZipfWorkload/.*phase=cold' "$tmp/current.txt" || true
 served=$(grep '^BenchmarkZipfWorkload/.*phase=cold' "$tmp/current.txt" | grep -c ' 201.0 status' || true)
 if grep -q 'release refused' "$tmp/current.txt"; then
 	echo "refusals of the current checkout (each distinct problem once):"
-	grep -o 'release refused with .*' "$tmp/current.txt" | sed -e 's/: {.*"errors":/: errors /' -e 's/,"request_id".*//' -e 's/elements\[[0-9]*\]/elements[i]/g' | sort | uniq -c
+	refusals "$tmp/current.txt"
 fi
 echo "current checkout: $served of $total cold releases served (201)"
 if [ "$served" != "$total" ] || grep -q -- '--- FAIL' "$tmp/current.txt"; then
