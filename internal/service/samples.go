@@ -240,19 +240,29 @@ func (s *Samples) estimateElements(ctx context.Context, spec SampleSpec, table *
 	if spec.Release != ReleaseFrequencies || len(out) == 0 {
 		return nil
 	}
-	freq, contrib, err := s.mleKeys(ctx, table, elementValues(out))
+	freq, contrib, err := s.mleKeys(ctx, table, elementValues(out), true)
 	if err != nil {
 		return err
 	}
-	// The estimate GETs read identity's chunks with their statistics at the
-	// keys' MLE frequencies (the release read estimates only): they are
+	// The estimate GETs read identity's statistics at the keys' MLE
+	// frequencies. The release's chunk runs collected most of them on the
+	// way (tablecache.Read.StatsAt); the chunks holding the others are
 	// built in the background once the release is answered.
-	size := estimate.ChunkSize(table.Privacy())
-	ks := make([]int64, len(freq))
+	is := make([]int64, len(freq))
 	for i, f := range freq {
-		ks[i] = frequencyChunk(f, size)
+		is[i] = statsFrequency(f)
 	}
-	s.cache.Prefetch(table, []estimate.G{identityG}, ks)
+	have := s.cache.StatsAt(table, identityG, is)
+	size := estimate.ChunkSize(table.Privacy())
+	var ks []int64
+	for _, i := range is {
+		if _, ok := have[i]; !ok {
+			ks = append(ks, estimate.ChunkOf(float64(i), size))
+		}
+	}
+	if len(ks) > 0 {
+		s.cache.Prefetch(table, []estimate.G{identityG}, ks)
+	}
 	for i := range out {
 		out[i].Estimate = contrib[i]
 	}

@@ -38,6 +38,12 @@ type Read struct {
 	// Setting, the configuration that set the bound.
 	MaxWork int64
 	Setting string
+	// StatsAt names sanitized values (a release's) whose MLE frequencies'
+	// statistics the chunk runs this read builds collect on the way
+	// (estimate.ChunkAsk.StatsAt, with EstimatesOnly), kept in memory for
+	// StatsAt: the release's first estimate then reads them instead of
+	// building the chunks that hold those frequencies.
+	StatsAt []float64
 }
 
 // WarmingError says a read was not served because what it reads is being
@@ -152,6 +158,10 @@ func (c *Cache) ChunkSets(ctx context.Context, t *sanitize.Table, gs []estimate.
 		}
 	}
 	defer c.flight.hold(building)()
+	var statsAt []float64
+	if r.EstimatesOnly && len(r.StatsAt) > 0 {
+		statsAt = slices.Sorted(slices.Values(r.StatsAt))
+	}
 	built := make([][][]*estimate.Chunk, len(runs))
 	errs := make([]error, len(runs))
 	var wg sync.WaitGroup
@@ -161,7 +171,7 @@ func (c *Cache) ChunkSets(ctx context.Context, t *sanitize.Table, gs []estimate.
 		go func() {
 			defer wg.Done()
 			for n := range next {
-				built[n], errs[n] = c.buildRun(ctx, t, gs, size, runs[n][0], runs[n][1], r.EstimatesOnly)
+				built[n], errs[n] = c.buildRun(ctx, t, gs, size, runs[n][0], runs[n][1], r.EstimatesOnly, valuesIn(statsAt, runs[n], size))
 			}
 		}()
 	}
@@ -314,16 +324,25 @@ func (c *Cache) loadStoredChunks(ctx context.Context, t *sanitize.Table, gs []es
 // buildRun builds chunks k0 .. k0+n-1 of every g (once under concurrency;
 // with estimatesOnly, estimate.ChunkAsk.EstimatesOnly), keeps them in memory
 // and writes them to the store in the background.
-func (c *Cache) buildRun(ctx context.Context, t *sanitize.Table, gs []estimate.G, size, k0, n int64, estimatesOnly bool) ([][]*estimate.Chunk, error) {
+//
+// With statsAt (values inside the run), the statistics the build collects
+// at their MLE frequencies are kept in memory (StatsAt). A run another
+// call is building is waited for, without them.
+func (c *Cache) buildRun(ctx context.Context, t *sanitize.Table, gs []estimate.G, size, k0, n int64, estimatesOnly bool, statsAt []float64) ([][]*estimate.Chunk, error) {
 	key := c.chunkKey(t, gs[0], size, k0, estimatesOnly) + "|run=" + strconv.FormatInt(n, 10)
 	for _, g := range gs[1:] {
 		key += "+" + g.String()
 	}
 	v, err := c.flight.do(ctx, key, func(ctx context.Context) (any, error) {
 		c.computed.Add(1)
-		built, err := estimate.Open(ctx, t, estimate.Ask{Chunks: &estimate.ChunkAsk{Gs: gs, Size: size, First: k0, Count: n, EstimatesOnly: estimatesOnly}})
+		built, err := estimate.Open(ctx, t, estimate.Ask{Chunks: &estimate.ChunkAsk{Gs: gs, Size: size, First: k0, Count: n, EstimatesOnly: estimatesOnly, StatsAt: statsAt}})
 		if err != nil {
 			return nil, err
+		}
+		for i, st := range built.StatsAt {
+			for m, g := range gs {
+				c.stats.Add(c.statsKey(t, g, i), st[m])
+			}
 		}
 		run := built.Chunks
 		var writes []store.TableEntry
@@ -544,4 +563,37 @@ func (c *Cache) Prebuild(ctx context.Context, t *sanitize.Table, gs []estimate.G
 		return Prebuilt{}, err
 	}
 	return Prebuilt{ChunkSize: size, Chunks: n, Built: missing}, nil
+}
+
+// valuesIn returns the values of sorted vs inside the chunks of run
+// {first, count} of size size.
+func valuesIn(vs []float64, run [2]int64, size int64) []float64 {
+	lo, hi := float64(run[0]*size), float64((run[0]+run[1])*size)
+	from, _ := slices.BinarySearch(vs, math.Nextafter(lo, math.Inf(1)))
+	to, _ := slices.BinarySearch(vs, math.Nextafter(hi, math.Inf(1)))
+	return vs[from:to]
+}
+
+// statsKey is the key of the statistics of g at frequency i over t's
+// parameters, in the memory of collected statistics (Read.StatsAt).
+func (c *Cache) statsKey(t *sanitize.Table, g estimate.G, i int64) string {
+	return c.Key("stats", t.Privacy(), t.Sampling(), t.Method(), Int("format", estimate.ChunkFormat), Str("g", g.String()), Int("i", i))
+}
+
+// StatsAt returns the statistics of g at those of the frequencies is that
+// a release's chunk runs collected (Read.StatsAt) and memory still holds.
+// They equal the statistics of the chunks holding them, bit for bit
+// (estimate.ChunkSet.Sparse). Memory only: they are a few per released key,
+// and after a restart the chunks serve.
+func (c *Cache) StatsAt(t *sanitize.Table, g estimate.G, is []int64) map[int64]estimate.FrequencyStats {
+	out := map[int64]estimate.FrequencyStats{}
+	for _, i := range is {
+		if _, done := out[i]; done {
+			continue
+		}
+		if st, ok := c.stats.Get(c.statsKey(t, g, i)); ok {
+			out[i] = st
+		}
+	}
+	return out
 }
