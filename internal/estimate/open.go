@@ -254,7 +254,7 @@ var builders = []builderRow{
 			c := j.ask.Chunks
 			at := newStatsAt(j.src, c)
 			out, err := chunksOrDecline(buildChunksGrid(j.ctx, j.src, c.Gs, c.Size, c.First, c.Count, c.First*c.Size+1, true, at))
-			if out != nil && at != nil {
+			if out != nil && at != nil && len(at.got) > 0 {
 				out.StatsAt = at.got
 			}
 			return out, err
@@ -263,9 +263,14 @@ var builders = []builderRow{
 		when: (*job).unitRows,
 		build: func(j *job) (*Opened, error) {
 			c := j.ask.Chunks
-			return bandChunks(j, func(band int64) ([][]*Chunk, error) {
-				return buildChunksUnit(j.ctx, j.src.(unitSource), c.Gs, c.Size, c.First, c.Count, band)
+			at := newStatsAt(j.src, c)
+			out, err := bandChunks(j, func(band int64) ([][]*Chunk, error) {
+				return buildChunksUnit(j.ctx, j.src.(unitSource), c.Gs, c.Size, c.First, c.Count, band, at)
 			})
+			if out != nil && at != nil && len(at.got) > 0 {
+				out.StatsAt = at.got
+			}
+			return out, err
 		}},
 	{name: "chunks-grid", form: formChunks, fast: true, ref: "chunks-general-ref",
 		when: func(j *job) bool { return j.method == sanitize.MethodMaxSeparation },

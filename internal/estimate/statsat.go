@@ -20,6 +20,15 @@ type statsAt struct {
 	values []float64
 	reach  float64
 	got    map[int64][]FrequencyStats
+	wants  map[int64]bool // the values' MLE rows (buildChunksUnit)
+}
+
+// put records the statistics of the m-th of n frequency functions at i.
+func (a *statsAt) put(i int64, m, n int, st FrequencyStats) {
+	if a.got[i] == nil {
+		a.got[i] = make([]FrequencyStats, n)
+	}
+	a.got[i][m] = st
 }
 
 // statsReachFactor is reach in units of L: a value's MLE frequency lies

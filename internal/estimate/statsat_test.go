@@ -17,11 +17,10 @@ import (
 // the values (estimate.MLEFrequency, rounded as SumWithErrorAt reads it);
 // and most values (at least 90%) are served, so a build that collects
 // nothing fails the test. Runs of one and of three chunks, low where the
-// rows still change and far up, Algorithm 5.
+// rows still change and far up, both sanitizers (their fast chunk builders).
 func TestChunkStatsAt(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	gs := []G{{Kind: GIdentity}, {Kind: GCount}}
+	builders := map[sanitize.Method]string{sanitize.MethodMaxSeparation: "chunks-grid-estimates", sanitize.MethodDiscrete: "chunks-unit"}
 	for _, tc := range []struct {
 		eps    float64
 		k0, n  int64
@@ -33,9 +32,28 @@ func TestChunkStatsAt(t *testing.T) {
 		{eps: 1, k0: 5, n: 3, values: 40},
 		{eps: 1, k0: 70000, n: 1, values: 16},
 	} {
+		for method, by := range builders {
+			checkChunkStatsAt(t, tc.eps, method, by, tc.k0, tc.n, tc.values)
+		}
+	}
+}
+
+// checkChunkStatsAt is TestChunkStatsAt at one point.
+func checkChunkStatsAt(t *testing.T, eps float64, method sanitize.Method, by string, k0, n int64, nValues int) {
+	t.Helper()
+	ctx := context.Background()
+	gs := []G{{Kind: GIdentity}, {Kind: GCount}}
+	tc := struct {
+		eps    float64
+		k0, n  int64
+		values int
+		method sanitize.Method
+		by     string
+	}{eps, k0, n, nValues, method, by}
+	{
 		p := sanitize.Privacy{Epsilon: tc.eps, Delta: 1e-6}
 		smp := sanitize.Sampling{Scheme: sanitize.SchemePPSWOR, Threshold: 1e-4, Power: 1}
-		newTable := tableMaker(t, p, smp, sanitize.MethodMaxSeparation)
+		newTable := tableMaker(t, p, smp, tc.method)
 		size := ChunkSize(p)
 		lo := float64(tc.k0 * size)
 		var values []float64
@@ -53,8 +71,8 @@ func TestChunkStatsAt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if with.By != "chunks-grid-estimates" {
-			t.Fatalf("eps %g: built by %s, want chunks-grid-estimates", tc.eps, with.By)
+		if with.By != tc.by {
+			t.Fatalf("eps %g %s: built by %s, want %s", tc.eps, tc.method, with.By, tc.by)
 		}
 		if !reflect.DeepEqual(with.Chunks, plain.Chunks) {
 			t.Errorf("eps %g chunks %d+%d: chunks built with StatsAt differ from those built without", tc.eps, tc.k0, tc.n)
@@ -82,9 +100,8 @@ func TestChunkStatsAt(t *testing.T) {
 				served++
 			}
 		}
-		t.Logf("eps %g chunks %d+%d: %d of %d served", tc.eps, tc.k0, tc.n, served, tc.values)
 		if served < tc.values*9/10 {
-			t.Errorf("eps %g chunks %d+%d: statistics for %d of %d values' MLE frequencies, want at least 90%%", tc.eps, tc.k0, tc.n, served, tc.values)
+			t.Errorf("eps %g %s chunks %d+%d: statistics for %d of %d values' MLE frequencies, want at least 90%%", tc.eps, tc.method, tc.k0, tc.n, served, tc.values)
 		}
 		full := map[int64][]*Chunk{}
 		for i, stats := range with.StatsAt {
@@ -105,7 +122,7 @@ func TestChunkStatsAt(t *testing.T) {
 					t.Fatal(err)
 				}
 				if stats[m] != want {
-					t.Errorf("eps %g %s at %d: %+v, the chunk's %+v", tc.eps, gs[m], i, stats[m], want)
+					t.Errorf("eps %g %s %s at %d: %+v, the chunk's %+v", tc.eps, tc.method, gs[m], i, stats[m], want)
 				}
 			}
 		}
