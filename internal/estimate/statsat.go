@@ -36,7 +36,7 @@ func (a *statsAt) put(i int64, m, n int, st FrequencyStats) {
 // spans about 2L below i (1.9 L to 2.2 L), so the rows a value's statistics
 // read start about 1.1 L below it and the tokens they read end about 1.1 L
 // above it. A frequency outside the reach is simply not collected.
-const statsReachFactor = 1.25
+const statsReachFactor = 1.12
 
 // newStatsAt returns the statsAt of c's StatsAt inside the run, or nil when
 // there are none or src does not say its privacy parameters (the reach is

@@ -27,6 +27,7 @@ func TestChunkStatsAt(t *testing.T) {
 		values int
 	}{
 		{eps: 0.1, k0: 40, n: 1, values: 16},
+		{eps: 0.1, k0: 2, n: 8, values: 40},
 		{eps: 0.1, k0: 3000, n: 3, values: 40},
 		{eps: 0.5, k0: 200, n: 1, values: 16},
 		{eps: 1, k0: 5, n: 3, values: 40},

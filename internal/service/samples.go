@@ -245,24 +245,18 @@ func (s *Samples) estimateElements(ctx context.Context, spec SampleSpec, table *
 		return err
 	}
 	// The estimate GETs read identity's statistics at the keys' MLE
-	// frequencies. The release's chunk runs collected most of them on the
-	// way (tablecache.Read.StatsAt); the chunks holding the others are
-	// built in the background once the release is answered.
-	is := make([]int64, len(freq))
-	for i, f := range freq {
-		is[i] = statsFrequency(f)
-	}
-	have := s.cache.StatsAt(table, identityG, is)
+	// frequencies. The release's chunk runs collected them on the way
+	// (tablecache.Read.StatsAt) for the keys whose value chunks it built;
+	// the chunks holding them (for all keys: the next release of these
+	// parameters finds its value chunks cached and collects nothing, and
+	// its MLE frequencies mostly fall into these chunks) are built in the
+	// background once the release is answered.
 	size := estimate.ChunkSize(table.Privacy())
-	var ks []int64
-	for _, i := range is {
-		if _, ok := have[i]; !ok {
-			ks = append(ks, estimate.ChunkOf(float64(i), size))
-		}
+	ks := make([]int64, len(freq))
+	for i, f := range freq {
+		ks[i] = estimate.ChunkOf(float64(statsFrequency(f)), size)
 	}
-	if len(ks) > 0 {
-		s.cache.Prefetch(table, []estimate.G{identityG}, ks)
-	}
+	s.cache.Prefetch(table, []estimate.G{identityG}, ks)
 	for i := range out {
 		out[i].Estimate = contrib[i]
 	}

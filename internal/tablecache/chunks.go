@@ -44,6 +44,10 @@ type Read struct {
 	// StatsAt: the release's first estimate then reads them instead of
 	// building the chunks that hold those frequencies.
 	StatsAt []float64
+	// background marks Prefetch's reads: they build one run at a time,
+	// leaving the other cores to the requests (the estimate GET that
+	// follows a release).
+	background bool
 }
 
 // WarmingError says a read was not served because what it reads is being
@@ -146,18 +150,20 @@ func (c *Cache) ChunkSets(ctx context.Context, t *sanitize.Table, gs []estimate.
 	if err := c.checkWork(t, gs, size, runs, missing, r); err != nil {
 		return nil, err
 	}
-	// Every chunk this call builds is marked as under construction until
-	// the call ends, so that a request arriving meanwhile waits for them
-	// rather than building them too.
-	var building []string
-	for _, run := range runs {
+	// Each run is marked as under construction while a worker builds it,
+	// so that a request arriving meanwhile waits for that run rather than
+	// building it too; a run still queued is not, and is skipped when
+	// another request built it meanwhile (a GET needs the one run its
+	// keys lie in, not the whole prefetch queued ahead of it).
+	runKeys := func(run [2]int64) []string {
+		var keys []string
 		for k := run[0]; k < run[0]+run[1]; k++ {
 			for _, g := range gs {
-				building = append(building, c.chunkKey(t, g, size, k, r.EstimatesOnly))
+				keys = append(keys, c.chunkKey(t, g, size, k, r.EstimatesOnly))
 			}
 		}
+		return keys
 	}
-	defer c.flight.hold(building)()
 	var statsAt []float64
 	if r.EstimatesOnly && len(r.StatsAt) > 0 {
 		statsAt = slices.Sorted(slices.Values(r.StatsAt))
@@ -166,12 +172,21 @@ func (c *Cache) ChunkSets(ctx context.Context, t *sanitize.Table, gs []estimate.
 	errs := make([]error, len(runs))
 	var wg sync.WaitGroup
 	next := make(chan int)
-	for range min(runWorkers, len(runs)) {
+	workers := runWorkers
+	if r.background {
+		workers = 1
+	}
+	for range min(workers, len(runs)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for n := range next {
+				if built[n] = c.memoryRun(t, gs, size, runs[n], r.EstimatesOnly); built[n] != nil {
+					continue
+				}
+				done := c.flight.hold(runKeys(runs[n]))
 				built[n], errs[n] = c.buildRun(ctx, t, gs, size, runs[n][0], runs[n][1], r.EstimatesOnly, valuesIn(statsAt, runs[n], size))
+				done()
 			}
 		}()
 	}
@@ -197,6 +212,23 @@ func (c *Cache) ChunkSets(ctx context.Context, t *sanitize.Table, gs []estimate.
 		}
 	}
 	return sets, nil
+}
+
+// memoryRun returns the chunks of run {first, count} of every g when memory
+// holds all of them (another request built them), else nil.
+func (c *Cache) memoryRun(t *sanitize.Table, gs []estimate.G, size int64, run [2]int64, estimatesOnly bool) [][]*estimate.Chunk {
+	out := make([][]*estimate.Chunk, run[1])
+	for k := range out {
+		out[k] = make([]*estimate.Chunk, len(gs))
+		for m, g := range gs {
+			ch, _ := c.storedChunk(context.Background(), t, g, size, run[0]+int64(k), estimatesOnly, true)
+			if ch == nil {
+				return nil
+			}
+			out[k][m] = ch
+		}
+	}
+	return out
 }
 
 // chunkRuns groups sorted distinct chunk indices into runs {first, count}
@@ -390,7 +422,8 @@ func (c *Cache) checkWork(t *sanitize.Table, gs []estimate.G, size int64, runs [
 }
 
 // Prefetch builds the chunks ks of gs, with their statistics, on a
-// background goroutine, one such build at a time (while one runs, others
+// background goroutine (one run at a time: the requests keep the other
+// cores), one such build at a time (while one runs, others
 // are dropped: the reads build what is missing), within a minute and until
 // StopOptional, so that the reads that follow a release find them cached.
 // Public parameters and released values only.
@@ -405,7 +438,7 @@ func (c *Cache) Prefetch(t *sanitize.Table, gs []estimate.G, ks []int64) {
 		defer func() { <-c.prefetchers; c.background.Done() }()
 		pctx, cancel := context.WithTimeout(c.optional, time.Minute)
 		defer cancel()
-		if _, err := c.ChunkSets(pctx, t, gs, ks, Read{}); err != nil {
+		if _, err := c.ChunkSets(pctx, t, gs, ks, Read{background: true}); err != nil {
 			c.log.Warn("building chunks ahead of estimates", "err", err)
 		}
 	}()
