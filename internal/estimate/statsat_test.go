@@ -57,80 +57,78 @@ func checkChunkStatsAt(t *testing.T, tc statsAtPoint) {
 	t.Helper()
 	ctx := context.Background()
 	gs := []G{{Kind: GIdentity}, {Kind: GCount}}
-	{
-		p := sanitize.Privacy{Epsilon: tc.eps, Delta: 1e-6}
-		smp := sanitize.Sampling{Scheme: sanitize.SchemePPSWOR, Threshold: 1e-4, Power: 1}
-		newTable := tableMaker(t, p, smp, tc.method)
-		size := ChunkSize(p)
-		lo := float64(tc.k0 * size)
-		var values []float64
-		for x := range tc.values {
-			// Spread over the run, off the integers (values are continuous).
-			values = append(values, lo+(float64(x)+0.37)*float64(tc.n*size)/float64(tc.values))
+	p := sanitize.Privacy{Epsilon: tc.eps, Delta: 1e-6}
+	smp := sanitize.Sampling{Scheme: sanitize.SchemePPSWOR, Threshold: 1e-4, Power: 1}
+	newTable := tableMaker(t, p, smp, tc.method)
+	size := ChunkSize(p)
+	lo := float64(tc.k0 * size)
+	var values []float64
+	for x := range tc.values {
+		// Spread over the run, off the integers (values are continuous).
+		values = append(values, lo+(float64(x)+0.37)*float64(tc.n*size)/float64(tc.values))
+	}
+	ask := ChunkAsk{Gs: gs, Size: size, First: tc.k0, Count: tc.n, EstimatesOnly: true}
+	plain, err := Open(ctx, newTable(), Ask{Chunks: &ask})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask.StatsAt = values
+	with, err := Open(ctx, newTable(), Ask{Chunks: &ask})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if with.By != tc.by {
+		t.Fatalf("eps %g %s: built by %s, want %s", tc.eps, tc.method, with.By, tc.by)
+	}
+	if !reflect.DeepEqual(with.Chunks, plain.Chunks) {
+		t.Errorf("eps %g chunks %d+%d: chunks built with StatsAt differ from those built without", tc.eps, tc.k0, tc.n)
+	}
+	if plain.StatsAt != nil {
+		t.Errorf("eps %g: statistics without StatsAt", tc.eps)
+	}
+	sets := make([]*ChunkSet, len(gs))
+	for m, g := range gs {
+		sets[m] = &ChunkSet{G: g, Size: size, Chunks: map[int64]*Chunk{}}
+		for k := range with.Chunks {
+			sets[m].Chunks[tc.k0+int64(k)] = with.Chunks[k][m]
 		}
-		ask := ChunkAsk{Gs: gs, Size: size, First: tc.k0, Count: tc.n, EstimatesOnly: true}
-		plain, err := Open(ctx, newTable(), Ask{Chunks: &ask})
+	}
+	mle := map[int64]bool{}
+	served := 0
+	for _, v := range values {
+		f, err := MLEFrequency(sets[0], sets[1], v)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ask.StatsAt = values
-		with, err := Open(ctx, newTable(), Ask{Chunks: &ask})
-		if err != nil {
-			t.Fatal(err)
+		i := max(int64(math.Round(f)), 1)
+		mle[i] = true
+		if with.StatsAt[i] != nil {
+			served++
 		}
-		if with.By != tc.by {
-			t.Fatalf("eps %g %s: built by %s, want %s", tc.eps, tc.method, with.By, tc.by)
+	}
+	if served < tc.values*9/10 {
+		t.Errorf("eps %g %s chunks %d+%d: statistics for %d of %d values' MLE frequencies, want at least 90%%", tc.eps, tc.method, tc.k0, tc.n, served, tc.values)
+	}
+	full := map[int64][]*Chunk{}
+	for i, stats := range with.StatsAt {
+		if !mle[i] {
+			t.Errorf("eps %g: statistics at %d, the MLE frequency of no value", tc.eps, i)
 		}
-		if !reflect.DeepEqual(with.Chunks, plain.Chunks) {
-			t.Errorf("eps %g chunks %d+%d: chunks built with StatsAt differ from those built without", tc.eps, tc.k0, tc.n)
-		}
-		if plain.StatsAt != nil {
-			t.Errorf("eps %g: statistics without StatsAt", tc.eps)
-		}
-		sets := make([]*ChunkSet, len(gs))
-		for m, g := range gs {
-			sets[m] = &ChunkSet{G: g, Size: size, Chunks: map[int64]*Chunk{}}
-			for k := range with.Chunks {
-				sets[m].Chunks[tc.k0+int64(k)] = with.Chunks[k][m]
-			}
-		}
-		mle := map[int64]bool{}
-		served := 0
-		for _, v := range values {
-			f, err := MLEFrequency(sets[0], sets[1], v)
+		k := ChunkOf(float64(i), size)
+		if full[k] == nil {
+			cs, err := BuildChunks(ctx, newTable(), gs, size, k, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
-			i := max(int64(math.Round(f)), 1)
-			mle[i] = true
-			if with.StatsAt[i] != nil {
-				served++
-			}
+			full[k] = cs[0]
 		}
-		if served < tc.values*9/10 {
-			t.Errorf("eps %g %s chunks %d+%d: statistics for %d of %d values' MLE frequencies, want at least 90%%", tc.eps, tc.method, tc.k0, tc.n, served, tc.values)
-		}
-		full := map[int64][]*Chunk{}
-		for i, stats := range with.StatsAt {
-			if !mle[i] {
-				t.Errorf("eps %g: statistics at %d, the MLE frequency of no value", tc.eps, i)
+		for m := range gs {
+			want, err := full[k][m].Stats(i)
+			if err != nil {
+				t.Fatal(err)
 			}
-			k := ChunkOf(float64(i), size)
-			if full[k] == nil {
-				cs, err := BuildChunks(ctx, newTable(), gs, size, k, 1)
-				if err != nil {
-					t.Fatal(err)
-				}
-				full[k] = cs[0]
-			}
-			for m := range gs {
-				want, err := full[k][m].Stats(i)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if stats[m] != want {
-					t.Errorf("eps %g %s %s at %d: %+v, the chunk's %+v", tc.eps, tc.method, gs[m], i, stats[m], want)
-				}
+			if stats[m] != want {
+				t.Errorf("eps %g %s %s at %d: %+v, the chunk's %+v", tc.eps, tc.method, gs[m], i, stats[m], want)
 			}
 		}
 	}
