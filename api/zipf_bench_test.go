@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -242,7 +243,7 @@ func BenchmarkZipfWorkload(b *testing.B) {
 					r.report(b)
 				})
 				b.Run(name+"/phase=estimate", func(b *testing.B) {
-					base, r, served, _, _ := released(b)
+					base, r, served, logged, idle := released(b)
 					if !served {
 						b.Skipf("no stored sample to estimate from: the release was refused with %d", r.status)
 					}
@@ -266,6 +267,17 @@ func BenchmarkZipfWorkload(b *testing.B) {
 						get()
 					}
 					b.ReportMetric(float64(first.Microseconds())/1e3, "first-get-ms")
+					// The same GET after the next day's release of the same
+					// parameters: its values are new draws, so its keys' MLE
+					// frequencies are not those of the first release.
+					b.StopTimer()
+					idle()
+					again := postZipf(b, base, bodyOf(b))
+					again.check(b, logged)
+					url = base + "/v1/samples/" + again.id + "/estimate"
+					start := time.Now()
+					get()
+					b.ReportMetric(float64(time.Since(start).Microseconds())/1e3, "next-first-get-ms")
 					r.report(b)
 				})
 			}

@@ -288,11 +288,16 @@ type Lookup interface {
 
 // ChunkSet is the MLE estimator of one g on the chunks a request needs: it
 // answers values and frequencies inside them, and ErrOutOfRange elsewhere.
+//
+// Sparse holds statistics at single frequencies (those a release's run
+// collected at its MLE frequencies, ChunkAsk.StatsAt), read where no chunk
+// with statistics holds the frequency: they are the chunk's, bit for bit.
 type ChunkSet struct {
 	G         G
 	Size      int64 // the chunks' size
 	Chunks    map[int64]*Chunk
 	Supported int64 // the answer of SupportedFrom, computed from the sanitizer's rows
+	Sparse    map[int64]FrequencyStats
 }
 
 // Estimate returns a_j of the token holding v (eq. 11).
@@ -313,6 +318,11 @@ func (s *ChunkSet) Stats(i int64) (FrequencyStats, error) {
 		return FrequencyStats{}, errors.New("estimate: frequency must be at least 1")
 	}
 	c := s.Chunks[ChunkOf(float64(i), s.Size)]
+	if c == nil || !c.HasStats() {
+		if st, ok := s.Sparse[i]; ok {
+			return st, nil
+		}
+	}
 	if c == nil {
 		return FrequencyStats{}, ErrOutOfRange
 	}

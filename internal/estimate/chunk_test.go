@@ -57,7 +57,7 @@ func TestChunkEqualsTable(t *testing.T) {
 					if m == sanitize.MethodMaxSeparation && !referenceOnly {
 						// The grid path must apply here (positions far below
 						// 953,674) and is what BuildChunks took.
-						grid, ok, err := buildChunksGrid(context.Background(), src(), []G{g, {Kind: GCap, Param: 7}}, size, k0, 3, bandOf(t, src(), size, k0), false)
+						grid, ok, err := buildChunksGrid(context.Background(), src(), []G{g, {Kind: GCap, Param: 7}}, size, k0, 3, bandOf(t, src(), size, k0), false, nil)
 						if err != nil || !ok {
 							t.Fatalf("grid path: ok %v, %v", ok, err)
 						}

@@ -22,9 +22,18 @@ import (
 // run's lowest row). It returns
 // ok = false, having built nothing, where the condition fails (the caller
 // takes the general path).
-func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, bandStart int64, estimatesOnly bool) (out [][]*Chunk, ok bool, err error) {
+//
+// With at (estimates only), the band also reaches at.reach below and above
+// the values at.values, and the statistics at those values' MLE
+// frequencies are collected into at.got where they are exact (statsAt).
+func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, bandStart int64, estimatesOnly bool, at *statsAt) (out [][]*Chunk, ok bool, err error) {
 	lo, hi := k0*size, (k0+n)*size
 	fhi := float64(hi)
+	if at != nil {
+		// The grid reaches past the run (every integer is a break point,
+		// so the run's own tokens, estimates and ties are unchanged).
+		bandStart, fhi = at.band(bandStart, fhi)
+	}
 	var band []sanitize.Row // every row from bandStart that reaches tokens <= hi
 	var slab pieceSlab      // their pieces
 	pts := []float64{0}
@@ -132,6 +141,9 @@ func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, ba
 		}
 	}
 	if estimatesOnly {
+		if at != nil {
+			at.collect(band, pts, fhi, bandStart, tables, best)
+		}
 		return out, true, nil
 	}
 	// Each row's statistics, statsBatch rows at a time, from its cells

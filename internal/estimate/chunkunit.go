@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
@@ -17,10 +18,20 @@ import (
 // each row's statistics come from its cell masses, which are the general
 // builder's masses for unit pieces (the piece's P). Bit for bit the
 // general path (TestChunkEqualsTable runs both).
-func buildChunksUnit(ctx context.Context, us unitSource, gs []G, size, k0, n, bandStart int64) ([][]*Chunk, error) {
+//
+// With at, the band reaches at.reach below and above at's values and the
+// statistics at their MLE frequencies are collected into at.got where they
+// are exact (statsAt.collectUnit).
+func buildChunksUnit(ctx context.Context, us unitSource, gs []G, size, k0, n, bandStart int64, at *statsAt) ([][]*Chunk, error) {
 	lo, hi := k0*size, (k0+n)*size
+	top := hi // the cells read: up to hi, or further for at
+	if at != nil {
+		var t float64
+		bandStart, t = at.band(bandStart, float64(hi))
+		top = int64(t)
+	}
 	base := bandStart - 1 // cell c (1-based position base+c) is (base+c-1, base+c]
-	cells := int(hi - base)
+	cells := int(top - base)
 	bestM := make([]float64, cells+1)
 	bestI := make([]int64, cells+1) // 0: no row reaches the cell
 	pis := make(map[int64]float64, cells)
@@ -46,7 +57,7 @@ func buildChunksUnit(ctx context.Context, us unitSource, gs []G, size, k0, n, ba
 				break
 			}
 		}
-		if first >= 0 && rlo+float64(first) >= float64(hi) {
+		if first >= 0 && rlo+float64(first) >= float64(top) {
 			done = true // supports only move up: no later row reaches the run
 			return false
 		}
@@ -60,7 +71,7 @@ func buildChunksUnit(ctx context.Context, us unitSource, gs []G, size, k0, n, ba
 				bestI[c], bestM[c] = i, v
 			}
 		}
-		if i > lo && i <= hi {
+		if i > lo && i <= top {
 			rows = append(rows, runRow{i: i, pi: pi, lo: rlo, masses: append([]float64(nil), m...)})
 		}
 		return true
@@ -74,12 +85,21 @@ func buildChunksUnit(ctx context.Context, us unitSource, gs []G, size, k0, n, ba
 	if !done {
 		return nil, errors.New("estimate: row supports do not move past the chunk")
 	}
-	if int64(len(rows)) != hi-lo {
+	if int64(len(rows)) < hi-lo {
 		return nil, errors.New("estimate: the sanitizer table ended inside the chunk")
 	}
 	out := make([][]*Chunk, n)
 	for k := range out {
 		out[k] = make([]*Chunk, len(gs))
+	}
+	if at != nil {
+		// The MLE row of each value's cell (v in (base+c-1, base+c]).
+		at.wants = map[int64]bool{}
+		for _, v := range at.values {
+			if c := int(math.Ceil(v)) - int(base); c >= 1 && c <= cells && bestI[c] > 0 {
+				at.wants[bestI[c]] = true
+			}
+		}
 	}
 	a := make([]float64, cells+1)
 	var masses, as []float64
@@ -118,6 +138,23 @@ func buildChunksUnit(ctx context.Context, us unitSource, gs []G, size, k0, n, ba
 				ch.Frequencies = append(ch.Frequencies, rowStats(r.i, g.at(r.i), r.pi, masses, as))
 			}
 			out[k][m] = ch
+		}
+		if at != nil {
+			for _, r := range rows {
+				// Exact where every cell of the row lies in the band's
+				// cells (all of them final).
+				if !at.wants[r.i] || r.lo < float64(base) || int64(r.lo)+int64(len(r.masses)) > top {
+					continue
+				}
+				masses, as = masses[:0], as[:0]
+				for q, v := range r.masses {
+					if v > 0 {
+						masses = append(masses, v)
+						as = append(as, a[int(r.lo+float64(q)+1)-int(base)])
+					}
+				}
+				at.put(r.i, m, len(gs), rowStats(r.i, g.at(r.i), r.pi, masses, as))
+			}
 		}
 	}
 	return out, nil

@@ -21,10 +21,20 @@ type Ask struct {
 // ChunkAsk asks for the MLE chunks First .. First+Count-1 of size Size of
 // each of Gs, built in one pass. With EstimatesOnly the chunks may hold
 // their tokens and estimates only (Chunk.HasStats).
+//
+// StatsAt (with EstimatesOnly) names sanitized values inside the run whose
+// MLE frequencies' statistics the caller will read (a release's values,
+// whose estimate GET reads the statistics at their MLE frequencies, about
+// L above the values and often in the next chunk): where the builder can
+// have them exactly from the rows it reads, a little beyond the run, they
+// come back in Opened.StatsAt. Which ones come back is a matter of speed,
+// never of the answer: each equals the statistics of the chunk holding its
+// frequency, bit for bit, and the caller builds that chunk for the others.
 type ChunkAsk struct {
 	Gs                 []G
 	Size, First, Count int64
 	EstimatesOnly      bool
+	StatsAt            []float64
 }
 
 // RowsAsk asks for rows From..To with their outcomes cut at the global
@@ -53,10 +63,15 @@ type RowsAsk struct {
 // Chunks[k][m], chunk First+k of Gs[m] (nothing for a rows ask, whose
 // answer went to Fn). By names the row of the decision table (builders)
 // that built it.
+//
+// StatsAt[i][m] are the statistics of Gs[m] at frequency i, for the MLE
+// frequencies of ChunkAsk.StatsAt that the builder could compute (see
+// there); nil when it computed none.
 type Opened struct {
-	Table  *Table
-	Chunks [][]*Chunk
-	By     string
+	Table   *Table
+	Chunks  [][]*Chunk
+	StatsAt map[int64][]FrequencyStats
+	By      string
 }
 
 // Open is the one entry point of the estimator builders: it validates what
@@ -237,15 +252,25 @@ var builders = []builderRow{
 		when: func(j *job) bool { return j.ask.Chunks.EstimatesOnly && j.method == sanitize.MethodMaxSeparation },
 		build: func(j *job) (*Opened, error) {
 			c := j.ask.Chunks
-			return chunksOrDecline(buildChunksGrid(j.ctx, j.src, c.Gs, c.Size, c.First, c.Count, c.First*c.Size+1, true))
+			at := newStatsAt(j.src, c)
+			out, err := chunksOrDecline(buildChunksGrid(j.ctx, j.src, c.Gs, c.Size, c.First, c.Count, c.First*c.Size+1, true, at))
+			if out != nil && at != nil && len(at.got) > 0 {
+				out.StatsAt = at.got
+			}
+			return out, err
 		}},
 	{name: "chunks-unit", form: formChunks, fast: true, ref: "chunks-general-ref",
 		when: (*job).unitRows,
 		build: func(j *job) (*Opened, error) {
 			c := j.ask.Chunks
-			return bandChunks(j, func(band int64) ([][]*Chunk, error) {
-				return buildChunksUnit(j.ctx, j.src.(unitSource), c.Gs, c.Size, c.First, c.Count, band)
+			at := newStatsAt(j.src, c)
+			out, err := bandChunks(j, func(band int64) ([][]*Chunk, error) {
+				return buildChunksUnit(j.ctx, j.src.(unitSource), c.Gs, c.Size, c.First, c.Count, band, at)
 			})
+			if out != nil && at != nil && len(at.got) > 0 {
+				out.StatsAt = at.got
+			}
+			return out, err
 		}},
 	{name: "chunks-grid", form: formChunks, fast: true, ref: "chunks-general-ref",
 		when: func(j *job) bool { return j.method == sanitize.MethodMaxSeparation },
@@ -255,7 +280,7 @@ var builders = []builderRow{
 			if err != nil {
 				return nil, err
 			}
-			return chunksOrDecline(buildChunksGrid(j.ctx, j.src, c.Gs, c.Size, c.First, c.Count, band, false))
+			return chunksOrDecline(buildChunksGrid(j.ctx, j.src, c.Gs, c.Size, c.First, c.Count, band, false, nil))
 		}},
 	{name: "chunks-general", form: formChunks, fast: true, ref: "chunks-general-ref", when: always, build: generalChunks(newEstimatesOnly)},
 	{name: "chunks-general-ref", form: formChunks, when: always, build: generalChunks(newEstimatesOnlyRef)},

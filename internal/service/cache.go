@@ -19,6 +19,7 @@ type tableCache interface {
 	Estimator(ctx context.Context, t *sanitize.Table, spec estimate.Spec) (*estimate.Table, error)
 	ChunkSets(ctx context.Context, t *sanitize.Table, gs []estimate.G, ks []int64, r tablecache.Read) ([]*estimate.ChunkSet, error)
 	Prefetch(t *sanitize.Table, gs []estimate.G, ks []int64)
+	StatsAt(t *sanitize.Table, g estimate.G, is []int64) map[int64]estimate.FrequencyStats
 	Prebuild(ctx context.Context, t *sanitize.Table, gs []estimate.G, maxFrequency int64) (tablecache.Prebuilt, error)
 	Computed() int64
 	Wait()
@@ -75,7 +76,12 @@ func (s *deps) chunkSets(ctx context.Context, t *sanitize.Table, gs []estimate.G
 // with Retry-After). Requests without a bound of their own (writers) build
 // what they need, as the release they made was admitted.
 func (s *deps) chunkSetsOf(ctx context.Context, t *sanitize.Table, gs []estimate.G, ks []int64, estimatesOnly bool) ([]*estimate.ChunkSet, error) {
-	r := tablecache.Read{EstimatesOnly: estimatesOnly}
+	return s.chunkSetsRead(ctx, t, gs, ks, tablecache.Read{EstimatesOnly: estimatesOnly})
+}
+
+// chunkSetsRead is chunkSetsOf for a read of more options than
+// EstimatesOnly (its MaxWork and Setting are the request's own).
+func (s *deps) chunkSetsRead(ctx context.Context, t *sanitize.Table, gs []estimate.G, ks []int64, r tablecache.Read) ([]*estimate.ChunkSet, error) {
 	if own, ok := ctx.Value(workBoundKey{}).(workBound); ok {
 		r.MaxWork, r.Setting = own.cells, own.setting
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
 	"github.com/pwsd/pwsd/internal/store"
+	"github.com/pwsd/pwsd/internal/tablecache"
 )
 
 // MLE answers of frequencies releases come from estimate.Chunks: the MLE
@@ -28,19 +29,23 @@ func valueChunks(size int64, vs []float64) []int64 {
 	return ks
 }
 
-// frequencyChunk returns the chunk holding the statistics of an MLE
-// frequency estimate f (rounded and at least 1, as estimate.SumWithError
-// reads them).
-func frequencyChunk(f float64, size int64) int64 {
-	return estimate.ChunkOf(float64(max(int64(math.Round(f)), 1)), size)
-}
+// statsFrequency returns the frequency at which the statistics of an MLE
+// frequency estimate f are read: f rounded and at least 1, as
+// estimate.SumWithErrorAt reads them.
+func statsFrequency(f float64) int64 { return max(int64(math.Round(f)), 1) }
 
 // frequencyChunkSets returns the identity and count MLE chunk sets holding
 // values: a value's MLE frequency is the ratio of the two
 // (estimate.MLEFrequency), its contribution the identity one. Their chunks
-// may hold estimates only (chunkSetsOf).
-func (s *deps) frequencyChunkSets(ctx context.Context, t *sanitize.Table, values []float64) (identity, count *estimate.ChunkSet, err error) {
-	sets, err := s.chunkSetsOf(ctx, t, []estimate.G{identityG, countG}, valueChunks(estimate.ChunkSize(t.Privacy()), values), true)
+// may hold estimates only (chunkSetsOf). With release, the chunks built
+// for them also collect the statistics at the values' MLE frequencies
+// (tablecache.Read.StatsAt), which the release's first estimate reads.
+func (s *deps) frequencyChunkSets(ctx context.Context, t *sanitize.Table, values []float64, release bool) (identity, count *estimate.ChunkSet, err error) {
+	r := tablecache.Read{EstimatesOnly: true}
+	if release {
+		r.StatsAt = values
+	}
+	sets, err := s.chunkSetsRead(ctx, t, []estimate.G{identityG, countG}, valueChunks(estimate.ChunkSize(t.Privacy()), values), r)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -48,9 +53,10 @@ func (s *deps) frequencyChunkSets(ctx context.Context, t *sanitize.Table, values
 }
 
 // mleKeys returns each value's MLE frequency (estimate.MLEFrequency) and
-// MLE contribution under identity, from the chunks.
-func (s *deps) mleKeys(ctx context.Context, t *sanitize.Table, values []float64) (freq, contrib []float64, err error) {
-	id, ct, err := s.frequencyChunkSets(ctx, t, values)
+// MLE contribution under identity, from the chunks (frequencyChunkSets,
+// release as there).
+func (s *deps) mleKeys(ctx context.Context, t *sanitize.Table, values []float64, release bool) (freq, contrib []float64, err error) {
+	id, ct, err := s.frequencyChunkSets(ctx, t, values, release)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -108,7 +108,7 @@ func (s *Estimates) frequencyChunks(ctx context.Context, smp *Sample) (identity,
 	if err != nil {
 		return nil, nil, err
 	}
-	return s.frequencyChunkSets(ctx, t, elementValues(smp.Elements))
+	return s.frequencyChunkSets(ctx, t, elementValues(smp.Elements), false)
 }
 
 var countG = estimate.G{Kind: estimate.GCount}
@@ -183,13 +183,23 @@ func (s *Estimates) sampleLookup(ctx context.Context, smp *Sample, g estimate.G,
 	// The estimates a_j are read at the keys' values, the statistics at
 	// their MLE frequencies: only the latter chunks need statistics (the
 	// value chunks may be the estimates-only ones the release built).
+	// The statistics a release collected at its keys' MLE frequencies
+	// (tablecache's StatsAt) are read first: only the chunks holding the
+	// others are built.
 	size := estimate.ChunkSize(t.Privacy())
+	is := make([]int64, len(keys))
+	for n, k := range keys {
+		is[n] = statsFrequency(k.Frequency)
+	}
+	sparse := s.cache.StatsAt(t, g, is)
 	vks := make([]int64, 0, len(keys))
 	fks := make([]int64, 0, len(keys))
 	top := 1.0
-	for _, k := range keys {
+	for n, k := range keys {
 		vks = append(vks, estimate.ChunkOf(k.Value, size))
-		fks = append(fks, frequencyChunk(k.Frequency, size))
+		if _, ok := sparse[is[n]]; !ok {
+			fks = append(fks, estimate.ChunkOf(float64(is[n]), size))
+		}
 		top = max(top, k.Value, k.Frequency)
 	}
 	// A g that overflows on the sample's frequencies is a 422 naming g, as
@@ -214,6 +224,7 @@ func (s *Estimates) sampleLookup(ctx context.Context, smp *Sample, g estimate.G,
 			sets[0].Chunks[k] = c
 		}
 	}
+	sets[0].Sparse = sparse
 	return sets[0], nil
 }
 
@@ -255,7 +266,7 @@ func (s *deps) keyEstimates(ctx context.Context, smp *Sample, e estimate.Estimat
 	if err != nil {
 		return nil, err
 	}
-	freq, contrib, err := s.mleKeys(ctx, t, elementValues(smp.Elements))
+	freq, contrib, err := s.mleKeys(ctx, t, elementValues(smp.Elements), false)
 	if err != nil {
 		return nil, err
 	}

@@ -240,17 +240,21 @@ func (s *Samples) estimateElements(ctx context.Context, spec SampleSpec, table *
 	if spec.Release != ReleaseFrequencies || len(out) == 0 {
 		return nil
 	}
-	freq, contrib, err := s.mleKeys(ctx, table, elementValues(out))
+	freq, contrib, err := s.mleKeys(ctx, table, elementValues(out), true)
 	if err != nil {
 		return err
 	}
-	// The estimate GETs read identity's chunks with their statistics at the
-	// keys' MLE frequencies (the release read estimates only): they are
-	// built in the background once the release is answered.
+	// The estimate GETs read identity's statistics at the keys' MLE
+	// frequencies. The release's chunk runs collected them on the way
+	// (tablecache.Read.StatsAt) for the keys whose value chunks it built;
+	// the chunks holding them (for all keys: the next release of these
+	// parameters finds its value chunks cached and collects nothing, and
+	// its MLE frequencies mostly fall into these chunks) are built in the
+	// background once the release is answered.
 	size := estimate.ChunkSize(table.Privacy())
 	ks := make([]int64, len(freq))
 	for i, f := range freq {
-		ks[i] = frequencyChunk(f, size)
+		ks[i] = estimate.ChunkOf(float64(statsFrequency(f)), size)
 	}
 	s.cache.Prefetch(table, []estimate.G{identityG}, ks)
 	for i := range out {

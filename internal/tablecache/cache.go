@@ -48,6 +48,11 @@ type Config struct {
 // DefaultBytes is the default bound of each in-memory cache of Config.Bytes.
 const DefaultBytes = 256 << 20
 
+// maxStats bounds the statistics at single frequencies kept in memory
+// (Read.StatsAt): two per key of a release (identity and count), so the
+// last few dozen releases of 5,000 keys, about 250 bytes each (30 MB).
+const maxStats = 1 << 17
+
 // Cache keeps the tables derived from public parameters in memory and in
 // the store. It is safe for concurrent use; Wait waits for its background
 // work (writes to the store, chunk builds ahead of reads).
@@ -62,6 +67,9 @@ type Cache struct {
 	estimators *lru.Cache[string, *estimate.Table]
 	chunks     *lru.Cache[string, *estimate.Chunk]
 	supported  *lru.Cache[string, int64]
+	// stats keeps the statistics a release's chunk runs collected at its
+	// MLE frequencies (Read.StatsAt), at most maxStats of them.
+	stats *lru.Cache[string, estimate.FrequencyStats]
 	// flight holds the computations and chunk builds under way.
 	flight flight
 	// writeQueue holds the entries waiting to be written to the store
@@ -115,6 +123,7 @@ func New(cfg Config) (*Cache, error) {
 		estimators:  lru.New[string, *estimate.Table](cfg.Bytes, (*estimate.Table).SizeBytes),
 		chunks:      lru.New[string, *estimate.Chunk](cfg.Bytes, (*estimate.Chunk).SizeBytes),
 		supported:   lru.New[string, int64](1024, nil),
+		stats:       lru.New[string, estimate.FrequencyStats](maxStats, nil),
 		prefetchers: make(chan struct{}, 1),
 		optional:    optional, stopOptional: stop,
 		version: AlgorithmVersion,

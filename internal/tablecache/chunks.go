@@ -38,6 +38,16 @@ type Read struct {
 	// Setting, the configuration that set the bound.
 	MaxWork int64
 	Setting string
+	// StatsAt names sanitized values (a release's) whose MLE frequencies'
+	// statistics the chunk runs this read builds collect on the way
+	// (estimate.ChunkAsk.StatsAt, with EstimatesOnly), kept in memory for
+	// StatsAt: the release's first estimate then reads them instead of
+	// building the chunks that hold those frequencies.
+	StatsAt []float64
+	// background marks Prefetch's reads: they build one run at a time,
+	// leaving the other cores to the requests (the estimate GET that
+	// follows a release).
+	background bool
 }
 
 // WarmingError says a read was not served because what it reads is being
@@ -140,28 +150,43 @@ func (c *Cache) ChunkSets(ctx context.Context, t *sanitize.Table, gs []estimate.
 	if err := c.checkWork(t, gs, size, runs, missing, r); err != nil {
 		return nil, err
 	}
-	// Every chunk this call builds is marked as under construction until
-	// the call ends, so that a request arriving meanwhile waits for them
-	// rather than building them too.
-	var building []string
-	for _, run := range runs {
+	// Each run is marked as under construction while a worker builds it,
+	// so that a request arriving meanwhile waits for that run rather than
+	// building it too; a run still queued is not, and is skipped when
+	// another request built it meanwhile (a GET needs the one run its
+	// keys lie in, not the whole prefetch queued ahead of it).
+	runKeys := func(run [2]int64) []string {
+		var keys []string
 		for k := run[0]; k < run[0]+run[1]; k++ {
 			for _, g := range gs {
-				building = append(building, c.chunkKey(t, g, size, k, r.EstimatesOnly))
+				keys = append(keys, c.chunkKey(t, g, size, k, r.EstimatesOnly))
 			}
 		}
+		return keys
 	}
-	defer c.flight.hold(building)()
+	var statsAt []float64
+	if r.EstimatesOnly && len(r.StatsAt) > 0 {
+		statsAt = slices.Sorted(slices.Values(r.StatsAt))
+	}
 	built := make([][][]*estimate.Chunk, len(runs))
 	errs := make([]error, len(runs))
 	var wg sync.WaitGroup
 	next := make(chan int)
-	for range min(runWorkers, len(runs)) {
+	workers := runWorkers
+	if r.background {
+		workers = 1
+	}
+	for range min(workers, len(runs)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for n := range next {
-				built[n], errs[n] = c.buildRun(ctx, t, gs, size, runs[n][0], runs[n][1], r.EstimatesOnly)
+				if built[n] = c.memoryRun(t, gs, size, runs[n], r.EstimatesOnly); built[n] != nil {
+					continue
+				}
+				done := c.flight.hold(runKeys(runs[n]))
+				built[n], errs[n] = c.buildRun(ctx, t, gs, size, runs[n][0], runs[n][1], r.EstimatesOnly, valuesIn(statsAt, runs[n], size))
+				done()
 			}
 		}()
 	}
@@ -187,6 +212,23 @@ func (c *Cache) ChunkSets(ctx context.Context, t *sanitize.Table, gs []estimate.
 		}
 	}
 	return sets, nil
+}
+
+// memoryRun returns the chunks of run {first, count} of every g when memory
+// holds all of them (another request built them), else nil.
+func (c *Cache) memoryRun(t *sanitize.Table, gs []estimate.G, size int64, run [2]int64, estimatesOnly bool) [][]*estimate.Chunk {
+	out := make([][]*estimate.Chunk, run[1])
+	for k := range out {
+		out[k] = make([]*estimate.Chunk, len(gs))
+		for m, g := range gs {
+			ch, _ := c.storedChunk(context.Background(), t, g, size, run[0]+int64(k), estimatesOnly, true)
+			if ch == nil {
+				return nil
+			}
+			out[k][m] = ch
+		}
+	}
+	return out
 }
 
 // chunkRuns groups sorted distinct chunk indices into runs {first, count}
@@ -314,16 +356,25 @@ func (c *Cache) loadStoredChunks(ctx context.Context, t *sanitize.Table, gs []es
 // buildRun builds chunks k0 .. k0+n-1 of every g (once under concurrency;
 // with estimatesOnly, estimate.ChunkAsk.EstimatesOnly), keeps them in memory
 // and writes them to the store in the background.
-func (c *Cache) buildRun(ctx context.Context, t *sanitize.Table, gs []estimate.G, size, k0, n int64, estimatesOnly bool) ([][]*estimate.Chunk, error) {
+//
+// With statsAt (values inside the run), the statistics the build collects
+// at their MLE frequencies are kept in memory (StatsAt). A run another
+// call is building is waited for, without them.
+func (c *Cache) buildRun(ctx context.Context, t *sanitize.Table, gs []estimate.G, size, k0, n int64, estimatesOnly bool, statsAt []float64) ([][]*estimate.Chunk, error) {
 	key := c.chunkKey(t, gs[0], size, k0, estimatesOnly) + "|run=" + strconv.FormatInt(n, 10)
 	for _, g := range gs[1:] {
 		key += "+" + g.String()
 	}
 	v, err := c.flight.do(ctx, key, func(ctx context.Context) (any, error) {
 		c.computed.Add(1)
-		built, err := estimate.Open(ctx, t, estimate.Ask{Chunks: &estimate.ChunkAsk{Gs: gs, Size: size, First: k0, Count: n, EstimatesOnly: estimatesOnly}})
+		built, err := estimate.Open(ctx, t, estimate.Ask{Chunks: &estimate.ChunkAsk{Gs: gs, Size: size, First: k0, Count: n, EstimatesOnly: estimatesOnly, StatsAt: statsAt}})
 		if err != nil {
 			return nil, err
+		}
+		for i, st := range built.StatsAt {
+			for m, g := range gs {
+				c.stats.Add(c.statsKey(t, g, i), st[m])
+			}
 		}
 		run := built.Chunks
 		var writes []store.TableEntry
@@ -371,7 +422,8 @@ func (c *Cache) checkWork(t *sanitize.Table, gs []estimate.G, size int64, runs [
 }
 
 // Prefetch builds the chunks ks of gs, with their statistics, on a
-// background goroutine, one such build at a time (while one runs, others
+// background goroutine (one run at a time: the requests keep the other
+// cores), one such build at a time (while one runs, others
 // are dropped: the reads build what is missing), within a minute and until
 // StopOptional, so that the reads that follow a release find them cached.
 // Public parameters and released values only.
@@ -386,7 +438,7 @@ func (c *Cache) Prefetch(t *sanitize.Table, gs []estimate.G, ks []int64) {
 		defer func() { <-c.prefetchers; c.background.Done() }()
 		pctx, cancel := context.WithTimeout(c.optional, time.Minute)
 		defer cancel()
-		if _, err := c.ChunkSets(pctx, t, gs, ks, Read{}); err != nil {
+		if _, err := c.ChunkSets(pctx, t, gs, ks, Read{background: true}); err != nil {
 			c.log.Warn("building chunks ahead of estimates", "err", err)
 		}
 	}()
@@ -544,4 +596,37 @@ func (c *Cache) Prebuild(ctx context.Context, t *sanitize.Table, gs []estimate.G
 		return Prebuilt{}, err
 	}
 	return Prebuilt{ChunkSize: size, Chunks: n, Built: missing}, nil
+}
+
+// valuesIn returns the values of sorted vs inside the chunks of run
+// {first, count} of size size.
+func valuesIn(vs []float64, run [2]int64, size int64) []float64 {
+	lo, hi := float64(run[0]*size), float64((run[0]+run[1])*size)
+	from, _ := slices.BinarySearch(vs, math.Nextafter(lo, math.Inf(1)))
+	to, _ := slices.BinarySearch(vs, math.Nextafter(hi, math.Inf(1)))
+	return vs[from:to]
+}
+
+// statsKey is the key of the statistics of g at frequency i over t's
+// parameters, in the memory of collected statistics (Read.StatsAt).
+func (c *Cache) statsKey(t *sanitize.Table, g estimate.G, i int64) string {
+	return c.Key("stats", t.Privacy(), t.Sampling(), t.Method(), Int("format", estimate.ChunkFormat), Str("g", g.String()), Int("i", i))
+}
+
+// StatsAt returns the statistics of g at those of the frequencies is that
+// a release's chunk runs collected (Read.StatsAt) and memory still holds.
+// They equal the statistics of the chunks holding them, bit for bit
+// (estimate.ChunkSet.Sparse). Memory only: they are a few per released key,
+// and after a restart the chunks serve.
+func (c *Cache) StatsAt(t *sanitize.Table, g estimate.G, is []int64) map[int64]estimate.FrequencyStats {
+	out := map[int64]estimate.FrequencyStats{}
+	for _, i := range is {
+		if _, done := out[i]; done {
+			continue
+		}
+		if st, ok := c.stats.Get(c.statsKey(t, g, i)); ok {
+			out[i] = st
+		}
+	}
+	return out
 }
