@@ -29,6 +29,26 @@ func valueChunks(size int64, vs []float64) []int64 {
 	return ks
 }
 
+// nextReleaseChunks returns the chunks that the next release of keys of
+// MLE frequencies freq under p reads: those holding values anywhere in
+// the support of each key's row, and its MLE frequency. A row's support
+// spans about 2L below its frequency (at most 2.15 L on the test grid),
+// and the key's true frequency lies within about L of its MLE one, so
+// the chunks from 3.2 L below the MLE frequency to 1.1 L above it.
+// Public: sanitized output only.
+func nextReleaseChunks(p sanitize.Privacy, freq []float64) []int64 {
+	size := estimate.ChunkSize(p)
+	l := sanitize.L(p)
+	var ks []int64
+	for _, f := range freq {
+		i := float64(statsFrequency(f))
+		for k := estimate.ChunkOf(max(1, i-3.2*l), size); k <= estimate.ChunkOf(i+1.1*l, size); k++ {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
+
 // statsFrequency returns the frequency at which the statistics of an MLE
 // frequency estimate f are read: f rounded and at least 1, as
 // estimate.SumWithErrorAt reads them.

@@ -246,17 +246,15 @@ func (s *Samples) estimateElements(ctx context.Context, spec SampleSpec, table *
 	}
 	// The estimate GETs read identity's statistics at the keys' MLE
 	// frequencies. The release's chunk runs collected them on the way
-	// (tablecache.Read.StatsAt) for the keys whose value chunks it built;
-	// the chunks holding them (for all keys: the next release of these
-	// parameters finds its value chunks cached and collects nothing, and
-	// its MLE frequencies mostly fall into these chunks) are built in the
-	// background once the release is answered.
-	size := estimate.ChunkSize(table.Privacy())
-	ks := make([]int64, len(freq))
-	for i, f := range freq {
-		ks[i] = estimate.ChunkOf(float64(statsFrequency(f)), size)
-	}
-	s.cache.Prefetch(table, []estimate.G{identityG}, ks)
+	// (tablecache.Read.StatsAt) for the keys whose value chunks it built.
+	// The next release under these parameters (a team's nightly one) draws
+	// new values for much the same keys: anywhere in the support of a
+	// key's row, about 2L below its frequency. So the chunks over that
+	// support and the MLE frequency, with their statistics, are built in
+	// the background once the release is answered, for identity and count
+	// (what a release reads): the next release then finds its value chunks
+	// cached and its first estimate its statistics.
+	s.cache.Prefetch(table, []estimate.G{identityG, countG}, nextReleaseChunks(table.Privacy(), freq))
 	for i := range out {
 		out[i].Estimate = contrib[i]
 	}
