@@ -42,7 +42,7 @@ func nextReleaseChunks(p sanitize.Privacy, freq []float64) []int64 {
 	var ks []int64
 	for _, f := range freq {
 		i := float64(statsFrequency(f))
-		for k := estimate.ChunkOf(max(1, i-3.2*l), size); k <= estimate.ChunkOf(i+1.1*l, size); k++ {
+		for k := estimate.ChunkOf(max(1, i-2.4*l), size); k <= estimate.ChunkOf(i+0.3*l, size); k++ {
 			ks = append(ks, k)
 		}
 	}
