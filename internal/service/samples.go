@@ -113,6 +113,8 @@ func (s *Samples) Create(ctx context.Context, spec SampleSpec, maxElements int, 
 	if err := s.checkSampleWork(ctx, spec); err != nil {
 		return nil, err
 	}
+	// The background builds of earlier releases wait while this one runs.
+	defer s.cache.Busy()()
 	// Refuse an unknown dataset or an overspend before reading the upload;
 	// the store charges atomically below, so a concurrent release that
 	// spends the rest meanwhile is still refused there.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/jsonenc"
@@ -90,6 +91,9 @@ type Cache struct {
 	version string
 	// computed counts computations (cache misses); Computed reads it.
 	computed atomic.Int64
+	// busy counts the requests under way (Busy); background builds start
+	// no run while it is positive.
+	busy atomic.Int64
 	// kept holds the kept sanitizer rows' settings, queue and counters
 	// (kept.go); keptMu guards its queue.
 	keptMu sync.Mutex
@@ -130,6 +134,33 @@ func New(cfg Config) (*Cache, error) {
 		kept:    keptRows{steps: cfg.KeptRowsSteps, bytes: cfg.KeptRowsBytes, done: lru.New[string, bool](keptDoneKeys, nil)},
 	}, nil
 }
+
+// Busy marks a request under way until the returned function is called:
+// the background builds (Prefetch) start no new run meanwhile, so that a
+// release or an estimate waits for at most the one run already started,
+// never for a queue of them. Reads (ChunkSets) mark themselves.
+func (c *Cache) Busy() (done func()) {
+	c.busy.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { c.busy.Add(-1) }) }
+}
+
+// yield waits, for a background build, until no request is under way
+// (Busy), polling every yieldPoll; it returns ctx's error if ctx ends first.
+func (c *Cache) yield(ctx context.Context) error {
+	for c.busy.Load() > 0 {
+		select {
+		case <-time.After(yieldPoll):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// yieldPoll is how often a background build waiting for the requests
+// under way looks again.
+const yieldPoll = 5 * time.Millisecond
 
 // Wait waits for the background work (writes of computed tables to the
 // store, builds of chunks ahead of reads) to finish; call it before

@@ -85,6 +85,9 @@ func (c *Cache) chunkKey(t *sanitize.Table, g estimate.G, size, k int64, estimat
 // rebuild later, never an answer). Errors of the builds are estimate's,
 // for the caller to map.
 func (c *Cache) ChunkSets(ctx context.Context, t *sanitize.Table, gs []estimate.G, ks []int64, r Read) ([]*estimate.ChunkSet, error) {
+	if !r.background {
+		defer c.Busy()()
+	}
 	size := estimate.ChunkSize(t.Privacy())
 	from, err := c.SupportedFrom(ctx, t)
 	if err != nil {
@@ -181,6 +184,11 @@ func (c *Cache) ChunkSets(ctx context.Context, t *sanitize.Table, gs []estimate.
 		go func() {
 			defer wg.Done()
 			for n := range next {
+				if r.background {
+					if errs[n] = c.yield(ctx); errs[n] != nil {
+						continue
+					}
+				}
 				if built[n] = c.memoryRun(t, gs, size, runs[n], r.EstimatesOnly); built[n] != nil {
 					continue
 				}
@@ -422,8 +430,8 @@ func (c *Cache) checkWork(t *sanitize.Table, gs []estimate.G, size int64, runs [
 }
 
 // Prefetch builds the chunks ks of gs, with their statistics, on a
-// background goroutine (one run at a time: the requests keep the other
-// cores), one such build at a time (while one runs, others
+// background goroutine (one run at a time, and none while a request is
+// under way, Busy: the requests come first), one such build at a time (while one runs, others
 // are dropped: the reads build what is missing), within a minute and until
 // StopOptional, so that the reads that follow a release find them cached.
 // Public parameters and released values only.
