@@ -111,3 +111,33 @@ func TestStopOptionalCancelsPrefetch(t *testing.T) {
 		t.Errorf("%d runs built: the prefetch was not stopped", n)
 	}
 }
+
+// TestBackgroundYieldsToRequests: while a request is under way (Busy), a
+// background build does not start a run: yield waits (here until its
+// context ends, which it reports); once the request ends, the build runs
+// and builds what it was asked for. Busy's done may be called twice.
+func TestBackgroundYieldsToRequests(t *testing.T) {
+	t.Parallel()
+	s := newTestCache(t, Config{})
+	done := s.Busy()
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.yield(cancelled); err == nil {
+		t.Fatal("yield returned while a request was under way")
+	}
+	p := sanitize.Privacy{Epsilon: 1, Delta: 1e-6}
+	tb, err := s.Sanitizer(p, sanitize.Sampling{Scheme: sanitize.SchemePPSWOR, Threshold: 1e-5, Power: 1}, sanitize.MethodDiscrete)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Prefetch(tb, []estimate.G{identityG}, []int64{40})
+	done()
+	done() // idempotent
+	if err := s.yield(cancelled); err != nil {
+		t.Fatalf("yield with no request under way: %v", err)
+	}
+	s.Wait()
+	if s.Computed() != 1 {
+		t.Fatalf("the background build computed %d runs, want 1", s.Computed())
+	}
+}
