@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
@@ -36,6 +37,7 @@ func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, ba
 	}
 	var band []sanitize.Row // every row from bandStart that reaches tokens <= hi
 	var slab pieceSlab      // their pieces
+	defer slab.release()
 	pts := []float64{0}
 	var active, spare, scratch []float64 // points not yet final, sorted; spare: mergePoints' other buffer
 	crumbs := false
@@ -218,23 +220,49 @@ func (c *gridCells) of(r sanitize.Row, pts []float64, top float64) bool {
 }
 
 // pieceSlab copies rows' pieces into large shared blocks: one allocation
-// per pieceSlabSize pieces rather than one per row.
-type pieceSlab struct{ free []sanitize.Piece }
+// per pieceSlabSize pieces rather than one per row. Its blocks come from
+// and go back to slabBlocks (release), so that a process building chunk
+// after chunk reuses them instead of allocating and zeroing megabytes per
+// run.
+type pieceSlab struct {
+	free   []sanitize.Piece
+	blocks []*[]sanitize.Piece
+}
 
 // pieceSlabSize is the number of pieces of one block of a pieceSlab.
 const pieceSlabSize = 1 << 14
+
+// slabBlocks holds the blocks of released pieceSlabs (each pieceSlabSize
+// pieces): a cache of memory, never of values (every piece is written by
+// clone before it is read).
+var slabBlocks = sync.Pool{New: func() any { b := make([]sanitize.Piece, pieceSlabSize); return &b }}
 
 // clone returns r with its pieces copied into the slab.
 func (s *pieceSlab) clone(r sanitize.Row) sanitize.Row {
 	n := len(r.Pieces)
 	if n > len(s.free) {
-		s.free = make([]sanitize.Piece, max(n, pieceSlabSize))
+		if n > pieceSlabSize {
+			s.free = make([]sanitize.Piece, n)
+		} else {
+			b := slabBlocks.Get().(*[]sanitize.Piece)
+			s.blocks = append(s.blocks, b)
+			s.free = *b
+		}
 	}
 	dst := s.free[:n:n]
 	s.free = s.free[n:]
 	copy(dst, r.Pieces)
 	r.Pieces = dst
 	return r
+}
+
+// release gives the slab's blocks back: no row cloned into it may be read
+// afterwards.
+func (s *pieceSlab) release() {
+	for _, b := range s.blocks {
+		slabBlocks.Put(b)
+	}
+	s.blocks, s.free = nil, nil
 }
 
 // mergePoints merges the break points (at most top) of one row's sorted
