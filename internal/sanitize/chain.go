@@ -61,6 +61,10 @@ type rowChain struct {
 	qConst int64 // q_j is the same for all j >= qConst (never if not)
 
 	plan restartPlan // which chain computes each row (restart.go)
+	// Tests only. plainJunctions: every junction check warms its chain up
+	// on its own (warmRow), as under pwsd_reference: no warm-up beside the
+	// cursor (stepLock), none ahead (prewarm.go). noPrewarm: none ahead.
+	plainJunctions, noPrewarm bool
 
 	// The kept rows. Every one is a copy that is never modified once kept.
 	mu      sync.Mutex
@@ -142,6 +146,12 @@ func (ch *rowChain) rows(ctx context.Context, from, to int64, fn func(r *rowStat
 func (ch *rowChain) walk(ctx context.Context, cu *cursor, from, to int64, fn func(r *rowState, d int64) bool) error {
 	j := from
 	if cu != nil {
+		cu.lockTo = to
+		if pw := ch.startPrewarm(cu, to); pw != nil {
+			cu.pre = pw
+			defer func() { pw.stop(); cu.pre = nil }()
+		}
+		cu.startLock()
 		for n := 0; !cu.hitStationary; n++ {
 			if n%64 == 0 {
 				if err := ctx.Err(); err != nil {
@@ -462,6 +472,20 @@ type cursor struct {
 	insideFrom int64
 	warm       warmBuffers
 	err        error // a JunctionError met on the way; sticky
+	// The warm-up of the next junction run beside the cursor's rows
+	// (stepLock): lock is that junction (0: none), its row is warm.a;
+	// lockMet: it equalled the cursor's row bit for bit at some row, so it
+	// equals it up to row lock-1. lockTo is the highest row the walk that
+	// steps the cursor hands out (no warm-up runs for a junction above
+	// lockTo+1); probe: a cursor of finish, which starts none.
+	lock, lockTo int64
+	lockMet      bool
+	probe        bool
+	pre          *prewarm // the warm-ups computed ahead of the walk (prewarm.go), or nil
+	// inOrder: every row the walk needs is stepped on its goroutine when
+	// needed (no warm-ups ahead), for a caller that budgets the rows
+	// stepped as it goes (Table.WarmUp).
+	inOrder bool
 }
 
 // own returns the junction of the chain an untrusted fresh start runs (it
@@ -488,6 +512,9 @@ func (cu *cursor) step() {
 	}
 	if cu.insideFrom > 0 && j == cu.insideFrom-2 && !cu.trusted && cu.warmFrom == j+1-ch.plan.warm {
 		ch.keepWarm(j+1, cu.cur) // the warm-up's last row: junction j+1's check reads it
+	}
+	if cu.err == nil {
+		cu.stepLock()
 	}
 	if !cu.trusted || cu.err != nil {
 		return
@@ -549,11 +576,20 @@ func (cu *cursor) junction(a int64) {
 		cu.trusted = true
 		return
 	}
-	w := ch.keptWarm(a)
+	w, met := ch.keptWarm(a), false
 	if w == nil || w.i != a-1 {
-		w = ch.warmRow(a, &cu.warm)
+		switch {
+		case cu.lock == a && (cu.lockMet || cu.warm.a.i == a-1):
+			w, met = cu.warm.a, cu.lockMet // the warm-up run beside the cursor
+		case cu.pre != nil:
+			w = cu.pre.take(a) // computed ahead
+		}
+		if w == nil {
+			cu.lock = 0
+			w = ch.warmRow(a, &cu.warm)
+		}
 	}
-	if rowsEqual(w, cu.cur) {
+	if met || rowsEqual(w, cu.cur) {
 		ch.stepRow(cu.cur, cu.nxt, &cu.sc)
 		ch.coalesced.Add(1)
 	} else {
@@ -575,6 +611,46 @@ func (cu *cursor) junction(a int64) {
 	ch.keepBlockStart(cu.nxt)
 }
 
+// stepLock is called by step once the cursor's row j is computed: it
+// steps the warm-up run beside the cursor (see startLock) to row j, and
+// compares the two rows bit for bit, until they are equal once. From a
+// row where they are equal they stay equal (each next row is the same
+// step of the same row), so the warm-up's row a-1, the one junction a's
+// check compares with the cursor's, is the cursor's: the junction
+// coalesces, and the warm-up stops there. A warm-up that never meets the
+// cursor's rows reaches row a-1 as warmRow would, and the check reads it.
+func (cu *cursor) stepLock() {
+	if cu.lock != 0 && cu.cur.i < cu.lock {
+		if w := &cu.warm; !cu.lockMet && w.a.i == cu.cur.i-1 {
+			cu.ch.stepRow(w.a, w.b, &w.sc)
+			w.a, w.b = w.b, w.a
+			cu.lockMet = rowsEqual(w.a, cu.cur)
+		}
+		return
+	}
+	cu.lock = 0
+	cu.startLock()
+}
+
+// startLock starts, at row j = a - warm of the cursor, the warm-up of the
+// junction a above it beside the cursor's rows (stepLock), when the walk
+// will check junction a and nothing kept spares the check its warm-up.
+// Blocks are no shorter than warm-ups, so no junction lies between.
+func (cu *cursor) startLock() {
+	ch, j := cu.ch, cu.cur.i
+	pl := ch.plan
+	a := j + pl.warm
+	if referenceOnly || ch.plainJunctions || cu.pre != nil || cu.probe || cu.lock != 0 || cu.err != nil || cu.hitStationary || !pl.isJunction(a) || pl.warm > pl.block ||
+		a-1 > cu.lockTo || (!cu.trusted && cu.warmFrom == j) || ch.blockStart(a) != nil || ch.keptWarm(a) != nil {
+		return
+	}
+	if cu.warm.a == nil {
+		cu.warm.a, cu.warm.b = &rowState{}, &rowState{}
+	}
+	ch.guessRow(cu.warm.a, j)
+	cu.lock, cu.lockMet = a, rowsEqual(cu.warm.a, cu.cur)
+}
+
 // finish verifies the junction above the cursor's row, if there is one, so
 // that both pairs next to the row are checked before it is used; the
 // cursor's row is unchanged. It returns the cursor's error.
@@ -582,7 +658,10 @@ func (cu *cursor) finish() error {
 	ch := cu.ch
 	a := cu.cur.i + 1
 	if cu.err == nil && ch.plan.isJunction(a) && ch.blockStart(a) == nil {
-		probe := &cursor{ch: ch, cur: cu.cur.clone(), nxt: &rowState{}, trusted: cu.trusted}
+		probe := &cursor{ch: ch, cur: cu.cur.clone(), nxt: &rowState{}, trusted: cu.trusted, probe: true, pre: cu.pre}
+		if cu.lock == a {
+			probe.lock, probe.lockMet, probe.warm = a, cu.lockMet, cu.warm
+		}
 		probe.step()
 		cu.err = probe.err
 	}
