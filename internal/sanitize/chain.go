@@ -146,7 +146,7 @@ func (ch *rowChain) rows(ctx context.Context, from, to int64, fn func(r *rowStat
 func (ch *rowChain) walk(ctx context.Context, cu *cursor, from, to int64, fn func(r *rowState, d int64) bool) error {
 	j := from
 	if cu != nil {
-		cu.lockTo = to
+		cu.to = to
 		if pw := ch.startPrewarm(cu, to); pw != nil {
 			cu.pre = pw
 			defer func() { pw.stop(); cu.pre = nil }()
@@ -475,13 +475,16 @@ type cursor struct {
 	// The warm-up of the next junction run beside the cursor's rows
 	// (stepLock): lock is that junction (0: none), its row is warm.a;
 	// lockMet: it equalled the cursor's row bit for bit at some row, so it
-	// equals it up to row lock-1. lockTo is the highest row the walk that
-	// steps the cursor hands out (no warm-up runs for a junction above
-	// lockTo+1); probe: a cursor of finish, which starts none.
-	lock, lockTo int64
-	lockMet      bool
-	probe        bool
-	pre          *prewarm // the warm-ups computed ahead of the walk (prewarm.go), or nil
+	// equals it up to row lock-1. probe: a cursor of finish, which starts
+	// none.
+	lock    int64
+	lockMet bool
+	probe   bool
+	// to is the highest row the walk that steps the cursor hands out: no
+	// warm-up runs beside it for a junction above to+1, and it keeps rows
+	// inside blocks only near to (keepsInnerNear).
+	to  int64
+	pre *prewarm // the warm-ups computed ahead of the walk (prewarm.go), or nil
 	// inOrder: every row the walk needs is stepped on its goroutine when
 	// needed (no warm-ups ahead), for a caller that budgets the rows
 	// stepped as it goes (Table.WarmUp).
@@ -507,7 +510,7 @@ func (cu *cursor) step() {
 	}
 	cu.cur, cu.nxt = cu.nxt, cu.cur
 	j := cu.cur.i
-	if cu.err == nil && ch.plan.keepsInner(j) && cu.usable() {
+	if cu.err == nil && ch.plan.keepsInner(j) && cu.usable() && cu.keepsInnerNear(j) {
 		ch.keepInner(cu.cur)
 	}
 	if cu.insideFrom > 0 && j == cu.insideFrom-2 && !cu.trusted && cu.warmFrom == j+1-ch.plan.warm {
@@ -526,6 +529,24 @@ func (cu *cursor) step() {
 		ch.record(cu.cur)
 	}
 }
+
+// keepsInnerNear reports whether the cursor keeps row j, a row inside its
+// block that keepInner keeps: on a walk of many blocks only the rows within
+// innerHorizon kept rows of the walk's last row to. The map of kept inner
+// rows holds about limit = keptRowsOf rows and drops an arbitrary one for
+// each new one, so a row kept k rows before the walk's end survives it with
+// probability about e^(-k/limit): of the rows below the horizon it would
+// keep about e^-innerHorizon (14%) of limit (and none, usually, of the
+// many it copied). A walk that stops well below to keeps none near where
+// it stopped. Table.WarmUp's walk (inOrder) keeps every one, as its rows
+// are stored.
+func (cu *cursor) keepsInnerNear(j int64) bool {
+	return cu.inOrder || cu.to-j < innerHorizon*innerSpacing*int64(keptRowsOf(cu.cur))
+}
+
+// innerHorizon is how many times the bound of kept inner rows a walk keeps
+// below its last row (keepsInnerNear).
+const innerHorizon = 2
 
 // detectCycle compares the new row j with rows j-p, p = 1..maxPeriod, and
 // records the first exact match as the stationary cycle j-p .. j-1. Only
@@ -641,7 +662,7 @@ func (cu *cursor) startLock() {
 	pl := ch.plan
 	a := j + pl.warm
 	if referenceOnly || ch.plainJunctions || cu.pre != nil || cu.probe || cu.lock != 0 || cu.err != nil || cu.hitStationary || !pl.isJunction(a) || pl.warm > pl.block ||
-		a-1 > cu.lockTo || (!cu.trusted && cu.warmFrom == j) || ch.blockStart(a) != nil || ch.keptWarm(a) != nil {
+		a-1 > cu.to || (!cu.trusted && cu.warmFrom == j) || ch.blockStart(a) != nil || ch.keptWarm(a) != nil {
 		return
 	}
 	if cu.warm.a == nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/pwsd/pwsd/internal/cpuclock"
 	"github.com/pwsd/pwsd/internal/sanitize"
 	"github.com/pwsd/pwsd/internal/store"
 )
@@ -30,10 +31,19 @@ func BenchmarkFrequencyRowsCold(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
+					cpu0, err := cpuclock.Process()
+					if err != nil {
+						b.Fatal(err)
+					}
 					rows, err := svc.Tables.FrequencyRows(context.Background(), p, smp, m, f, f)
 					if err != nil || len(rows.Rows) != 1 {
 						b.Fatal(err)
 					}
+					cpu1, err := cpuclock.Process()
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.ReportMetric(float64((cpu1 - cpu0).Milliseconds()), "cpu-ms")
 				}
 			})
 		}
