@@ -335,12 +335,11 @@ func (ch *rowChain) stepRow(prev, dst *rowState, sc *scratch5) {
 }
 
 // warmRow returns row a-1 of the chain that starts warm rows below
-// junction a, computed in the buffers of w.
-func (ch *rowChain) warmRow(a int64, w *warmBuffers) *rowState {
-	if w.a == nil {
-		w.a, w.b = &rowState{}, &rowState{}
-	}
-	cur, nxt := ch.guessRow(w.a, a-ch.plan.warm), w.b
+// junction a, computed in the buffers of w from the guess row, or from
+// head, a row of that chain below a (computed ahead: prewarm.go) when not
+// nil.
+func (ch *rowChain) warmRow(a int64, w *warmBuffers, head *rowState) *rowState {
+	cur, nxt := w.start(ch, a, head), w.b
 	for cur.i < a-1 {
 		ch.stepRow(cur, nxt, &w.sc)
 		cur, nxt = nxt, cur
@@ -353,6 +352,19 @@ func (ch *rowChain) warmRow(a int64, w *warmBuffers) *rowState {
 type warmBuffers struct {
 	a, b *rowState
 	sc   scratch5
+}
+
+// start sets w.a to the first row of junction a's warm-up, the guess row,
+// or to a copy of head, a later row of it, when not nil; it returns w.a.
+func (w *warmBuffers) start(ch *rowChain, a int64, head *rowState) *rowState {
+	if w.a == nil {
+		w.a, w.b = &rowState{}, &rowState{}
+	}
+	if head != nil {
+		w.a.copyFrom(head)
+		return w.a
+	}
+	return ch.guessRow(w.a, a-ch.plan.warm)
 }
 
 // rowsEqual reports whether a and b are the same row in every field the
@@ -599,15 +611,11 @@ func (cu *cursor) junction(a int64) {
 	}
 	w, met := ch.keptWarm(a), false
 	if w == nil || w.i != a-1 {
-		switch {
-		case cu.lock == a && (cu.lockMet || cu.warm.a.i == a-1):
+		if cu.lock == a && (cu.lockMet || cu.warm.a.i == a-1) {
 			w, met = cu.warm.a, cu.lockMet // the warm-up run beside the cursor
-		case cu.pre != nil:
-			w = cu.pre.take(a) // computed ahead
-		}
-		if w == nil {
+		} else {
 			cu.lock = 0
-			w = ch.warmRow(a, &cu.warm)
+			w = ch.warmRow(a, &cu.warm, cu.pre.take(a))
 		}
 	}
 	if met || rowsEqual(w, cu.cur) {
@@ -642,11 +650,7 @@ func (cu *cursor) junction(a int64) {
 // cursor's rows reaches row a-1 as warmRow would, and the check reads it.
 func (cu *cursor) stepLock() {
 	if cu.lock != 0 && cu.cur.i < cu.lock {
-		if w := &cu.warm; !cu.lockMet && w.a.i == cu.cur.i-1 {
-			cu.ch.stepRow(w.a, w.b, &w.sc)
-			w.a, w.b = w.b, w.a
-			cu.lockMet = rowsEqual(w.a, cu.cur)
-		}
+		cu.compareLock()
 		return
 	}
 	cu.lock = 0
@@ -661,15 +665,30 @@ func (cu *cursor) startLock() {
 	ch, j := cu.ch, cu.cur.i
 	pl := ch.plan
 	a := j + pl.warm
-	if referenceOnly || ch.plainJunctions || cu.pre != nil || cu.probe || cu.lock != 0 || cu.err != nil || cu.hitStationary || !pl.isJunction(a) || pl.warm > pl.block ||
+	if referenceOnly || ch.plainJunctions || cu.probe || cu.lock != 0 || cu.err != nil || cu.hitStationary || !pl.isJunction(a) || pl.warm > pl.block ||
 		a-1 > cu.to || (!cu.trusted && cu.warmFrom == j) || ch.blockStart(a) != nil || ch.keptWarm(a) != nil {
 		return
 	}
-	if cu.warm.a == nil {
-		cu.warm.a, cu.warm.b = &rowState{}, &rowState{}
+	cu.warm.start(ch, a, cu.pre.take(a))
+	cu.lock, cu.lockMet = a, false
+	cu.compareLock()
+}
+
+// compareLock steps the warm-up beside the cursor to the cursor's row j
+// (unless it is there, or above: a head computed ahead) and compares the
+// two rows when both are row j.
+func (cu *cursor) compareLock() {
+	w, j := &cu.warm, cu.cur.i
+	if cu.lockMet {
+		return
 	}
-	ch.guessRow(cu.warm.a, j)
-	cu.lock, cu.lockMet = a, rowsEqual(cu.warm.a, cu.cur)
+	if w.a.i == j-1 {
+		cu.ch.stepRow(w.a, w.b, &w.sc)
+		w.a, w.b = w.b, w.a
+	}
+	if w.a.i == j {
+		cu.lockMet = rowsEqual(w.a, cu.cur)
+	}
 }
 
 // finish verifies the junction above the cursor's row, if there is one, so

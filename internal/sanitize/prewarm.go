@@ -6,37 +6,44 @@ import (
 	"sync/atomic"
 )
 
-// Junction warm-ups ahead of a long walk, on a second goroutine.
+// The heads of junction warm-ups, ahead of a long walk, on a second
+// goroutine.
 //
 // A walk across many blocks checks every junction on its way, and each
-// check reads the last row of the new chain's warm-up (warmRow): about as
-// many rows again as the walk steps. Those warm-ups depend on the
-// parameters and the junction only, not on the walk's rows, so a second
-// goroutine can compute them ahead of the walk while the walk steps its
-// own rows (the machine has a second core). The walk takes them in
-// ascending order of junction (prewarm.take) and checks each junction
-// exactly as before: the warm-up row is warmRow's, bit for bit (the same
-// guess row, the same steps), only computed elsewhere. No row of the table
-// depends on which goroutine computed a warm-up, or on timing.
-//
-// A walk with a prewarm runs no warm-up beside its rows (stepLock), whose
-// early stop needs the walk's rows; on one core, under pwsd_reference, for
-// short walks and for Table.WarmUp (its budget of rows stepped must not
-// depend on timing), warm-ups stay on the walk's goroutine.
+// check reads the last row of the new chain's warm-up. The walk runs each
+// warm-up beside its own rows and stops it where the two meet bit for bit
+// (cursor.stepLock); they meet after 173-280 of the 338 warm-up rows of the
+// tables route's cold case (eps 0.2, delta 1e-7, ppswor tau 2e-5), never
+// in the first half. A warm-up depends on the parameters and the junction
+// only, not on the walk's rows, so a second goroutine computes the first
+// half of each (its head: the guess row stepped prewarmHead rows) ahead of
+// the walk while the walk steps its own rows (the machine has a second
+// core). The walk takes each head in ascending order of junction
+// (prewarm.take) and runs the rest of that warm-up beside its rows as
+// before. A head is the rows warmRow steps, bit for bit (the same guess
+// row, the same steps), only computed elsewhere: no row of the table and
+// no junction's verdict depends on which goroutine computed it, or on
+// timing. On one core, under pwsd_reference, for short walks and for
+// Table.WarmUp (its budget of rows stepped must not depend on timing), the
+// walk computes its warm-ups alone.
 
-// prewarmAhead is how many finished warm-ups may wait for the walk.
+// prewarmAhead is how many finished heads may wait for the walk.
 const prewarmAhead = 2
 
 // prewarmMinJunctions is the fewest junctions a walk must cross for a
 // prewarm to start (a goroutine is not worth fewer).
 const prewarmMinJunctions = 4
 
-// prewarm computes the warm-up rows of the junctions first, first+block,
-// ..., last, in order, on its own goroutine (run).
+// prewarmHead returns how many rows of a warm-up of warm rows its head
+// steps: half of them, below where warm-ups meet the chain they check.
+func prewarmHead(warm int64) int64 { return warm / 2 }
+
+// prewarm computes the heads of the warm-ups of the junctions first,
+// first+block, ..., last, in order, on its own goroutine (run).
 type prewarm struct {
 	ch          *rowChain
 	first, last int64
-	out         chan *warmed // finished warm-ups, ascending
+	out         chan *warmed // finished heads, ascending
 	free        chan *warmed // buffers back from the walk
 	stopped     atomic.Bool
 	done        sync.WaitGroup
@@ -44,8 +51,7 @@ type prewarm struct {
 	inUse       *warmed // the last one take returned
 }
 
-// warmed is junction a's warm-up, its last row (row a-1 of chain a) in
-// buf.a.
+// warmed is the head of junction a's warm-up, in buf.a.
 type warmed struct {
 	a   int64
 	buf warmBuffers
@@ -84,7 +90,7 @@ func (ch *rowChain) startPrewarm(cu *cursor, to int64) *prewarm {
 	return pw
 }
 
-// run computes the warm-ups in ascending order of junction, skipping those
+// run computes the heads in ascending order of junction, skipping those
 // the chain keeps a verified row or warm-up row for, until the last or
 // stop; it closes out when done.
 func (pw *prewarm) run() {
@@ -105,23 +111,21 @@ func (pw *prewarm) run() {
 			w = &warmed{}
 		}
 		w.a = a
-		if !pw.warm(w) {
+		if !pw.head(w) {
 			return
 		}
 		pw.out <- w // waits while prewarmAhead wait for the walk
 	}
 }
 
-// warm computes w's warm-up row as warmRow does, and reports false when
-// the prewarm was stopped on the way.
-func (pw *prewarm) warm(w *warmed) bool {
+// head steps w's warm-up from the guess row prewarmHead rows, as warmRow
+// does, and reports false when the prewarm was stopped on the way.
+func (pw *prewarm) head(w *warmed) bool {
 	ch := pw.ch
 	b := &w.buf
-	if b.a == nil {
-		b.a, b.b = &rowState{}, &rowState{}
-	}
-	cur, nxt := ch.guessRow(b.a, w.a-ch.plan.warm), b.b
-	for cur.i < w.a-1 {
+	cur, nxt := b.start(ch, w.a, nil), b.b
+	end := min(cur.i+prewarmHead(ch.plan.warm), w.a-1)
+	for cur.i < end {
 		if cur.i%64 == 0 && pw.stopped.Load() {
 			return false
 		}
@@ -132,11 +136,12 @@ func (pw *prewarm) warm(w *warmed) bool {
 	return true
 }
 
-// take returns junction a's warm-up row, waiting for it, or nil when the
-// prewarm does not compute it (not in its range, or skipped because the
-// chain kept a row for it). The row stays valid until the next take.
+// take returns the head of junction a's warm-up, waiting for it, or nil
+// when the prewarm does not compute it (pw nil, a not in its range, or
+// skipped because the chain kept a row for it). The row stays valid until
+// the next take; the caller copies it (warmBuffers.start).
 func (pw *prewarm) take(a int64) *rowState {
-	if a < pw.first || a > pw.last || (a-pw.first)%pw.ch.plan.block != 0 {
+	if pw == nil || a < pw.first || a > pw.last || (a-pw.first)%pw.ch.plan.block != 0 {
 		return nil
 	}
 	for {
