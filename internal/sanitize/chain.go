@@ -147,6 +147,7 @@ func (ch *rowChain) walk(ctx context.Context, cu *cursor, from, to int64, fn fun
 	j := from
 	if cu != nil {
 		cu.to = to
+		_, _, cu.long = ch.longWalk(cu, to)
 		if pw := ch.startPrewarm(cu, to); pw != nil {
 			cu.pre = pw
 			defer func() { pw.stop(); cu.pre = nil }()
@@ -495,8 +496,9 @@ type cursor struct {
 	// to is the highest row the walk that steps the cursor hands out: no
 	// warm-up runs beside it for a junction above to+1, and it keeps rows
 	// inside blocks only near to (keepsInnerNear).
-	to  int64
-	pre *prewarm // the warm-ups computed ahead of the walk (prewarm.go), or nil
+	to   int64
+	long bool     // the walk checks many junctions (longWalk): warm-ups run beside it
+	pre  *prewarm // the warm-ups computed ahead of the walk (prewarm.go), or nil
 	// inOrder: every row the walk needs is stepped on its goroutine when
 	// needed (no warm-ups ahead), for a caller that budgets the rows
 	// stepped as it goes (Table.WarmUp).
@@ -659,13 +661,14 @@ func (cu *cursor) stepLock() {
 
 // startLock starts, at row j = a - warm of the cursor, the warm-up of the
 // junction a above it beside the cursor's rows (stepLock), when the walk
-// will check junction a and nothing kept spares the check its warm-up.
+// is long (longWalk), will check junction a and nothing kept spares the
+// check its warm-up.
 // Blocks are no shorter than warm-ups, so no junction lies between.
 func (cu *cursor) startLock() {
 	ch, j := cu.ch, cu.cur.i
 	pl := ch.plan
 	a := j + pl.warm
-	if referenceOnly || ch.plainJunctions || cu.probe || cu.lock != 0 || cu.err != nil || cu.hitStationary || !pl.isJunction(a) || pl.warm > pl.block ||
+	if !cu.long || cu.probe || cu.lock != 0 || cu.err != nil || cu.hitStationary || !pl.isJunction(a) || pl.warm > pl.block ||
 		a-1 > cu.to || (!cu.trusted && cu.warmFrom == j) || ch.blockStart(a) != nil || ch.keptWarm(a) != nil {
 		return
 	}

@@ -23,15 +23,16 @@ import (
 // before. A head is the rows warmRow steps, bit for bit (the same guess
 // row, the same steps), only computed elsewhere: no row of the table and
 // no junction's verdict depends on which goroutine computed it, or on
-// timing. On one core, under pwsd_reference, for short walks and for
-// Table.WarmUp (its budget of rows stepped must not depend on timing), the
-// walk computes its warm-ups alone.
+// timing. On one core and for Table.WarmUp (its budget of rows stepped
+// must not depend on timing) the walk computes its warm-ups alone, beside
+// its rows; under pwsd_reference and on short walks (longWalk) it warms
+// each junction up when it reaches it, as before.
 
 // prewarmAhead is how many finished heads may wait for the walk.
 const prewarmAhead = 2
 
-// prewarmMinJunctions is the fewest junctions a walk must cross for a
-// prewarm to start (a goroutine is not worth fewer).
+// prewarmMinJunctions is the fewest junctions a walk must check for its
+// warm-ups to run beside it and ahead (longWalk).
 const prewarmMinJunctions = 4
 
 // prewarmHead returns how many rows of a warm-up of warm rows its head
@@ -61,23 +62,8 @@ type warmed struct {
 // or nil when the walk crosses too few junctions to check or a second
 // goroutine would not help.
 func (ch *rowChain) startPrewarm(cu *cursor, to int64) *prewarm {
-	pl := ch.plan
-	if referenceOnly || ch.plainJunctions || ch.noPrewarm || !pl.enabled() || runtime.GOMAXPROCS(0) < 2 || cu.inOrder || cu.hitStationary {
-		return nil
-	}
-	last := min(to+1, pl.final)
-	if last < pl.from || last <= cu.cur.i {
-		return nil
-	}
-	last = pl.junctionBelow(last)
-	first := pl.from // the first junction above the cursor's row
-	if c := cu.cur.i; c >= pl.from {
-		first = pl.junctionBelow(c) + pl.block
-	}
-	if own := cu.own(); own == first {
-		first += pl.block // a fresh start is its own junction's chain
-	}
-	if last < first || (last-first)/pl.block+1 < prewarmMinJunctions {
+	first, last, long := ch.longWalk(cu, to)
+	if !long || ch.noPrewarm || runtime.GOMAXPROCS(0) < 2 || cu.inOrder {
 		return nil
 	}
 	pw := &prewarm{
@@ -88,6 +74,33 @@ func (ch *rowChain) startPrewarm(cu *cursor, to int64) *prewarm {
 	pw.done.Add(1)
 	go pw.run()
 	return pw
+}
+
+// longWalk returns the first and last junction that the walk of cu up to
+// row to checks (but its own), and whether they are at least
+// prewarmMinJunctions: only such a walk runs warm-ups beside its rows
+// (stepLock) or ahead. A walk that ends early (its caller wants no more
+// rows) wastes at most the warm-ups under way, little beside a long walk;
+// short walks (a chunk's rows, a draw's) warm up at the junctions they
+// reach, as the plain check does.
+func (ch *rowChain) longWalk(cu *cursor, to int64) (first, last int64, long bool) {
+	pl := ch.plan
+	if referenceOnly || ch.plainJunctions || !pl.enabled() || cu.hitStationary {
+		return 0, 0, false
+	}
+	last = min(to+1, pl.final)
+	if last < pl.from || last <= cu.cur.i {
+		return 0, 0, false
+	}
+	last = pl.junctionBelow(last)
+	first = pl.from // the first junction above the cursor's row
+	if c := cu.cur.i; c >= pl.from {
+		first = pl.junctionBelow(c) + pl.block
+	}
+	if own := cu.own(); own == first {
+		first += pl.block // a fresh start is its own junction's chain
+	}
+	return first, last, last >= first && (last-first)/pl.block+1 >= prewarmMinJunctions
 }
 
 // run computes the heads in ascending order of junction, skipping those
