@@ -61,6 +61,10 @@ type rowChain struct {
 	qConst int64 // q_j is the same for all j >= qConst (never if not)
 
 	plan restartPlan // which chain computes each row (restart.go)
+	// Tests only. plainJunctions: every junction check warms its chain up
+	// on its own (warmRow), as under pwsd_reference: no warm-up beside the
+	// cursor (stepLock), none ahead (prewarm.go). noPrewarm: none ahead.
+	plainJunctions, noPrewarm bool
 
 	// The kept rows. Every one is a copy that is never modified once kept.
 	mu      sync.Mutex
@@ -142,6 +146,13 @@ func (ch *rowChain) rows(ctx context.Context, from, to int64, fn func(r *rowStat
 func (ch *rowChain) walk(ctx context.Context, cu *cursor, from, to int64, fn func(r *rowState, d int64) bool) error {
 	j := from
 	if cu != nil {
+		cu.to = to
+		_, _, cu.long = ch.longWalk(cu, to)
+		if pw := ch.startPrewarm(cu, to); pw != nil {
+			cu.pre = pw
+			defer func() { pw.stop(); cu.pre = nil }()
+		}
+		cu.startLock()
 		for n := 0; !cu.hitStationary; n++ {
 			if n%64 == 0 {
 				if err := ctx.Err(); err != nil {
@@ -325,12 +336,11 @@ func (ch *rowChain) stepRow(prev, dst *rowState, sc *scratch5) {
 }
 
 // warmRow returns row a-1 of the chain that starts warm rows below
-// junction a, computed in the buffers of w.
-func (ch *rowChain) warmRow(a int64, w *warmBuffers) *rowState {
-	if w.a == nil {
-		w.a, w.b = &rowState{}, &rowState{}
-	}
-	cur, nxt := ch.guessRow(w.a, a-ch.plan.warm), w.b
+// junction a, computed in the buffers of w from the guess row, or from
+// head, a row of that chain below a (computed ahead: prewarm.go) when not
+// nil.
+func (ch *rowChain) warmRow(a int64, w *warmBuffers, head *rowState) *rowState {
+	cur, nxt := w.start(ch, a, head), w.b
 	for cur.i < a-1 {
 		ch.stepRow(cur, nxt, &w.sc)
 		cur, nxt = nxt, cur
@@ -343,6 +353,19 @@ func (ch *rowChain) warmRow(a int64, w *warmBuffers) *rowState {
 type warmBuffers struct {
 	a, b *rowState
 	sc   scratch5
+}
+
+// start sets w.a to the first row of junction a's warm-up, the guess row,
+// or to a copy of head, a later row of it, when not nil; it returns w.a.
+func (w *warmBuffers) start(ch *rowChain, a int64, head *rowState) *rowState {
+	if w.a == nil {
+		w.a, w.b = &rowState{}, &rowState{}
+	}
+	if head != nil {
+		w.a.copyFrom(head)
+		return w.a
+	}
+	return ch.guessRow(w.a, a-ch.plan.warm)
 }
 
 // rowsEqual reports whether a and b are the same row in every field the
@@ -462,6 +485,24 @@ type cursor struct {
 	insideFrom int64
 	warm       warmBuffers
 	err        error // a JunctionError met on the way; sticky
+	// The warm-up of the next junction run beside the cursor's rows
+	// (stepLock): lock is that junction (0: none), its row is warm.a;
+	// lockMet: it equalled the cursor's row bit for bit at some row, so it
+	// equals it up to row lock-1. probe: a cursor of finish, which starts
+	// none.
+	lock    int64
+	lockMet bool
+	probe   bool
+	// to is the highest row the walk that steps the cursor hands out: no
+	// warm-up runs beside it for a junction above to+1, and it keeps rows
+	// inside blocks only near to (keepsInnerNear).
+	to   int64
+	long bool     // the walk checks many junctions (longWalk): warm-ups run beside it
+	pre  *prewarm // the warm-ups computed ahead of the walk (prewarm.go), or nil
+	// inOrder: every row the walk needs is stepped on its goroutine when
+	// needed (no warm-ups ahead), for a caller that budgets the rows
+	// stepped as it goes (Table.WarmUp).
+	inOrder bool
 }
 
 // own returns the junction of the chain an untrusted fresh start runs (it
@@ -483,11 +524,14 @@ func (cu *cursor) step() {
 	}
 	cu.cur, cu.nxt = cu.nxt, cu.cur
 	j := cu.cur.i
-	if cu.err == nil && ch.plan.keepsInner(j) && cu.usable() {
+	if cu.err == nil && ch.plan.keepsInner(j) && cu.usable() && cu.keepsInnerNear(j) {
 		ch.keepInner(cu.cur)
 	}
 	if cu.insideFrom > 0 && j == cu.insideFrom-2 && !cu.trusted && cu.warmFrom == j+1-ch.plan.warm {
 		ch.keepWarm(j+1, cu.cur) // the warm-up's last row: junction j+1's check reads it
+	}
+	if cu.err == nil {
+		cu.stepLock()
 	}
 	if !cu.trusted || cu.err != nil {
 		return
@@ -499,6 +543,24 @@ func (cu *cursor) step() {
 		ch.record(cu.cur)
 	}
 }
+
+// keepsInnerNear reports whether the cursor keeps row j, a row inside its
+// block that keepInner keeps: on a walk of many blocks only the rows within
+// innerHorizon kept rows of the walk's last row to. The map of kept inner
+// rows holds about limit = keptRowsOf rows and drops an arbitrary one for
+// each new one, so a row kept k rows before the walk's end survives it with
+// probability about e^(-k/limit): of the rows below the horizon it would
+// keep about e^-innerHorizon (14%) of limit (and none, usually, of the
+// many it copied). A walk that stops well below to keeps none near where
+// it stopped. Table.WarmUp's walk (inOrder) keeps every one, as its rows
+// are stored.
+func (cu *cursor) keepsInnerNear(j int64) bool {
+	return cu.inOrder || cu.to-j < innerHorizon*innerSpacing*int64(keptRowsOf(cu.cur))
+}
+
+// innerHorizon is how many times the bound of kept inner rows a walk keeps
+// below its last row (keepsInnerNear).
+const innerHorizon = 2
 
 // detectCycle compares the new row j with rows j-p, p = 1..maxPeriod, and
 // records the first exact match as the stationary cycle j-p .. j-1. Only
@@ -549,11 +611,16 @@ func (cu *cursor) junction(a int64) {
 		cu.trusted = true
 		return
 	}
-	w := ch.keptWarm(a)
+	w, met := ch.keptWarm(a), false
 	if w == nil || w.i != a-1 {
-		w = ch.warmRow(a, &cu.warm)
+		if cu.lock == a && (cu.lockMet || cu.warm.a.i == a-1) {
+			w, met = cu.warm.a, cu.lockMet // the warm-up run beside the cursor
+		} else {
+			cu.lock = 0
+			w = ch.warmRow(a, &cu.warm, cu.pre.take(a))
+		}
 	}
-	if rowsEqual(w, cu.cur) {
+	if met || rowsEqual(w, cu.cur) {
 		ch.stepRow(cu.cur, cu.nxt, &cu.sc)
 		ch.coalesced.Add(1)
 	} else {
@@ -575,6 +642,58 @@ func (cu *cursor) junction(a int64) {
 	ch.keepBlockStart(cu.nxt)
 }
 
+// stepLock is called by step once the cursor's row j is computed: it
+// steps the warm-up run beside the cursor (see startLock) to row j, and
+// compares the two rows bit for bit, until they are equal once. From a
+// row where they are equal they stay equal (each next row is the same
+// step of the same row), so the warm-up's row a-1, the one junction a's
+// check compares with the cursor's, is the cursor's: the junction
+// coalesces, and the warm-up stops there. A warm-up that never meets the
+// cursor's rows reaches row a-1 as warmRow would, and the check reads it.
+func (cu *cursor) stepLock() {
+	if cu.lock != 0 && cu.cur.i < cu.lock {
+		cu.compareLock()
+		return
+	}
+	cu.lock = 0
+	cu.startLock()
+}
+
+// startLock starts, at row j = a - warm of the cursor, the warm-up of the
+// junction a above it beside the cursor's rows (stepLock), when the walk
+// is long (longWalk), will check junction a and nothing kept spares the
+// check its warm-up.
+// Blocks are no shorter than warm-ups, so no junction lies between.
+func (cu *cursor) startLock() {
+	ch, j := cu.ch, cu.cur.i
+	pl := ch.plan
+	a := j + pl.warm
+	if !cu.long || cu.probe || cu.lock != 0 || cu.err != nil || cu.hitStationary || !pl.isJunction(a) || pl.warm > pl.block ||
+		a-1 > cu.to || (!cu.trusted && cu.warmFrom == j) || ch.blockStart(a) != nil || ch.keptWarm(a) != nil {
+		return
+	}
+	cu.warm.start(ch, a, cu.pre.take(a))
+	cu.lock, cu.lockMet = a, false
+	cu.compareLock()
+}
+
+// compareLock steps the warm-up beside the cursor to the cursor's row j
+// (unless it is there, or above: a head computed ahead) and compares the
+// two rows when both are row j.
+func (cu *cursor) compareLock() {
+	w, j := &cu.warm, cu.cur.i
+	if cu.lockMet {
+		return
+	}
+	if w.a.i == j-1 {
+		cu.ch.stepRow(w.a, w.b, &w.sc)
+		w.a, w.b = w.b, w.a
+	}
+	if w.a.i == j {
+		cu.lockMet = rowsEqual(w.a, cu.cur)
+	}
+}
+
 // finish verifies the junction above the cursor's row, if there is one, so
 // that both pairs next to the row are checked before it is used; the
 // cursor's row is unchanged. It returns the cursor's error.
@@ -582,7 +701,10 @@ func (cu *cursor) finish() error {
 	ch := cu.ch
 	a := cu.cur.i + 1
 	if cu.err == nil && ch.plan.isJunction(a) && ch.blockStart(a) == nil {
-		probe := &cursor{ch: ch, cur: cu.cur.clone(), nxt: &rowState{}, trusted: cu.trusted}
+		probe := &cursor{ch: ch, cur: cu.cur.clone(), nxt: &rowState{}, trusted: cu.trusted, probe: true, pre: cu.pre}
+		if cu.lock == a {
+			probe.lock, probe.lockMet, probe.warm = a, cu.lockMet, cu.warm
+		}
 		probe.step()
 		cu.err = probe.err
 	}

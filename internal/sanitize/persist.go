@@ -69,7 +69,9 @@ func (t *Table) WarmUp(ctx context.Context, maxSteps int64) (int64, error) {
 	start := t.stepped.Load()
 	var dense []*rowState
 	reached := int64(0)
-	err := t.walk(ctx, t.cursorFor(1), 1, MaxFrequency, func(r *rowState, d int64) bool {
+	cu := t.cursorFor(1)
+	cu.inOrder = true // the budget counts rows as they are stepped
+	err := t.walk(ctx, cu, 1, MaxFrequency, func(r *rowState, d int64) bool {
 		if d != 0 { // past the detected stationary cycle
 			reached = MaxFrequency
 			return false

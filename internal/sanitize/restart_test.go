@@ -211,7 +211,7 @@ func TestRestartRandomAccess(t *testing.T) {
 		// A kept warm-up row is the one the junction check would compute.
 		for a, w := range rt.warms {
 			var wb warmBuffers
-			if !rowsEqual(w, rt.warmRow(a, &wb)) {
+			if !rowsEqual(w, rt.warmRow(a, &wb, nil)) {
 				t.Errorf("the kept warm-up row of junction %d differs from a fresh warm-up", a)
 			}
 		}
@@ -302,7 +302,7 @@ func TestUncheckedRestartViolatesDP(t *testing.T) {
 		}
 		var w warmBuffers
 		tb.plan.warm = 2
-		r := tb.warmRow(a, &w)
+		r := tb.warmRow(a, &w, nil)
 		next := &rowState{}
 		tb.stepRow(r, next, &w.sc)
 		up, down := AuditRows(prev, next.row(0, nil), tb.p)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/pwsd/pwsd/internal/cpuclock"
 	"github.com/pwsd/pwsd/internal/sanitize"
 	"github.com/pwsd/pwsd/internal/store"
 )
@@ -30,10 +31,19 @@ func BenchmarkFrequencyRowsCold(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
+					cpu0, err := cpuclock.Process()
+					if err != nil {
+						b.Fatal(err)
+					}
 					rows, err := svc.Tables.FrequencyRows(context.Background(), p, smp, m, f, f)
 					if err != nil || len(rows.Rows) != 1 {
 						b.Fatal(err)
 					}
+					cpu1, err := cpuclock.Process()
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.ReportMetric(float64((cpu1 - cpu0).Milliseconds()), "cpu-ms")
 				}
 			})
 		}
@@ -43,6 +53,8 @@ func BenchmarkFrequencyRowsCold(b *testing.B) {
 // BenchmarkFrequencyRowsColdRowsOnly is the floor of BenchmarkFrequencyRowsCold:
 // streaming the sanitizer rows 1..frequency+200 alone (the row supports
 // start above the frequency after about 140 more rows), on a fresh table.
+// It reports the rows the table stepped (junction checks' warm-ups
+// included).
 func BenchmarkFrequencyRowsColdRowsOnly(b *testing.B) {
 	p, err := sanitize.NewPrivacy(0.2, 1e-7)
 	if err != nil {
@@ -63,6 +75,7 @@ func BenchmarkFrequencyRowsColdRowsOnly(b *testing.B) {
 					if err := t.Rows(1, f+200, func(sanitize.Row) bool { return true }); err != nil {
 						b.Fatal(err)
 					}
+					b.ReportMetric(float64(t.RowsStepped()), "rows")
 				}
 			})
 		}
