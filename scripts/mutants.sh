@@ -70,7 +70,7 @@ for t in "${targets[@]}"; do
 	budget-service)
 		target budget-service internal/service "datasets.go" '^(TestCreateDataset|TestChargeDataset|TestBudgetPrecheck|ExampleDatasets_Charge)$'
 		;;
-	sanitize) target sanitize internal/sanitize "rounding.go audit.go restart.go chain.go" '^(TestDPAuditGrid|TestAuditDetectsViolations|TestRestartJunctionError|TestUncheckedRestartViolatesDP|TestRestartRandomAccess|TestRestartShortWarmUp|TestRestartPlan|ExampleAuditRows|FuzzTableAudit|TestRounding.*|Test.*Round.*|TestChain.*)$' ;;
+	sanitize) target sanitize internal/sanitize "rounding.go audit.go restart.go chain.go prewarm.go" '^(TestDPAuditGrid|TestAuditDetectsViolations|TestRestartJunctionError|TestUncheckedRestartViolatesDP|TestRestartRandomAccess|TestRestartShortWarmUp|TestRestartPlan|ExampleAuditRows|FuzzTableAudit|TestRounding.*|Test.*Round.*|TestChain.*|TestJunctionWarmUpsMatchPlain|TestRowsDigest|TestPrewarmStopsWithTheWalk)$' ;;
 	rounding) target rounding internal/sanitize "rounding.go" '^(TestTinyRoundingExact|TestDPAuditGrid|TestAuditDetectsViolations|TestRounding.*|Test.*Round.*)$' ;;
 	estimate) target estimate internal/estimate "densemle.go generalref.go argmax.go" '^(TestMLETieRule|TestMLEBeatsTable|Test.*BruteForce|TestDenseMLEMatchesRef|TestUnitRowsShareCopiedBuffers|TestGeneralBuilderMatchesRefOnHandMadeTables|TestBuildUnitMatchesRef)$' ;;
 	*)
