@@ -498,7 +498,10 @@ func (dr *Drawer) Prepare(freqs []int64, workers int) {
 	}
 	slices.Sort(todo)
 	todo = slices.Compact(todo)
-	// Clusters: runs of frequencies less than a restart apart.
+	// Clusters: runs of frequencies less than a restart apart, cut where
+	// a start of the next frequency (a kept row, rowChain.startCost)
+	// computes no more rows than walking on from the one before: the
+	// clusters then step the rows one walk would, on several goroutines.
 	gap := int64(minRestartFrom)
 	if dr.t.plan.enabled() {
 		gap = dr.t.plan.block
@@ -506,7 +509,7 @@ func (dr *Drawer) Prepare(freqs []int64, workers int) {
 	var clusters [][]int64
 	for k := 0; k < len(todo); {
 		end := k + 1
-		for end < len(todo) && todo[end]-todo[end-1] <= gap {
+		for end < len(todo) && todo[end]-todo[end-1] <= gap && dr.t.startCost(todo[end]) > todo[end]-todo[end-1] {
 			end++
 		}
 		clusters = append(clusters, todo[k:end])

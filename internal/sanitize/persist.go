@@ -34,7 +34,7 @@ import (
 // KeptRowsFormat is the version of the KeptRows encoding. It changes
 // whenever the layout changes; the encoding also carries AlgorithmVersion,
 // so rows of a binary whose maths differ are never restored.
-const KeptRowsFormat = 1
+const KeptRowsFormat = 2
 
 // keptMagic starts every KeptRows encoding.
 const keptMagic = "PWSKEPT"
@@ -67,7 +67,7 @@ func (t *Table) RowsStepped() int64 { return t.stepped.Load() }
 // ctx's error soon after ctx is done.
 func (t *Table) WarmUp(ctx context.Context, maxSteps int64) (int64, error) {
 	start := t.stepped.Load()
-	var dense []*rowState
+	var dense, mids []*rowState
 	reached := int64(0)
 	err := t.walk(ctx, t.cursorFor(1), 1, MaxFrequency, func(r *rowState, d int64) bool {
 		if d != 0 { // past the detected stationary cycle
@@ -80,6 +80,9 @@ func (t *Table) WarmUp(ctx context.Context, maxSteps int64) (int64, error) {
 		if pl := t.plan; r.i < denseTo && r.i%denseSpacing == 0 && !(pl.enabled() && r.i >= pl.from && r.i < pl.final) {
 			dense = append(dense, r.clone())
 		}
+		if pl := t.plan; pl.enabled() && r.i > pl.from && r.i == pl.midRow(pl.junctionBelow(r.i)) && len(mids) < maxBlockStarts {
+			mids = append(mids, r.clone())
+		}
 		return t.stepped.Load()-start < maxSteps
 	})
 	if err != nil {
@@ -89,7 +92,34 @@ func (t *Table) WarmUp(ctx context.Context, maxSteps int64) (int64, error) {
 		reached = MaxFrequency
 	}
 	t.keepDense(dense)
+	t.keepMids(mids)
 	return reached, nil
+}
+
+// midRow returns the row inside the block of junction a that a warm-up
+// keeps besides the block's verified first row (WarmUp, KeptRows): the row
+// keepInner would keep nearest the middle of the block, so that every row
+// of a restarted block is reached from a kept row at most about half a
+// block below it. It returns 0 when the block holds none (too short), or a
+// is no junction of a block that ends.
+func (pl restartPlan) midRow(a int64) int64 {
+	i := a + 1 + pl.block/2/innerSpacing*innerSpacing
+	if !pl.isJunction(a) || i == a+1 || !pl.inside(i, a) {
+		return 0
+	}
+	return i
+}
+
+// keepMids keeps the rows of mids (midRow of their blocks, from a walk
+// along the rows of the table, at most maxBlockStarts) as the table's
+// middle rows, which only a warm-up keeps and nothing evicts.
+func (t *Table) keepMids(mids []*rowState) {
+	if len(mids) == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.mids = keyedBy(mids, 0)
 }
 
 // Below denseTo a warm-up keeps a checkpoint every denseSpacing rows (four
@@ -137,10 +167,10 @@ func (t *Table) keepDense(dense []*rowState) {
 func (t *Table) KeptRows(maxBytes int) []byte {
 	k := t.kept()
 	cps := k.checkpoints[1:] // checkpoints[0] is row 0, always there
-	starts, inner, warms := sortedKept(k.starts), sortedKept(k.inner), sortedKept(k.warms)
+	starts, mids, inner, warms := sortedKept(k.starts), sortedKept(k.mids), sortedKept(k.inner), sortedKept(k.warms)
 	spacing, stat := k.spacing, k.cycle
 
-	budget := maxBytes - len(t.keptHeader(nil, spacing).Bytes()) - keptRowsSum - 5*binary10
+	budget := maxBytes - len(t.keptHeader(nil, spacing).Bytes()) - keptRowsSum - keptKinds*binary10
 	if budget < 0 {
 		return nil
 	}
@@ -161,14 +191,16 @@ func (t *Table) KeptRows(maxBytes int) []byte {
 	stat = fit(stat)
 	cps = fit(cps)
 	starts = fit(starts)
+	mids = fit(mids)
 	// A row inside a block whose verified first row is kept starts from
-	// that row (Table.startCost): inner rows of such blocks are not stored.
+	// that row or the block's middle row (Table.startCost): other inner
+	// rows of such blocks are not stored.
 	have := make(map[int64]bool, len(starts))
 	for _, r := range starts {
 		have[r.i] = true
 	}
 	inner = slices.DeleteFunc(inner, func(r *rowState) bool { return have[t.plan.junctionBelow(r.i)] })
-	return t.encodeKept(&keptRowsOfEncoding{spacing: spacing, stat: stat, cps: cps, starts: starts, inner: fit(inner), warms: fit(warms)})
+	return t.encodeKept(&keptRowsOfEncoding{spacing: spacing, stat: stat, cps: cps, starts: starts, mids: mids, inner: fit(inner), warms: fit(warms)})
 }
 
 // keptHeader writes the header of an encoding of t's kept rows: the magic,
@@ -190,7 +222,7 @@ func (t *Table) keptHeader(w *binenc.Writer, spacing int64) *binenc.Writer {
 // the SHA-256 checksum of all that.
 func (t *Table) encodeKept(e *keptRowsOfEncoding) []byte {
 	w := t.keptHeader(nil, e.spacing)
-	for _, kind := range [][]*rowState{e.stat, e.cps, e.starts, e.inner, e.warms} {
+	for _, kind := range e.kinds() {
 		w.Uvarint(uint64(len(kind)))
 		for _, r := range kind {
 			writeRow(w, r)
@@ -389,8 +421,16 @@ func (t *Table) checkRow(r *rowState) error {
 
 // keptRowsOfEncoding are the rows of a decoded encoding.
 type keptRowsOfEncoding struct {
-	spacing                         int64
-	stat, cps, starts, inner, warms []*rowState
+	spacing                               int64
+	stat, cps, starts, mids, inner, warms []*rowState
+}
+
+// keptKinds is the number of kinds of rows an encoding holds.
+const keptKinds = 6
+
+// kinds returns e's kinds of rows in the order of the encoding.
+func (e *keptRowsOfEncoding) kinds() [keptKinds][]*rowState {
+	return [...][]*rowState{e.stat, e.cps, e.starts, e.mids, e.inner, e.warms}
 }
 
 // decodeKeptRows checks data's checksum, header and parameters against t,
@@ -414,7 +454,7 @@ func (t *Table) decodeKeptRows(data []byte) (*keptRowsOfEncoding, error) {
 		return nil, errors.New("rows of other parameters")
 	}
 	e := &keptRowsOfEncoding{spacing: int64(r.Intn(uint64(MaxFrequency)))}
-	kinds := []*[]*rowState{&e.stat, &e.cps, &e.starts, &e.inner, &e.warms}
+	kinds := [keptKinds]*[]*rowState{&e.stat, &e.cps, &e.starts, &e.mids, &e.inner, &e.warms}
 	for _, kind := range kinds {
 		n := r.Intn(uint64(r.Len()))
 		for range n {
@@ -443,7 +483,7 @@ func (t *Table) checkKept(e *keptRowsOfEncoding) error {
 	if e.spacing < denseSpacing || e.spacing&(e.spacing-1) != 0 {
 		return errors.New("checkpoint spacing")
 	}
-	for _, kind := range [][]*rowState{e.stat, e.cps, e.starts, e.inner, e.warms} {
+	for _, kind := range e.kinds() {
 		for k, r := range kind {
 			if err := t.checkRow(r); err != nil {
 				return err
@@ -467,6 +507,14 @@ func (t *Table) checkKept(e *keptRowsOfEncoding) error {
 	for _, r := range e.starts {
 		if !pl.isJunction(r.i) {
 			return errors.New("a junction row off the junctions")
+		}
+	}
+	if len(e.mids) > maxBlockStarts {
+		return errors.New("too many middle rows")
+	}
+	for _, r := range e.mids {
+		if !pl.enabled() || r.i <= pl.from || pl.midRow(pl.junctionBelow(r.i)) != r.i {
+			return errors.New("a middle row off the blocks' middles")
 		}
 	}
 	for _, r := range e.inner {
@@ -516,7 +564,7 @@ func (t *Table) RestoreKeptRows(data []byte) error {
 		return err
 	}
 	k := keptSet{spacing: e.spacing, checkpoints: append([]*rowState{rowZero()}, e.cps...), cycle: e.stat}
-	k.starts, k.inner, k.warms = keyedBy(e.starts, 0), keyedBy(e.inner, 0), keyedBy(e.warms, 1)
+	k.starts, k.mids, k.inner, k.warms = keyedBy(e.starts, 0), keyedBy(e.mids, 0), keyedBy(e.inner, 0), keyedBy(e.warms, 1)
 	if err := t.restore(k); err != nil {
 		return fmt.Errorf("%w: %w", ErrKeptRows, err)
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -91,6 +93,9 @@ func TestKeptRowsRoundTrip(t *testing.T) {
 				kept = append(kept, r.i)
 			}
 			for i := range warm.starts {
+				kept = append(kept, i)
+			}
+			for i := range warm.mids {
 				kept = append(kept, i)
 			}
 			if st := warm.stationary(); st != nil {
@@ -211,7 +216,7 @@ func TestRestoreKeptRowsRefuses(t *testing.T) {
 			d[len(keptMagic)]++
 			s := sha256.Sum256(d)
 			return append(d, s[:]...)
-		}, "format 2"},
+		}, fmt.Sprintf("want %d", KeptRowsFormat)},
 		{"another algorithm version", restarts, func() []byte {
 			d := slices.Clone(dataR[:len(dataR)-sha256.Size])
 			d[len(keptMagic)+2]++ // the version string's first byte
@@ -245,6 +250,11 @@ func TestRestoreKeptRowsRefuses(t *testing.T) {
 			shiftUp(e.starts[0])
 			return resign(goodR, e)
 		}, "junction row off"},
+		{"a middle row off the blocks' middles", restarts, func() []byte {
+			e := decoded(goodR, dataR)
+			shiftUp(e.mids[0])
+			return resign(goodR, e)
+		}, "middle row off"},
 		{"an inner row where none is kept", restarts, func() []byte {
 			e := decoded(goodR, dataR)
 			e.inner = append(e.cps[:1:1], e.inner...)
@@ -266,7 +276,7 @@ func TestRestoreKeptRowsRefuses(t *testing.T) {
 				t.Fatalf("restore: %v, want ErrKeptRows naming %q", err, tc.want)
 			}
 			t.Log(err)
-			if len(tb.cps) != 1 || tb.starts != nil || tb.inner != nil || tb.warms != nil || tb.stationary() != nil {
+			if len(tb.cps) != 1 || tb.starts != nil || tb.inner != nil || tb.mids != nil || tb.warms != nil || tb.stationary() != nil {
 				t.Fatal("a refused restore left rows in the table")
 			}
 			i := tc.c.freqs[len(tc.c.freqs)-2]
@@ -331,7 +341,7 @@ func TestKeptRowsBound(t *testing.T) {
 		// Each kind is a prefix of the full one, and a larger limit keeps
 		// at least as many rows.
 		n := 0
-		for k, kind := range [][2][]*rowState{{e.cps, all.cps}, {e.starts, all.starts}, {e.inner, all.inner}, {e.warms, all.warms}} {
+		for k, kind := range [][2][]*rowState{{e.cps, all.cps}, {e.starts, all.starts}, {e.mids, all.mids}, {e.inner, all.inner}, {e.warms, all.warms}} {
 			got, want := kind[0], kind[1]
 			if len(got) > len(want) {
 				t.Fatalf("limit %d: kind %d has more rows than the table keeps", limit, k)
@@ -453,5 +463,130 @@ func BenchmarkDrawsAfterRestore(b *testing.B) {
 			}
 			b.ReportMetric(float64(len(data)), "kept-bytes")
 		})
+	}
+}
+
+// TestKeptMiddleRows: a warm-up keeps the middle row (midRow) of every
+// block it walked through, at a place fixed by the plan alone; after a
+// restore a row d rows above a block's middle row steps exactly d rows
+// and a row just below it exactly its distance from the block's verified
+// first row (the oracle: the nearest kept row below, no junction to
+// check), each equal bit for bit to the row computed from row 0.
+func TestKeptMiddleRows(t *testing.T) {
+	t.Parallel()
+	for _, c := range keptCases(t)[:1] {
+		for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
+			c.m = m
+			warm := c.warmTable(t)
+			pl := warm.plan
+			if len(warm.mids) == 0 {
+				t.Fatalf("%s: the warm-up kept no middle row", m)
+			}
+			for i := range warm.mids {
+				a := pl.junctionBelow(i)
+				if pl.midRow(a) != i || i-a < pl.block/4 || a+pl.block-i < pl.block/4 {
+					t.Fatalf("%s: middle row %d of the block at %d (%d rows) is not near its middle", m, i, a, pl.block)
+				}
+				if warm.starts[a] == nil {
+					t.Fatalf("%s: middle row %d kept without its block's first row", m, i)
+				}
+			}
+			data := warm.KeptRows(1 << 30)
+			mids := sortedKept(warm.mids)
+			for _, k := range []int{0, len(mids) / 2, len(mids) - 1} {
+				mid := mids[k].i
+				a := pl.junctionBelow(mid)
+				for _, tc := range []struct{ i, steps int64 }{{mid, 0}, {mid + 1, 1}, {mid + 40, 40}, {mid - 1, mid - 1 - a}} {
+					tb := newTable(c.p, c.s, c.m, c.plan)
+					if err := tb.RestoreKeptRows(data); err != nil {
+						t.Fatal(err)
+					}
+					before := tb.RowsStepped()
+					got, err := tb.Row(tc.i)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if n := tb.RowsStepped() - before; n != tc.steps {
+						t.Errorf("%s: row %d (middle row %d) stepped %d rows after the restore, want %d", m, tc.i, mid, n, tc.steps)
+					}
+					want, err := newTable(c.p, c.s, c.m, c.plan).Row(tc.i)
+					if err != nil {
+						t.Fatal(err)
+					}
+					sameRow(t, "a row near a middle row", got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestPrepareAfterRestoreSteps: on a restored table, Drawer.Prepare steps
+// exactly the rows a brute-force count gives (each distinct frequency in
+// ascending order walked from the nearer of the previous frequency and the
+// nearest kept row below it: checkpoint, verified junction row or middle
+// row, every junction's row being kept), on one goroutine or two (the
+// clusters cut at kept rows step the rows one walk would), and the draws
+// are those of a Drawer on a table that computed every row itself, bit for
+// bit.
+func TestPrepareAfterRestoreSteps(t *testing.T) {
+	t.Parallel()
+	c := keptCases(t)[0]
+	warm := c.warmTable(t)
+	data := warm.KeptRows(1 << 30)
+	var kept []int64
+	for _, r := range warm.cps {
+		kept = append(kept, r.i)
+	}
+	for _, m := range []map[int64]*rowState{warm.starts, warm.mids} {
+		for i := range m {
+			kept = append(kept, i)
+		}
+	}
+	slices.Sort(kept)
+	top := slices.Max(kept)
+	rng := rand.New(rand.NewPCG(37, 2))
+	freqs := make([]int64, 400)
+	for k := range freqs {
+		freqs[k] = 1 + rng.Int64N(top)
+		if k%3 == 0 {
+			freqs[k] = 1 + rng.Int64N(2000) // denser low down
+		}
+	}
+	distinct := slices.Compact(slices.Sorted(slices.Values(freqs)))
+	want, prev := int64(0), int64(-1)
+	for _, f := range distinct {
+		below := kept[sort.Search(len(kept), func(k int) bool { return kept[k] > f })-1]
+		want += f - max(below, prev)
+		prev = f
+	}
+	oracle := newTable(c.p, c.s, c.m, c.plan).NewDrawer(rand.New(rand.NewPCG(1, 1)))
+	var wantOut []Outcome
+	for _, f := range freqs {
+		o, err := oracle.Draw(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOut = append(wantOut, o)
+	}
+	for _, workers := range []int{1, 2} {
+		tb := newTable(c.p, c.s, c.m, c.plan)
+		if err := tb.RestoreKeptRows(data); err != nil {
+			t.Fatal(err)
+		}
+		before := tb.RowsStepped()
+		dr := tb.NewDrawer(rand.New(rand.NewPCG(1, 1)))
+		dr.Prepare(freqs, workers)
+		if n := tb.RowsStepped() - before; n != want {
+			t.Errorf("%d workers: Prepare stepped %d rows, want %d", workers, n, want)
+		}
+		for k, f := range freqs {
+			o, err := dr.Draw(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o != wantOut[k] {
+				t.Fatalf("%d workers: frequency %d drew %+v, want %+v", workers, f, o, wantOut[k])
+			}
+		}
 	}
 }
