@@ -72,6 +72,32 @@ func (c *Cache[K, V]) Add(key K, val V) V {
 	return val
 }
 
+// Replace caches val under key in place of old when old is what key
+// holds (compared with same), marks it most recently used, and reports
+// whether it did. The entry's cost becomes val's; least recently used
+// entries are evicted until the total cost fits, as Add does.
+func (c *Cache[K, V]) Replace(key K, old, val V, same func(a, b V) bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.byKey[key]
+	if !ok || !same(e.Value.(*entry[K, V]).val, old) {
+		return false
+	}
+	en := e.Value.(*entry[K, V])
+	cost := c.cost(val)
+	c.used += cost - en.cost
+	en.val, en.cost = val, cost
+	c.order.MoveToFront(e)
+	for c.used > c.max {
+		back := c.order.Back()
+		be := back.Value.(*entry[K, V])
+		c.order.Remove(back)
+		delete(c.byKey, be.key)
+		c.used -= be.cost
+	}
+	return true
+}
+
 // Len returns the number of cached entries.
 func (c *Cache[K, V]) Len() int {
 	c.mu.Lock()

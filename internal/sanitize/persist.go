@@ -568,8 +568,12 @@ func (t *Table) RestoreKeptRows(data []byte) error {
 	if err := t.restore(k); err != nil {
 		return fmt.Errorf("%w: %w", ErrKeptRows, err)
 	}
+	t.restored.Store(true)
 	return nil
 }
+
+// Restored reports whether RestoreKeptRows gave the table kept rows.
+func (t *Table) Restored() bool { return t.restored.Load() }
 
 // keyedBy returns rows keyed by their frequency plus off, or nil for none
 // (a chain keeps nil maps until it keeps a row).

@@ -511,9 +511,16 @@ type Prebuilt struct {
 // them in memory and in the store, and stores t's parameters' kept
 // sanitizer rows (kept.go) before it answers, so that the first release
 // after it, on any instance or after a restart, neither builds the chunks
-// nor computes its rows from row 0. Chunks already cached are not built
-// again. Admission (what a prebuild may cost) is the caller's.
+// nor computes its rows from row 0. The kept rows come first: when t did
+// not start from them, a Table restored from them takes t's place in the
+// cache (restoredSanitizer), builds the chunks and serves the next release
+// of this process. Chunks already cached are not built again. Admission
+// (what a prebuild may cost) is the caller's.
 func (c *Cache) Prebuild(ctx context.Context, t *sanitize.Table, gs []estimate.G, maxFrequency int64) (Prebuilt, error) {
+	if err := c.keepRows(ctx, t.Privacy(), t.Sampling(), t.Method()); err != nil {
+		return Prebuilt{}, err
+	}
+	t = c.restoredSanitizer(t)
 	size := estimate.ChunkSize(t.Privacy())
 	n := estimate.ChunkOf(float64(maxFrequency), size) + 1
 	ks := make([]int64, n)
@@ -539,9 +546,6 @@ func (c *Cache) Prebuild(ctx context.Context, t *sanitize.Table, gs []estimate.G
 		if _, err := c.ChunkSets(ctx, t, gs, ks[lo:min(lo+prebuildBatch, len(ks))], Read{}); err != nil {
 			return Prebuilt{}, err
 		}
-	}
-	if err := c.keepRows(ctx, t.Privacy(), t.Sampling(), t.Method()); err != nil {
-		return Prebuilt{}, err
 	}
 	return Prebuilt{ChunkSize: size, Chunks: n, Built: missing}, nil
 }
