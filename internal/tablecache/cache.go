@@ -64,6 +64,9 @@ type Cache struct {
 	supported  *lru.Cache[string, int64]
 	// flight holds the computations and chunk builds under way.
 	flight flight
+	// chunkBatch is the most chunk keys one store read asks for
+	// (storedChunkBatch; tests lower it).
+	chunkBatch int
 	// writeQueue holds the entries waiting to be written to the store
 	// (writeBehind), writeBytes their size, writing whether drainWrites
 	// runs; under writeMu.
@@ -117,8 +120,8 @@ func New(cfg Config) (*Cache, error) {
 		supported:   lru.New[string, int64](1024, nil),
 		prefetchers: make(chan struct{}, 1),
 		optional:    optional, stopOptional: stop,
-		version: AlgorithmVersion,
-		kept:    keptRows{steps: cfg.KeptRowsSteps, bytes: cfg.KeptRowsBytes, done: lru.New[string, bool](keptDoneKeys, nil)},
+		version: AlgorithmVersion, chunkBatch: storedChunkBatch,
+		kept: keptRows{steps: cfg.KeptRowsSteps, bytes: cfg.KeptRowsBytes, done: lru.New[string, bool](keptDoneKeys, nil)},
 	}, nil
 }
 

@@ -2,6 +2,7 @@ package tablecache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -292,24 +293,44 @@ func (c *Cache) loadStoredChunks(ctx context.Context, t *sanitize.Table, gs []es
 			}
 		}
 	}
-	for lo := 0; lo < len(wants); lo += storedChunkBatch {
-		part := wants[lo:min(lo+storedChunkBatch, len(wants))]
+	// The batches go out storedChunkReaders at a time: a release after a
+	// restart reads about 1,100 keys, and one statement after the other
+	// waited for each round trip in turn.
+	var wg sync.WaitGroup
+	errs := make([]error, (len(wants)+c.chunkBatch-1)/c.chunkBatch)
+	slots := make(chan struct{}, storedChunkReaders)
+	for lo := 0; lo < len(wants); lo += c.chunkBatch {
+		part := wants[lo:min(lo+c.chunkBatch, len(wants))]
 		keys := make([]string, len(part))
 		for i, w := range part {
 			keys[i] = w.key
 		}
-		got, err := b.GetTables(ctx, keys)
-		if err != nil {
-			return false, fmt.Errorf("reading table cache: %w", err)
-		}
-		for i, w := range part {
-			if got[i] != nil {
-				c.decodeChunk(w.key, got[i], w.g, size, w.k, w.withStats)
+		slots <- struct{}{}
+		wg.Add(1)
+		go func(n int) {
+			defer func() { <-slots; wg.Done() }()
+			got, err := b.GetTables(ctx, keys)
+			if err != nil {
+				errs[n] = fmt.Errorf("reading table cache: %w", err)
+				return
 			}
-		}
+			for i, w := range part {
+				if got[i] != nil {
+					c.decodeChunk(w.key, got[i], w.g, size, w.k, w.withStats)
+				}
+			}
+		}(lo / c.chunkBatch)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return false, err
 	}
 	return true, nil
 }
+
+// storedChunkReaders is how many batches of chunk keys loadStoredChunks
+// reads from the store at once.
+const storedChunkReaders = 3
 
 // buildRun builds chunks k0 .. k0+n-1 of every g (once under concurrency;
 // with estimatesOnly, estimate.ChunkAsk.EstimatesOnly), keeps them in memory
