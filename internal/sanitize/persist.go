@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/pwsd/pwsd/internal/binenc"
@@ -17,8 +18,8 @@ import (
 // A Table keeps, besides the samplers of the rows draws asked for, a few
 // rows from which any other row is cheap to reach: the checkpoints cps, the
 // verified first rows of restarted blocks (starts), every 32nd row inside
-// blocks (inner), the last warm-up rows of chains (warms) and the stationary
-// cycle (stat). Their values are functions of the public parameters only.
+// blocks (inner), after a warm-up the middle row of each block (mids), the
+// last warm-up rows of chains (warms) and the stationary cycle (stat). Their values are functions of the public parameters only.
 // KeptRows encodes them so that a new Table of the same parameters (after a
 // restart, or on another instance) starts from them rather than from row 0:
 // RestoreKeptRows checks the encoding (a SHA-256 checksum over all of it,
@@ -61,7 +62,8 @@ func (t *Table) RowsStepped() int64 { return t.stepped.Load() }
 // The table keeps what it keeps on any walk: the checkpoints, every
 // junction's verified row, every 32nd row inside blocks (within the bound
 // of keepInner) and the stationary cycle, and besides a checkpoint every 64
-// rows below 2^16 (keepDense). Which rows WarmUp computes depends on the
+// rows below 2^16 (keepDense) and the middle row of every block it walked
+// through (midRow, keepMids: at most maxBlockStarts). Which rows WarmUp computes depends on the
 // parameters and maxSteps only, never on a request: a table that has done
 // nothing else keeps rows that may be stored (KeptRows). It stops with
 // ctx's error soon after ctx is done.
@@ -157,11 +159,11 @@ func (t *Table) keepDense(dense []*rowState) {
 }
 
 // KeptRows returns the table's kept rows (checkpoints, verified junction
-// rows, rows inside blocks, warm-up ends, the stationary cycle), encoded
-// with the table's parameters, AlgorithmVersion and a checksum, in at most
-// maxBytes bytes: the stationary cycle first, then checkpoints, junction
-// rows, inner rows and warm-up ends, each kind in ascending order, as long
-// as they fit (a row left out is recomputed when needed); inner rows only of
+// rows, blocks' middle rows, rows inside blocks, warm-up ends, the
+// stationary cycle), encoded with the table's parameters, AlgorithmVersion
+// and a checksum, in at most maxBytes bytes: the stationary cycle first,
+// then checkpoints, junction rows, middle rows, inner rows and warm-up ends,
+// each kind in ascending order, as long as they fit (a row left out is recomputed when needed); inner rows only of
 // blocks whose first row is left out. It returns nil
 // when not even the header fits. The samplers of Draw are not included.
 func (t *Table) KeptRows(maxBytes int) []byte {
@@ -174,14 +176,18 @@ func (t *Table) KeptRows(maxBytes int) []byte {
 	if budget < 0 {
 		return nil
 	}
-	// Each kind is a prefix of its rows in ascending order.
+	// Each kind is a prefix of its rows in ascending order. A row's size
+	// depends on the row written before it (writeRow), in the order of
+	// the encoding: prev.
+	var prev *rowState
 	fit := func(rows []*rowState) []*rowState {
 		for n, r := range rows {
-			sz := encodedRowSize(r)
+			sz := encodedRowSize(r, prev)
 			if sz > budget {
 				return rows[:n]
 			}
 			budget -= sz
+			prev = r
 		}
 		return rows
 	}
@@ -222,10 +228,12 @@ func (t *Table) keptHeader(w *binenc.Writer, spacing int64) *binenc.Writer {
 // the SHA-256 checksum of all that.
 func (t *Table) encodeKept(e *keptRowsOfEncoding) []byte {
 	w := t.keptHeader(nil, e.spacing)
+	var prev *rowState
 	for _, kind := range e.kinds() {
 		w.Uvarint(uint64(len(kind)))
 		for _, r := range kind {
-			writeRow(w, r)
+			writeRow(w, r, prev)
+			prev = r
 		}
 	}
 	sum := sha256.Sum256(w.Bytes())
@@ -246,29 +254,36 @@ func sortedKept(m map[int64]*rowState) []*rowState {
 	return rows
 }
 
-// encodedRowSize returns the bytes writeRow takes for r.
-func encodedRowSize(r *rowState) int {
+// encodedRowSize returns the bytes writeRow takes for r after prev.
+func encodedRowSize(r, prev *rowState) int {
 	w := binenc.NewWriter(nil)
-	writeRow(w, r)
+	writeRow(w, r, prev)
 	return len(w.Bytes())
 }
 
+// encodedRowsSize returns the bytes writeRow takes for rows, the first
+// written first in an encoding.
 func encodedRowsSize(rows []*rowState) int {
 	n := 0
+	var prev *rowState
 	for _, r := range rows {
-		n += encodedRowSize(r)
+		n += encodedRowSize(r, prev)
+		prev = r
 	}
 	return n
 }
 
-// writeRow writes every field of r (all that a step reads).
-func writeRow(w *binenc.Writer, r *rowState) {
+// writeRow writes every field of r (all that a step reads); the masses as
+// their bits XOR those of the mass of the same piece in prev (the row
+// written before, nil for none: writeMassBits), which kept rows share in
+// their frozen and stationary parts.
+func writeRow(w *binenc.Writer, r, prev *rowState) {
 	w.Uvarint(uint64(r.i))
 	w.Float(r.pi)
 	w.Uvarint(uint64(len(r.m)))
 	writeBreakPoints(w, r.x)
-	for _, v := range r.m {
-		w.Float(v)
+	for k, v := range r.m {
+		writeMassBits(w, math.Float64bits(v)^refMassBits(prev, k))
 	}
 	w.Float(r.total.hi)
 	w.Float(r.total.lo)
@@ -281,6 +296,51 @@ func writeRow(w *binenc.Writer, r *rowState) {
 		w.Float(a.off)
 		w.Float(a.val)
 	}
+}
+
+// refMassBits returns the bits of the mass of piece k of prev, or 0 when
+// prev is nil or has no piece k.
+func refMassBits(prev *rowState, k int) uint64 {
+	if prev == nil || k >= len(prev.m) {
+		return 0
+	}
+	return math.Float64bits(prev.m[k])
+}
+
+// writeMassBits writes x, a mass's bits XOR those of its reference, as one
+// byte (0 for x = 0; else the number of zero bytes below x's lowest nonzero
+// byte times 16, plus the number of bytes from there up to its highest
+// nonzero byte) and those bytes, lowest first.
+func writeMassBits(w *binenc.Writer, x uint64) {
+	if x == 0 {
+		w.Byte(0)
+		return
+	}
+	lo := bits.TrailingZeros64(x) / 8
+	n := (63-bits.LeadingZeros64(x))/8 - lo + 1
+	w.Byte(byte(lo<<4 | n))
+	for x >>= 8 * lo; n > 0; n-- {
+		w.Byte(byte(x))
+		x >>= 8
+	}
+}
+
+// readMassBits reads what writeMassBits wrote.
+func readMassBits(r *binenc.Reader) uint64 {
+	h := r.Byte()
+	if h == 0 {
+		return 0
+	}
+	lo, n := int(h>>4), int(h&15)
+	if n == 0 || lo+n > 8 {
+		r.Fail("bad mass form %#x", h)
+		return 0
+	}
+	var x uint64
+	for k, b := range r.Take(uint64(n)) {
+		x |= uint64(b) << (8 * (lo + k))
+	}
+	return x
 }
 
 // How writeBreakPoints writes the break points after the first.
@@ -346,20 +406,24 @@ func readBreakPoints(r *binenc.Reader, n uint64) []float64 {
 // corrupt encoding, refused before allocating.
 const maxKeptPieces = 1 << 22
 
-// readRow reads a row written by writeRow.
-func readRow(r *binenc.Reader) *rowState {
+// readRow reads a row written by writeRow after prev.
+func readRow(r *binenc.Reader, prev *rowState) *rowState {
 	s := &rowState{}
 	s.i = int64(r.Intn(uint64(MaxFrequency)))
 	s.pi = r.FiniteFloat()
 	n := r.Intn(maxKeptPieces)
-	if r.Err() != nil || uint64(r.Len()) < 8*n+8 {
+	if r.Err() != nil || uint64(r.Len()) < n+8 {
 		r.Fail("truncated row")
 		return nil
 	}
 	s.x = readBreakPoints(r, n+1)
 	s.m = make([]float64, n)
 	for k := range s.m {
-		s.m[k] = r.FiniteFloat()
+		s.m[k] = math.Float64frombits(readMassBits(r) ^ refMassBits(prev, k))
+		if math.IsNaN(s.m[k]) || math.IsInf(s.m[k], 0) {
+			r.Fail("mass not finite")
+			return nil
+		}
 	}
 	s.total.hi, s.total.lo = r.FiniteFloat(), r.FiniteFloat()
 	s.stable = int(r.Intn(freezeAfter))
@@ -455,14 +519,16 @@ func (t *Table) decodeKeptRows(data []byte) (*keptRowsOfEncoding, error) {
 	}
 	e := &keptRowsOfEncoding{spacing: int64(r.Intn(uint64(MaxFrequency)))}
 	kinds := [keptKinds]*[]*rowState{&e.stat, &e.cps, &e.starts, &e.mids, &e.inner, &e.warms}
+	var prev *rowState
 	for _, kind := range kinds {
 		n := r.Intn(uint64(r.Len()))
 		for range n {
-			row := readRow(r)
+			row := readRow(r, prev)
 			if row == nil {
 				break
 			}
 			*kind = append(*kind, row)
+			prev = row
 		}
 	}
 	if err := r.Close(); err != nil {

@@ -590,3 +590,50 @@ func TestPrepareAfterRestoreSteps(t *testing.T) {
 		}
 	}
 }
+
+// TestMassBitsForms: a mass is written as its bits XOR its reference's in
+// as few bytes as the XOR's nonzero byte span (one byte when they are
+// equal) and read back bit for bit; a form byte that claims more than 8
+// bytes, or none, is refused, and so is a mass that decodes to NaN.
+func TestMassBitsForms(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		x     uint64
+		bytes int
+	}{
+		{"equal masses", 0, 1},
+		{"lowest byte", 0x5a, 2},
+		{"one middle byte", 0x00_00_00_7f_00_00_00_00, 2},
+		{"highest byte", 0xff << 56, 2},
+		{"a span with zeros inside", 0x01_00_00_00_00_00_00_01, 9},
+		{"three bytes up high", 0x12_34_56 << 40, 4},
+	} {
+		w := binenc.NewWriter(nil)
+		writeMassBits(w, tc.x)
+		if len(w.Bytes()) != tc.bytes {
+			t.Errorf("%s: %d bytes, want %d", tc.name, len(w.Bytes()), tc.bytes)
+		}
+		r := binenc.NewReader(w.Bytes(), ErrKeptRows)
+		if got := readMassBits(r); got != tc.x || r.Close() != nil {
+			t.Errorf("%s: read %#x (%v), want %#x", tc.name, got, r.Err(), tc.x)
+		}
+	}
+	for _, form := range []byte{0x10, 0x09, 0x63} { // no byte; 9 bytes; bytes 6..8, past the 8th
+		r := binenc.NewReader(append([]byte{form}, make([]byte, 9)...), ErrKeptRows)
+		readMassBits(r)
+		if r.Err() == nil {
+			t.Errorf("form %#x was read", form)
+		}
+	}
+	// A row whose mass decodes to NaN (the XOR of 0.5 and NaN's bits
+	// against a reference of 0.5) is refused.
+	ref := &rowState{i: 2, x: []float64{1, 2}, m: []float64{0.5}}
+	bad := &rowState{i: 2, x: []float64{1, 2}, m: []float64{math.NaN()}}
+	w := binenc.NewWriter(nil)
+	writeRow(w, bad, ref)
+	r := binenc.NewReader(w.Bytes(), ErrKeptRows)
+	if readRow(r, ref) != nil || r.Err() == nil {
+		t.Error("a NaN mass was read")
+	}
+}
