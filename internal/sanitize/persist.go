@@ -281,7 +281,11 @@ func writeRow(w *binenc.Writer, r, prev *rowState) {
 	w.Uvarint(uint64(r.i))
 	w.Float(r.pi)
 	w.Uvarint(uint64(len(r.m)))
-	writeBreakPoints(w, r.x)
+	var ref []float64
+	if prev != nil {
+		ref = prev.x
+	}
+	writeBreakPoints(w, r.x, ref)
 	for k, v := range r.m {
 		writeMassBits(w, math.Float64bits(v)^refMassBits(prev, k))
 	}
@@ -348,13 +352,35 @@ const (
 	pointsRaw  = 0 // each a float64
 	pointsUnit = 1 // x[k] = x[k-1] + 1 (Algorithm 4's tokens)
 	pointsGrid = 2 // x[k] = x[k-1] + d_k / 2^20, d_k a uvarint (Algorithm 5's grid)
+	// pointsGridRef: as pointsGrid, d_k written as the zigzag uvarint of d_k
+	// less the reference row's step k on the grid (stepOnGrid): kept rows
+	// share most of their steps.
+	pointsGridRef = 3
 )
+
+// stepOnGrid returns step k of break points x on the 2^-20 grid, (x[k] -
+// x[k-1]) 2^20 when that is an integer in [1, 2^53), else 0 (also when x
+// has no point k).
+func stepOnGrid(x []float64, k int) uint64 {
+	if k >= len(x) {
+		return 0
+	}
+	d := (x[k] - x[k-1]) * gridScale
+	if d >= 1 && d < 1<<53 && d == math.Trunc(d) {
+		return uint64(d)
+	}
+	return 0
+}
+
+// zigzag maps a signed difference to the uvarint pointsGridRef writes.
+func zigzag(v int64) uint64 { return uint64(v<<1) ^ uint64(v>>63) }
 
 // writeBreakPoints writes x: the first, then the rest in the shortest form
 // from which readBreakPoints rebuilds every one bit for bit (checked here
 // by rebuilding them with the same arithmetic): unit steps, steps on the
-// 2^-20 grid, or raw.
-func writeBreakPoints(w *binenc.Writer, x []float64) {
+// 2^-20 grid (as they are, or against ref, the break points of the row
+// written before, nil for none), or raw.
+func writeBreakPoints(w *binenc.Writer, x, ref []float64) {
 	w.Float(x[0])
 	unit, grid := true, true
 	for k := 1; k < len(x); k++ {
@@ -366,9 +392,22 @@ func writeBreakPoints(w *binenc.Writer, x []float64) {
 	case unit:
 		w.Byte(pointsUnit)
 	case grid:
-		w.Byte(pointsGrid)
+		plain, vsRef := 0, 0
 		for k := 1; k < len(x); k++ {
-			w.Uvarint(uint64((x[k] - x[k-1]) * gridScale))
+			d := stepOnGrid(x, k)
+			plain += uvarintLen(d)
+			vsRef += uvarintLen(zigzag(int64(d) - int64(stepOnGrid(ref, k))))
+		}
+		if ref == nil || plain <= vsRef {
+			w.Byte(pointsGrid)
+			for k := 1; k < len(x); k++ {
+				w.Uvarint(stepOnGrid(x, k))
+			}
+			break
+		}
+		w.Byte(pointsGridRef)
+		for k := 1; k < len(x); k++ {
+			w.Uvarint(zigzag(int64(stepOnGrid(x, k)) - int64(stepOnGrid(ref, k))))
 		}
 	default:
 		w.Byte(pointsRaw)
@@ -378,8 +417,12 @@ func writeBreakPoints(w *binenc.Writer, x []float64) {
 	}
 }
 
-// readBreakPoints reads n break points written by writeBreakPoints.
-func readBreakPoints(r *binenc.Reader, n uint64) []float64 {
+// uvarintLen returns the bytes of v as a uvarint.
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
+
+// readBreakPoints reads n break points written by writeBreakPoints with
+// reference ref.
+func readBreakPoints(r *binenc.Reader, n uint64, ref []float64) []float64 {
 	x := make([]float64, n)
 	x[0] = r.FiniteFloat()
 	switch mode := r.Byte(); mode {
@@ -390,6 +433,16 @@ func readBreakPoints(r *binenc.Reader, n uint64) []float64 {
 	case pointsGrid:
 		for k := 1; k < len(x); k++ {
 			x[k] = x[k-1] + float64(r.Intn(1<<53))/gridScale
+		}
+	case pointsGridRef:
+		for k := 1; k < len(x); k++ {
+			z := r.Uvarint()
+			d := int64(stepOnGrid(ref, k)) + (int64(z>>1) ^ -int64(z&1))
+			if d < 0 || d >= 1<<53 {
+				r.Fail("break point step off the grid")
+				return x
+			}
+			x[k] = x[k-1] + float64(d)/gridScale
 		}
 	case pointsRaw:
 		for k := 1; k < len(x); k++ {
@@ -416,7 +469,11 @@ func readRow(r *binenc.Reader, prev *rowState) *rowState {
 		r.Fail("truncated row")
 		return nil
 	}
-	s.x = readBreakPoints(r, n+1)
+	var ref []float64
+	if prev != nil {
+		ref = prev.x
+	}
+	s.x = readBreakPoints(r, n+1, ref)
 	s.m = make([]float64, n)
 	for k := range s.m {
 		s.m[k] = math.Float64frombits(readMassBits(r) ^ refMassBits(prev, k))

@@ -364,30 +364,38 @@ func TestKeptRowsBound(t *testing.T) {
 }
 
 // TestBreakPointForms: break points are written in the shortest form that
-// rebuilds them bit for bit (unit steps, steps on the 2^-20 grid, raw) and
-// read back exactly; an unknown form is refused.
+// rebuilds them bit for bit (unit steps, steps on the 2^-20 grid as they
+// are or against the reference row's, raw) and read back exactly; an
+// unknown form, and a step against the reference that leaves the grid, are
+// refused.
 func TestBreakPointForms(t *testing.T) {
 	t.Parallel()
+	grid := []float64{3, 3 + 0x1p-20, 3.5, 1e6 + 0x1p-20, 1e6 + 1}
 	for _, tc := range []struct {
 		name string
 		x    []float64
+		ref  []float64
 		form byte
 	}{
-		{"tokens", []float64{41, 42, 43, 44}, pointsUnit},
-		{"one piece", []float64{7, 8}, pointsUnit},
-		{"grid", []float64{3, 3 + 0x1p-20, 3.5, 1e6 + 0x1p-20, 1e6 + 1}, pointsGrid},
-		{"off the grid", []float64{0, 0.1, 0.2, 0.3}, pointsRaw},
-		{"a step below the grid", []float64{1, 1 + 0x1p-30, 2}, pointsRaw},
-		{"large positions on the grid", []float64{0x1p40, 0x1p40 + 0x1p-12, 0x1p40 + 1}, pointsGrid},
-		{"a decreasing step", []float64{2, 1}, pointsRaw},
+		{"grid, steps as the reference's", []float64{5, 5 + 0x1p-20, 5.5, 1e6 + 2 + 0x1p-20, 1e6 + 3}, grid, pointsGridRef},
+		{"grid, a reference of other steps", grid, []float64{0, 0.25, 0.5, 0.75, 1, 1.25}, pointsGrid},
+		{"grid, a shorter reference", []float64{5, 5 + 0x1p-20, 5.5, 1e6 + 2 + 0x1p-20, 1e6 + 3, 1e6 + 4}, grid, pointsGridRef},
+		{"grid, a reference off the grid", grid, []float64{0, 0.1, 0.2}, pointsGrid},
+		{"tokens", []float64{41, 42, 43, 44}, nil, pointsUnit},
+		{"one piece", []float64{7, 8}, nil, pointsUnit},
+		{"grid", []float64{3, 3 + 0x1p-20, 3.5, 1e6 + 0x1p-20, 1e6 + 1}, nil, pointsGrid},
+		{"off the grid", []float64{0, 0.1, 0.2, 0.3}, nil, pointsRaw},
+		{"a step below the grid", []float64{1, 1 + 0x1p-30, 2}, nil, pointsRaw},
+		{"large positions on the grid", []float64{0x1p40, 0x1p40 + 0x1p-12, 0x1p40 + 1}, nil, pointsGrid},
+		{"a decreasing step", []float64{2, 1}, nil, pointsRaw},
 	} {
 		w := binenc.NewWriter(nil)
-		writeBreakPoints(w, tc.x)
+		writeBreakPoints(w, tc.x, tc.ref)
 		if form := w.Bytes()[8]; form != tc.form {
 			t.Errorf("%s: form %d, want %d", tc.name, form, tc.form)
 		}
 		r := binenc.NewReader(w.Bytes(), ErrKeptRows)
-		got := readBreakPoints(r, uint64(len(tc.x)))
+		got := readBreakPoints(r, uint64(len(tc.x)), tc.ref)
 		if err := r.Close(); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -401,9 +409,27 @@ func TestBreakPointForms(t *testing.T) {
 	w.Float(1)
 	w.Byte(9)
 	r := binenc.NewReader(w.Bytes(), ErrKeptRows)
-	readBreakPoints(r, 2)
+	readBreakPoints(r, 2, nil)
 	if r.Err() == nil {
 		t.Fatal("an unknown break point form was read")
+	}
+	// A step one grid unit below the reference's where the reference's is
+	// one unit: a step of 0, off the grid.
+	w = binenc.NewWriter(nil)
+	w.Float(1)
+	w.Byte(pointsGridRef)
+	w.Uvarint(zigzag(-1))
+	r = binenc.NewReader(w.Bytes(), ErrKeptRows)
+	if readBreakPoints(r, 2, []float64{0, 0x1p-20}); r.Err() != nil {
+		t.Fatalf("a step of 0 against the reference: %v (checkRow refuses it, not the form)", r.Err())
+	}
+	w = binenc.NewWriter(nil)
+	w.Float(1)
+	w.Byte(pointsGridRef)
+	w.Uvarint(zigzag(-2))
+	r = binenc.NewReader(w.Bytes(), ErrKeptRows)
+	if readBreakPoints(r, 2, []float64{0, 0x1p-20}); r.Err() == nil {
+		t.Fatal("a negative step against the reference was read")
 	}
 }
 
