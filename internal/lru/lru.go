@@ -62,6 +62,13 @@ func (c *Cache[K, V]) Add(key K, val V) V {
 	}
 	c.byKey[key] = c.order.PushFront(&entry[K, V]{key: key, val: val, cost: cost})
 	c.used += cost
+	c.evict()
+	return val
+}
+
+// evict drops the least recently used entries until the total cost fits;
+// the caller holds c.mu.
+func (c *Cache[K, V]) evict() {
 	for c.used > c.max {
 		old := c.order.Back()
 		en := old.Value.(*entry[K, V])
@@ -69,7 +76,6 @@ func (c *Cache[K, V]) Add(key K, val V) V {
 		delete(c.byKey, en.key)
 		c.used -= en.cost
 	}
-	return val
 }
 
 // Replace caches val under key in place of old when old is what key
@@ -88,13 +94,7 @@ func (c *Cache[K, V]) Replace(key K, old, val V, same func(a, b V) bool) bool {
 	c.used += cost - en.cost
 	en.val, en.cost = val, cost
 	c.order.MoveToFront(e)
-	for c.used > c.max {
-		back := c.order.Back()
-		be := back.Value.(*entry[K, V])
-		c.order.Remove(back)
-		delete(c.byKey, be.key)
-		c.used -= be.cost
-	}
+	c.evict()
 	return true
 }
 

@@ -100,6 +100,17 @@ func sameElements(t *testing.T, what string, a, b []Element) {
 	}
 }
 
+// spreadKeys returns n keys "spread/k" with frequencies drawn uniformly
+// from 1..top by a generator seeded with seed.
+func spreadKeys(seed uint64, n int, top int64) ([]string, []int64) {
+	keys, freqs := make([]string, n), make([]int64, n)
+	rng := rand.New(rand.NewPCG(37, seed))
+	for k := range n {
+		keys[k], freqs[k] = fmt.Sprintf("spread/%d", k), 1+rng.Int64N(top)
+	}
+	return keys, freqs
+}
+
 // keptStores runs f on the in-memory store and on PostgreSQL; corrupt
 // replaces the bytes stored under a key by what edit makes of them: in
 // PostgreSQL by SQL on the row itself.
@@ -174,12 +185,7 @@ func TestKeptRowsAfterRestart(t *testing.T) {
 	for k := int64(1); k < 128; k++ {
 		onKept, onKeptF = append(onKept, fmt.Sprintf("kept/%d", k)), append(onKeptF, 512*k)
 	}
-	var spread []string
-	var spreadF []int64
-	rng := rand.New(rand.NewPCG(37, 1))
-	for k := range 300 {
-		spread, spreadF = append(spread, fmt.Sprintf("spread/%d", k)), append(spreadF, 1+rng.Int64N(100_000))
-	}
+	spread, spreadF := spreadKeys(1, 300, 100_000)
 	keptStores(t, func(t *testing.T, st store.Store, corrupt func(key, edit string)) {
 		keys := keptSpec(t, ReleaseKeys, sanitize.MethodMaxSeparation)
 		freqs := keptSpec(t, ReleaseFrequencies, sanitize.MethodDiscrete)
@@ -333,12 +339,7 @@ func TestKeptRowsIndependentOfData(t *testing.T) {
 // frequency, far more).
 func TestPrebuildWarmsTheNextRelease(t *testing.T) {
 	t.Parallel()
-	var keys []string
-	var freqs []int64
-	rng := rand.New(rand.NewPCG(37, 3))
-	for k := range 200 {
-		keys, freqs = append(keys, fmt.Sprintf("spread/%d", k)), append(freqs, 1+rng.Int64N(90_000))
-	}
+	keys, freqs := spreadKeys(3, 200, 90_000)
 	keptStores(t, func(t *testing.T, st store.Store, _ func(key, edit string)) {
 		spec := keptSpec(t, ReleaseFrequencies, sanitize.MethodMaxSeparation)
 		release := keptSpec(t, ReleaseKeys, sanitize.MethodMaxSeparation)
