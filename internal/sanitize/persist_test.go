@@ -663,3 +663,66 @@ func TestMassBitsForms(t *testing.T) {
 		t.Error("a NaN mass was read")
 	}
 }
+
+// TestPrepareClustersCutAtKeptRows: Prepare's clusters (Table.clusters)
+// cut between two frequencies exactly where a brute-force scan finds a
+// kept row (checkpoint, verified junction row or middle row) at or above
+// the first and at or below the second, or the two lie more than a block
+// apart; a table that keeps only row 0 cuts only at the gaps.
+func TestPrepareClustersCutAtKeptRows(t *testing.T) {
+	t.Parallel()
+	c := keptCases(t)[0]
+	warm := c.warmTable(t)
+	restored := newTable(c.p, c.s, c.m, c.plan)
+	if err := restored.RestoreKeptRows(warm.KeptRows(1 << 30)); err != nil {
+		t.Fatal(err)
+	}
+	var kept []int64
+	for _, r := range warm.cps {
+		kept = append(kept, r.i)
+	}
+	for _, m := range []map[int64]*rowState{warm.starts, warm.mids} {
+		for i := range m {
+			kept = append(kept, i)
+		}
+	}
+	slices.Sort(kept)
+	rng := rand.New(rand.NewPCG(37, 4))
+	var todo []int64
+	for f := int64(1); f < slices.Max(kept); f += 1 + rng.Int64N(90) {
+		todo = append(todo, f)
+	}
+	gap := restored.plan.block
+	for _, tc := range []struct {
+		name string
+		tb   *Table
+		cut  func(a, b int64) bool
+	}{
+		{"restored", restored, func(a, b int64) bool {
+			k := sort.Search(len(kept), func(k int) bool { return kept[k] > b }) - 1
+			return b-a > gap || kept[k] >= a
+		}},
+		{"cold", newTable(c.p, c.s, c.m, c.plan), func(a, b int64) bool { return b-a > gap }},
+	} {
+		clusters := tc.tb.clusters(todo)
+		if got := slices.Concat(clusters...); !slices.Equal(got, todo) {
+			t.Fatalf("%s: the clusters hold %d frequencies, not the %d given in order", tc.name, len(got), len(todo))
+		}
+		cuts := 0
+		for k := 1; k < len(clusters); k++ {
+			a, b := clusters[k-1][len(clusters[k-1])-1], clusters[k][0]
+			if !tc.cut(a, b) {
+				t.Errorf("%s: cut between %d and %d with no kept row between", tc.name, a, b)
+			}
+			cuts++
+		}
+		for _, cl := range clusters {
+			for k := 1; k < len(cl); k++ {
+				if tc.cut(cl[k-1], cl[k]) {
+					t.Errorf("%s: %d and %d in one cluster, a kept row between", tc.name, cl[k-1], cl[k])
+				}
+			}
+		}
+		t.Logf("%s: %d frequencies, %d clusters", tc.name, len(todo), cuts+1)
+	}
+}
