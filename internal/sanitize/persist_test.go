@@ -546,6 +546,23 @@ func TestKeptMiddleRows(t *testing.T) {
 	}
 }
 
+// keptStarts returns, ascending, the rows tb keeps from which walks start
+// with no junction to check: its checkpoints, verified junction rows and
+// middle rows.
+func keptStarts(tb *Table) []int64 {
+	var kept []int64
+	for _, r := range tb.cps {
+		kept = append(kept, r.i)
+	}
+	for _, m := range []map[int64]*rowState{tb.starts, tb.mids} {
+		for i := range m {
+			kept = append(kept, i)
+		}
+	}
+	slices.Sort(kept)
+	return kept
+}
+
 // TestPrepareAfterRestoreSteps: on a restored table, Drawer.Prepare steps
 // exactly the rows a brute-force count gives (each distinct frequency in
 // ascending order walked from the nearer of the previous frequency and the
@@ -559,16 +576,7 @@ func TestPrepareAfterRestoreSteps(t *testing.T) {
 	c := keptCases(t)[0]
 	warm := c.warmTable(t)
 	data := warm.KeptRows(1 << 30)
-	var kept []int64
-	for _, r := range warm.cps {
-		kept = append(kept, r.i)
-	}
-	for _, m := range []map[int64]*rowState{warm.starts, warm.mids} {
-		for i := range m {
-			kept = append(kept, i)
-		}
-	}
-	slices.Sort(kept)
+	kept := keptStarts(warm)
 	top := slices.Max(kept)
 	rng := rand.New(rand.NewPCG(37, 2))
 	freqs := make([]int64, 400)
@@ -677,16 +685,7 @@ func TestPrepareClustersCutAtKeptRows(t *testing.T) {
 	if err := restored.RestoreKeptRows(warm.KeptRows(1 << 30)); err != nil {
 		t.Fatal(err)
 	}
-	var kept []int64
-	for _, r := range warm.cps {
-		kept = append(kept, r.i)
-	}
-	for _, m := range []map[int64]*rowState{warm.starts, warm.mids} {
-		for i := range m {
-			kept = append(kept, i)
-		}
-	}
-	slices.Sort(kept)
+	kept := keptStarts(warm)
 	rng := rand.New(rand.NewPCG(37, 4))
 	var todo []int64
 	for f := int64(1); f < slices.Max(kept); f += 1 + rng.Int64N(90) {
