@@ -62,6 +62,13 @@ func (c *Cache[K, V]) Add(key K, val V) V {
 	}
 	c.byKey[key] = c.order.PushFront(&entry[K, V]{key: key, val: val, cost: cost})
 	c.used += cost
+	c.evict()
+	return val
+}
+
+// evict drops the least recently used entries until the total cost fits;
+// the caller holds c.mu.
+func (c *Cache[K, V]) evict() {
 	for c.used > c.max {
 		old := c.order.Back()
 		en := old.Value.(*entry[K, V])
@@ -69,7 +76,26 @@ func (c *Cache[K, V]) Add(key K, val V) V {
 		delete(c.byKey, en.key)
 		c.used -= en.cost
 	}
-	return val
+}
+
+// Replace caches val under key in place of old when old is what key
+// holds (compared with same), marks it most recently used, and reports
+// whether it did. The entry's cost becomes val's; least recently used
+// entries are evicted until the total cost fits, as Add does.
+func (c *Cache[K, V]) Replace(key K, old, val V, same func(a, b V) bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.byKey[key]
+	if !ok || !same(e.Value.(*entry[K, V]).val, old) {
+		return false
+	}
+	en := e.Value.(*entry[K, V])
+	cost := c.cost(val)
+	c.used += cost - en.cost
+	en.val, en.cost = val, cost
+	c.order.MoveToFront(e)
+	c.evict()
+	return true
 }
 
 // Len returns the number of cached entries.

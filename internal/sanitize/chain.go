@@ -72,6 +72,7 @@ type rowChain struct {
 	cps     []*rowState           // checkpoints, ascending; cps[0] is row 0
 	starts  keptRows              // verified rows at junctions, by junction
 	inner   keptRows              // rows inside blocks, every innerSpacing, by row
+	mids    keptRows              // by row: blocks' middle rows a warm-up keeps (midRow, persist.go)
 	warms   keptRows              // by junction a: row a-1 of chain a, its warm-up's last row
 	stat    atomic.Pointer[cycle] // stationary rows, nil until detected
 
@@ -271,19 +272,23 @@ func (ch *rowChain) keepBlockStart(r *rowState) {
 
 // innerRow returns the kept row inside the block of junction a nearest at
 // or below i (a usable start for rows inside that block only: junction a
-// may be unchecked), or nil.
+// may be unchecked), or nil: one of inner, or the block's middle row.
 func (ch *rowChain) innerRow(a, i int64) *rowState {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	if ch.inner == nil {
-		return nil
+	mid := ch.mids[ch.plan.midRow(a)]
+	if mid != nil && mid.i > i {
+		mid = nil
 	}
-	for r := a + 1 + (i-a-1)/innerSpacing*innerSpacing; r > a; r -= innerSpacing {
+	for r := a + 1 + (i-a-1)/innerSpacing*innerSpacing; r > a && ch.inner != nil; r -= innerSpacing {
+		if mid != nil && r <= mid.i {
+			break
+		}
 		if s := ch.inner[r]; s != nil {
 			return s
 		}
 	}
-	return nil
+	return mid
 }
 
 // keepInner remembers r, a row inside its block (restartPlan.inside) at a
@@ -407,10 +412,8 @@ func (ch *rowChain) cost(c, own, i int64) int64 {
 func (ch *rowChain) cursorFor(i int64) *cursor { return ch.startFor(i, nil) }
 
 // startFor is cursorFor that also weighs cu, a cursor the caller walks
-// with (nil if none). The starts, in the order ties go: cu, the checkpoint
-// below i, the verified row of i's junction, a kept row inside i's block,
-// a fresh start of i's own chain (i inside its block), a fresh start one
-// block below.
+// with (nil if none): cu unless a start of eachStart computes fewer rows
+// (ties go to cu, then to the earlier start).
 func (ch *rowChain) startFor(i int64, cu *cursor) *cursor {
 	best, bestCost := cu, int64(never)
 	if cu != nil {
@@ -420,16 +423,38 @@ func (ch *rowChain) startFor(i int64, cu *cursor) *cursor {
 			bestCost = ch.cost(cu.cur.i, cu.own(), i)
 		}
 	}
-	consider := func(c, own int64, open func() *cursor) {
+	ch.eachStart(i, func(c, own int64, open func() *cursor) {
 		if n := ch.cost(c, own, i); best == nil || n < bestCost {
 			best, bestCost = open(), n
 		}
+	})
+	return best
+}
+
+// startCost returns the rows the cheapest start of row i computes under
+// the cost model (startFor without a cursor), 0 once the stationary cycle
+// covers i.
+func (ch *rowChain) startCost(i int64) int64 {
+	if st := ch.stationary(); st != nil && i >= st.from() {
+		return 0
 	}
+	best := int64(never)
+	ch.eachStart(i, func(c, own int64, _ func() *cursor) { best = min(best, ch.cost(c, own, i)) })
+	return best
+}
+
+// eachStart calls consider with each start of row i: the row c it starts
+// from, the junction own of the chain a fresh start runs (0 for a row of
+// the table) and how to open a cursor there, in the order ties go: the
+// checkpoint below i, the verified row of i's junction, a kept row inside
+// i's block, a fresh start of i's own chain (i inside its block), a fresh
+// start one block below.
+func (ch *rowChain) eachStart(i int64, consider func(c, own int64, open func() *cursor)) {
 	cp := ch.checkpointBelow(i)
 	consider(cp.i, 0, func() *cursor { return ch.cursorAt(cp) })
 	pl := ch.plan
 	if !pl.enabled() || i < pl.from {
-		return best
+		return
 	}
 	a := pl.junctionBelow(i)
 	if s := ch.blockStart(a); s != nil {
@@ -447,7 +472,6 @@ func (ch *rowChain) startFor(i int64, cu *cursor) *cursor {
 			return &cursor{ch: ch, cur: ch.guessRow(&rowState{}, g), nxt: &rowState{}, detect: true, warmFrom: g}
 		})
 	}
-	return best
 }
 
 // cursorAt returns a cursor at start, a verified row of the table.
@@ -730,6 +754,7 @@ type keptSet struct {
 	checkpoints []*rowState         // ascending; checkpoints[0] is row 0
 	starts      map[int64]*rowState // by junction a: the verified row a
 	inner       map[int64]*rowState // by row: rows inside blocks (restartPlan.keepsInner)
+	mids        map[int64]*rowState // by row: blocks' middle rows (restartPlan.midRow)
 	warms       map[int64]*rowState // by junction a: row a-1 of chain a (not a row of the table)
 	cycle       []*rowState         // the stationary rows s, s+1, ...; nil until detected
 }
@@ -743,6 +768,7 @@ func (ch *rowChain) kept() keptSet {
 		checkpoints: slices.Clone(ch.cps),
 		starts:      maps.Clone(ch.starts),
 		inner:       maps.Clone(ch.inner),
+		mids:        maps.Clone(ch.mids),
 		warms:       maps.Clone(ch.warms),
 	}
 	if st := ch.stat.Load(); st != nil {
@@ -780,6 +806,11 @@ func (ch *rowChain) restore(k keptSet) error {
 			return bad("inner row", i)
 		}
 	}
+	for i, r := range k.mids {
+		if !rowShaped(r) || r.i != i || i <= pl.from || pl.midRow(pl.junctionBelow(i)) != i {
+			return bad("middle row", i)
+		}
+	}
 	for a, r := range k.warms {
 		if !rowShaped(r) || r.i != a-1 || !pl.isJunction(a) {
 			return bad("warm-up row", a)
@@ -792,12 +823,12 @@ func (ch *rowChain) restore(k keptSet) error {
 	}
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	if len(ch.cps) != 1 || ch.starts != nil || ch.inner != nil || ch.warms != nil || ch.stat.Load() != nil {
+	if len(ch.cps) != 1 || ch.starts != nil || ch.inner != nil || ch.mids != nil || ch.warms != nil || ch.stat.Load() != nil {
 		return errors.New("sanitize: restore kept rows: the table already keeps rows")
 	}
 	ch.spacing = k.spacing
 	ch.cps = slices.Clone(k.checkpoints)
-	ch.starts, ch.inner, ch.warms = maps.Clone(k.starts), maps.Clone(k.inner), maps.Clone(k.warms)
+	ch.starts, ch.inner, ch.mids, ch.warms = maps.Clone(k.starts), maps.Clone(k.inner), maps.Clone(k.mids), maps.Clone(k.warms)
 	if len(k.cycle) > 0 {
 		ch.stat.Store(&cycle{rows: slices.Clone(k.cycle)})
 	}

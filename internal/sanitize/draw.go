@@ -498,20 +498,7 @@ func (dr *Drawer) Prepare(freqs []int64, workers int) {
 	}
 	slices.Sort(todo)
 	todo = slices.Compact(todo)
-	// Clusters: runs of frequencies less than a restart apart.
-	gap := int64(minRestartFrom)
-	if dr.t.plan.enabled() {
-		gap = dr.t.plan.block
-	}
-	var clusters [][]int64
-	for k := 0; k < len(todo); {
-		end := k + 1
-		for end < len(todo) && todo[end]-todo[end-1] <= gap {
-			end++
-		}
-		clusters = append(clusters, todo[k:end])
-		k = end
-	}
+	clusters := dr.t.clusters(todo)
 	results := make([][]drawRow, len(clusters))
 	run := func(c int) {
 		rows := make([]drawRow, len(clusters[c]))
@@ -555,6 +542,28 @@ func (dr *Drawer) Prepare(freqs []int64, workers int) {
 			}
 		}
 	}
+}
+
+// clusters cuts todo (distinct frequencies, ascending) into the runs that
+// Prepare walks one each: runs of frequencies less than a restart apart,
+// cut where a start of the next frequency (a kept row, rowChain.startCost)
+// computes no more rows than walking on from the one before. The clusters
+// then step the rows one walk would, on several goroutines.
+func (t *Table) clusters(todo []int64) [][]int64 {
+	gap := int64(minRestartFrom)
+	if t.plan.enabled() {
+		gap = t.plan.block
+	}
+	var clusters [][]int64
+	for k := 0; k < len(todo); {
+		end := k + 1
+		for end < len(todo) && todo[end]-todo[end-1] <= gap && t.startCost(todo[end]) > todo[end]-todo[end-1] {
+			end++
+		}
+		clusters = append(clusters, todo[k:end])
+		k = end
+	}
+	return clusters
 }
 
 // prepared reports whether Draw finds frequency f ready without computing

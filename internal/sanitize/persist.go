@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/pwsd/pwsd/internal/binenc"
@@ -17,8 +18,8 @@ import (
 // A Table keeps, besides the samplers of the rows draws asked for, a few
 // rows from which any other row is cheap to reach: the checkpoints cps, the
 // verified first rows of restarted blocks (starts), every 32nd row inside
-// blocks (inner), the last warm-up rows of chains (warms) and the stationary
-// cycle (stat). Their values are functions of the public parameters only.
+// blocks (inner), after a warm-up the middle row of each block (mids), the
+// last warm-up rows of chains (warms) and the stationary cycle (stat). Their values are functions of the public parameters only.
 // KeptRows encodes them so that a new Table of the same parameters (after a
 // restart, or on another instance) starts from them rather than from row 0:
 // RestoreKeptRows checks the encoding (a SHA-256 checksum over all of it,
@@ -34,7 +35,7 @@ import (
 // KeptRowsFormat is the version of the KeptRows encoding. It changes
 // whenever the layout changes; the encoding also carries AlgorithmVersion,
 // so rows of a binary whose maths differ are never restored.
-const KeptRowsFormat = 1
+const KeptRowsFormat = 2
 
 // keptMagic starts every KeptRows encoding.
 const keptMagic = "PWSKEPT"
@@ -61,13 +62,14 @@ func (t *Table) RowsStepped() int64 { return t.stepped.Load() }
 // The table keeps what it keeps on any walk: the checkpoints, every
 // junction's verified row, every 32nd row inside blocks (within the bound
 // of keepInner) and the stationary cycle, and besides a checkpoint every 64
-// rows below 2^16 (keepDense). Which rows WarmUp computes depends on the
+// rows below 2^16 (keepDense) and the middle row of every block it walked
+// through (midRow, keepMids: at most maxBlockStarts). Which rows WarmUp computes depends on the
 // parameters and maxSteps only, never on a request: a table that has done
 // nothing else keeps rows that may be stored (KeptRows). It stops with
 // ctx's error soon after ctx is done.
 func (t *Table) WarmUp(ctx context.Context, maxSteps int64) (int64, error) {
 	start := t.stepped.Load()
-	var dense []*rowState
+	var dense, mids []*rowState
 	reached := int64(0)
 	cu := t.cursorFor(1)
 	cu.inOrder = true // the budget counts rows as they are stepped
@@ -82,6 +84,9 @@ func (t *Table) WarmUp(ctx context.Context, maxSteps int64) (int64, error) {
 		if pl := t.plan; r.i < denseTo && r.i%denseSpacing == 0 && !(pl.enabled() && r.i >= pl.from && r.i < pl.final) {
 			dense = append(dense, r.clone())
 		}
+		if pl := t.plan; pl.enabled() && r.i > pl.from && r.i == pl.midRow(pl.junctionBelow(r.i)) && len(mids) < maxBlockStarts {
+			mids = append(mids, r.clone())
+		}
 		return t.stepped.Load()-start < maxSteps
 	})
 	if err != nil {
@@ -91,7 +96,34 @@ func (t *Table) WarmUp(ctx context.Context, maxSteps int64) (int64, error) {
 		reached = MaxFrequency
 	}
 	t.keepDense(dense)
+	t.keepMids(mids)
 	return reached, nil
+}
+
+// midRow returns the row inside the block of junction a that a warm-up
+// keeps besides the block's verified first row (WarmUp, KeptRows): the row
+// keepInner would keep nearest the middle of the block, so that every row
+// of a restarted block is reached from a kept row at most about half a
+// block below it. It returns 0 when the block holds none (too short), or a
+// is no junction of a block that ends.
+func (pl restartPlan) midRow(a int64) int64 {
+	i := a + 1 + pl.block/2/innerSpacing*innerSpacing
+	if !pl.isJunction(a) || i == a+1 || !pl.inside(i, a) {
+		return 0
+	}
+	return i
+}
+
+// keepMids keeps the rows of mids (midRow of their blocks, from a walk
+// along the rows of the table, at most maxBlockStarts) as the table's
+// middle rows, which only a warm-up keeps and nothing evicts.
+func (t *Table) keepMids(mids []*rowState) {
+	if len(mids) == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.mids = keyedBy(mids, 0)
 }
 
 // Below denseTo a warm-up keeps a checkpoint every denseSpacing rows (four
@@ -129,31 +161,35 @@ func (t *Table) keepDense(dense []*rowState) {
 }
 
 // KeptRows returns the table's kept rows (checkpoints, verified junction
-// rows, rows inside blocks, warm-up ends, the stationary cycle), encoded
-// with the table's parameters, AlgorithmVersion and a checksum, in at most
-// maxBytes bytes: the stationary cycle first, then checkpoints, junction
-// rows, inner rows and warm-up ends, each kind in ascending order, as long
-// as they fit (a row left out is recomputed when needed); inner rows only of
+// rows, blocks' middle rows, rows inside blocks, warm-up ends, the
+// stationary cycle), encoded with the table's parameters, AlgorithmVersion
+// and a checksum, in at most maxBytes bytes: the stationary cycle first,
+// then checkpoints, junction rows, middle rows, inner rows and warm-up ends,
+// each kind in ascending order, as long as they fit (a row left out is recomputed when needed); inner rows only of
 // blocks whose first row is left out. It returns nil
 // when not even the header fits. The samplers of Draw are not included.
 func (t *Table) KeptRows(maxBytes int) []byte {
 	k := t.kept()
 	cps := k.checkpoints[1:] // checkpoints[0] is row 0, always there
-	starts, inner, warms := sortedKept(k.starts), sortedKept(k.inner), sortedKept(k.warms)
+	starts, mids, inner, warms := sortedKept(k.starts), sortedKept(k.mids), sortedKept(k.inner), sortedKept(k.warms)
 	spacing, stat := k.spacing, k.cycle
 
-	budget := maxBytes - len(t.keptHeader(nil, spacing).Bytes()) - keptRowsSum - 5*binary10
+	budget := maxBytes - len(t.keptHeader(nil, spacing).Bytes()) - keptRowsSum - keptKinds*binary10
 	if budget < 0 {
 		return nil
 	}
-	// Each kind is a prefix of its rows in ascending order.
+	// Each kind is a prefix of its rows in ascending order. A row's size
+	// depends on the row written before it (writeRow), in the order of
+	// the encoding: prev.
+	var prev *rowState
 	fit := func(rows []*rowState) []*rowState {
 		for n, r := range rows {
-			sz := encodedRowSize(r)
+			sz := encodedRowSize(r, prev)
 			if sz > budget {
 				return rows[:n]
 			}
 			budget -= sz
+			prev = r
 		}
 		return rows
 	}
@@ -163,14 +199,16 @@ func (t *Table) KeptRows(maxBytes int) []byte {
 	stat = fit(stat)
 	cps = fit(cps)
 	starts = fit(starts)
+	mids = fit(mids)
 	// A row inside a block whose verified first row is kept starts from
-	// that row (Table.startCost): inner rows of such blocks are not stored.
+	// that row or the block's middle row (Table.startCost): other inner
+	// rows of such blocks are not stored.
 	have := make(map[int64]bool, len(starts))
 	for _, r := range starts {
 		have[r.i] = true
 	}
 	inner = slices.DeleteFunc(inner, func(r *rowState) bool { return have[t.plan.junctionBelow(r.i)] })
-	return t.encodeKept(&keptRowsOfEncoding{spacing: spacing, stat: stat, cps: cps, starts: starts, inner: fit(inner), warms: fit(warms)})
+	return t.encodeKept(&keptRowsOfEncoding{spacing: spacing, stat: stat, cps: cps, starts: starts, mids: mids, inner: fit(inner), warms: fit(warms)})
 }
 
 // keptHeader writes the header of an encoding of t's kept rows: the magic,
@@ -192,10 +230,12 @@ func (t *Table) keptHeader(w *binenc.Writer, spacing int64) *binenc.Writer {
 // the SHA-256 checksum of all that.
 func (t *Table) encodeKept(e *keptRowsOfEncoding) []byte {
 	w := t.keptHeader(nil, e.spacing)
-	for _, kind := range [][]*rowState{e.stat, e.cps, e.starts, e.inner, e.warms} {
+	var prev *rowState
+	for _, kind := range e.kinds() {
 		w.Uvarint(uint64(len(kind)))
 		for _, r := range kind {
-			writeRow(w, r)
+			writeRow(w, r, prev)
+			prev = r
 		}
 	}
 	sum := sha256.Sum256(w.Bytes())
@@ -216,29 +256,40 @@ func sortedKept(m map[int64]*rowState) []*rowState {
 	return rows
 }
 
-// encodedRowSize returns the bytes writeRow takes for r.
-func encodedRowSize(r *rowState) int {
+// encodedRowSize returns the bytes writeRow takes for r after prev.
+func encodedRowSize(r, prev *rowState) int {
 	w := binenc.NewWriter(nil)
-	writeRow(w, r)
+	writeRow(w, r, prev)
 	return len(w.Bytes())
 }
 
+// encodedRowsSize returns the bytes writeRow takes for rows, the first
+// written first in an encoding.
 func encodedRowsSize(rows []*rowState) int {
 	n := 0
+	var prev *rowState
 	for _, r := range rows {
-		n += encodedRowSize(r)
+		n += encodedRowSize(r, prev)
+		prev = r
 	}
 	return n
 }
 
-// writeRow writes every field of r (all that a step reads).
-func writeRow(w *binenc.Writer, r *rowState) {
+// writeRow writes every field of r (all that a step reads); the masses as
+// their bits XOR those of the mass of the same piece in prev (the row
+// written before, nil for none: writeMassBits), which kept rows share in
+// their frozen and stationary parts.
+func writeRow(w *binenc.Writer, r, prev *rowState) {
 	w.Uvarint(uint64(r.i))
 	w.Float(r.pi)
 	w.Uvarint(uint64(len(r.m)))
-	writeBreakPoints(w, r.x)
-	for _, v := range r.m {
-		w.Float(v)
+	var ref []float64
+	if prev != nil {
+		ref = prev.x
+	}
+	writeBreakPoints(w, r.x, ref)
+	for k, v := range r.m {
+		writeMassBits(w, math.Float64bits(v)^refMassBits(prev, k))
 	}
 	w.Float(r.total.hi)
 	w.Float(r.total.lo)
@@ -253,18 +304,85 @@ func writeRow(w *binenc.Writer, r *rowState) {
 	}
 }
 
+// refMassBits returns the bits of the mass of piece k of prev, or 0 when
+// prev is nil or has no piece k.
+func refMassBits(prev *rowState, k int) uint64 {
+	if prev == nil || k >= len(prev.m) {
+		return 0
+	}
+	return math.Float64bits(prev.m[k])
+}
+
+// writeMassBits writes x, a mass's bits XOR those of its reference, as one
+// byte (0 for x = 0; else the number of zero bytes below x's lowest nonzero
+// byte times 16, plus the number of bytes from there up to its highest
+// nonzero byte) and those bytes, lowest first.
+func writeMassBits(w *binenc.Writer, x uint64) {
+	if x == 0 {
+		w.Byte(0)
+		return
+	}
+	lo := bits.TrailingZeros64(x) / 8
+	n := (63-bits.LeadingZeros64(x))/8 - lo + 1
+	w.Byte(byte(lo<<4 | n))
+	for x >>= 8 * lo; n > 0; n-- {
+		w.Byte(byte(x))
+		x >>= 8
+	}
+}
+
+// readMassBits reads what writeMassBits wrote.
+func readMassBits(r *binenc.Reader) uint64 {
+	h := r.Byte()
+	if h == 0 {
+		return 0
+	}
+	lo, n := int(h>>4), int(h&15)
+	if n == 0 || lo+n > 8 {
+		r.Fail("bad mass form %#x", h)
+		return 0
+	}
+	var x uint64
+	for k, b := range r.Take(uint64(n)) {
+		x |= uint64(b) << (8 * (lo + k))
+	}
+	return x
+}
+
 // How writeBreakPoints writes the break points after the first.
 const (
 	pointsRaw  = 0 // each a float64
 	pointsUnit = 1 // x[k] = x[k-1] + 1 (Algorithm 4's tokens)
 	pointsGrid = 2 // x[k] = x[k-1] + d_k / 2^20, d_k a uvarint (Algorithm 5's grid)
+	// pointsGridRef: as pointsGrid, d_k written as the zigzag uvarint of d_k
+	// less the reference row's step k on the grid (stepOnGrid): kept rows
+	// share most of their steps.
+	pointsGridRef = 3
 )
+
+// stepOnGrid returns step k of break points x on the 2^-20 grid, (x[k] -
+// x[k-1]) 2^20 when that is an integer in [1, 2^53), else 0 (also when x
+// has no point k).
+func stepOnGrid(x []float64, k int) uint64 {
+	if k >= len(x) {
+		return 0
+	}
+	d := (x[k] - x[k-1]) * gridScale
+	if d >= 1 && d < 1<<53 && d == math.Trunc(d) {
+		return uint64(d)
+	}
+	return 0
+}
+
+// zigzag maps a signed difference to the uvarint pointsGridRef writes.
+func zigzag(v int64) uint64 { return uint64(v<<1) ^ uint64(v>>63) }
 
 // writeBreakPoints writes x: the first, then the rest in the shortest form
 // from which readBreakPoints rebuilds every one bit for bit (checked here
 // by rebuilding them with the same arithmetic): unit steps, steps on the
-// 2^-20 grid, or raw.
-func writeBreakPoints(w *binenc.Writer, x []float64) {
+// 2^-20 grid (as they are, or against ref, the break points of the row
+// written before, nil for none), or raw.
+func writeBreakPoints(w *binenc.Writer, x, ref []float64) {
 	w.Float(x[0])
 	unit, grid := true, true
 	for k := 1; k < len(x); k++ {
@@ -276,9 +394,22 @@ func writeBreakPoints(w *binenc.Writer, x []float64) {
 	case unit:
 		w.Byte(pointsUnit)
 	case grid:
-		w.Byte(pointsGrid)
+		plain, vsRef := 0, 0
 		for k := 1; k < len(x); k++ {
-			w.Uvarint(uint64((x[k] - x[k-1]) * gridScale))
+			d := stepOnGrid(x, k)
+			plain += uvarintLen(d)
+			vsRef += uvarintLen(zigzag(int64(d) - int64(stepOnGrid(ref, k))))
+		}
+		if ref == nil || plain <= vsRef {
+			w.Byte(pointsGrid)
+			for k := 1; k < len(x); k++ {
+				w.Uvarint(stepOnGrid(x, k))
+			}
+			break
+		}
+		w.Byte(pointsGridRef)
+		for k := 1; k < len(x); k++ {
+			w.Uvarint(zigzag(int64(stepOnGrid(x, k)) - int64(stepOnGrid(ref, k))))
 		}
 	default:
 		w.Byte(pointsRaw)
@@ -288,8 +419,12 @@ func writeBreakPoints(w *binenc.Writer, x []float64) {
 	}
 }
 
-// readBreakPoints reads n break points written by writeBreakPoints.
-func readBreakPoints(r *binenc.Reader, n uint64) []float64 {
+// uvarintLen returns the bytes of v as a uvarint.
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
+
+// readBreakPoints reads n break points written by writeBreakPoints with
+// reference ref.
+func readBreakPoints(r *binenc.Reader, n uint64, ref []float64) []float64 {
 	x := make([]float64, n)
 	x[0] = r.FiniteFloat()
 	switch mode := r.Byte(); mode {
@@ -300,6 +435,16 @@ func readBreakPoints(r *binenc.Reader, n uint64) []float64 {
 	case pointsGrid:
 		for k := 1; k < len(x); k++ {
 			x[k] = x[k-1] + float64(r.Intn(1<<53))/gridScale
+		}
+	case pointsGridRef:
+		for k := 1; k < len(x); k++ {
+			z := r.Uvarint()
+			d := int64(stepOnGrid(ref, k)) + (int64(z>>1) ^ -int64(z&1))
+			if d < 0 || d >= 1<<53 {
+				r.Fail("break point step off the grid")
+				return x
+			}
+			x[k] = x[k-1] + float64(d)/gridScale
 		}
 	case pointsRaw:
 		for k := 1; k < len(x); k++ {
@@ -316,20 +461,28 @@ func readBreakPoints(r *binenc.Reader, n uint64) []float64 {
 // corrupt encoding, refused before allocating.
 const maxKeptPieces = 1 << 22
 
-// readRow reads a row written by writeRow.
-func readRow(r *binenc.Reader) *rowState {
+// readRow reads a row written by writeRow after prev.
+func readRow(r *binenc.Reader, prev *rowState) *rowState {
 	s := &rowState{}
 	s.i = int64(r.Intn(uint64(MaxFrequency)))
 	s.pi = r.FiniteFloat()
 	n := r.Intn(maxKeptPieces)
-	if r.Err() != nil || uint64(r.Len()) < 8*n+8 {
+	if r.Err() != nil || uint64(r.Len()) < n+8 {
 		r.Fail("truncated row")
 		return nil
 	}
-	s.x = readBreakPoints(r, n+1)
+	var ref []float64
+	if prev != nil {
+		ref = prev.x
+	}
+	s.x = readBreakPoints(r, n+1, ref)
 	s.m = make([]float64, n)
 	for k := range s.m {
-		s.m[k] = r.FiniteFloat()
+		s.m[k] = math.Float64frombits(readMassBits(r) ^ refMassBits(prev, k))
+		if math.IsNaN(s.m[k]) || math.IsInf(s.m[k], 0) {
+			r.Fail("mass not finite")
+			return nil
+		}
 	}
 	s.total.hi, s.total.lo = r.FiniteFloat(), r.FiniteFloat()
 	s.stable = int(r.Intn(freezeAfter))
@@ -391,8 +544,16 @@ func (t *Table) checkRow(r *rowState) error {
 
 // keptRowsOfEncoding are the rows of a decoded encoding.
 type keptRowsOfEncoding struct {
-	spacing                         int64
-	stat, cps, starts, inner, warms []*rowState
+	spacing                               int64
+	stat, cps, starts, mids, inner, warms []*rowState
+}
+
+// keptKinds is the number of kinds of rows an encoding holds.
+const keptKinds = 6
+
+// kinds returns e's kinds of rows in the order of the encoding.
+func (e *keptRowsOfEncoding) kinds() [keptKinds][]*rowState {
+	return [...][]*rowState{e.stat, e.cps, e.starts, e.mids, e.inner, e.warms}
 }
 
 // decodeKeptRows checks data's checksum, header and parameters against t,
@@ -416,15 +577,17 @@ func (t *Table) decodeKeptRows(data []byte) (*keptRowsOfEncoding, error) {
 		return nil, errors.New("rows of other parameters")
 	}
 	e := &keptRowsOfEncoding{spacing: int64(r.Intn(uint64(MaxFrequency)))}
-	kinds := []*[]*rowState{&e.stat, &e.cps, &e.starts, &e.inner, &e.warms}
+	kinds := [keptKinds]*[]*rowState{&e.stat, &e.cps, &e.starts, &e.mids, &e.inner, &e.warms}
+	var prev *rowState
 	for _, kind := range kinds {
 		n := r.Intn(uint64(r.Len()))
 		for range n {
-			row := readRow(r)
+			row := readRow(r, prev)
 			if row == nil {
 				break
 			}
 			*kind = append(*kind, row)
+			prev = row
 		}
 	}
 	if err := r.Close(); err != nil {
@@ -445,7 +608,7 @@ func (t *Table) checkKept(e *keptRowsOfEncoding) error {
 	if e.spacing < denseSpacing || e.spacing&(e.spacing-1) != 0 {
 		return errors.New("checkpoint spacing")
 	}
-	for _, kind := range [][]*rowState{e.stat, e.cps, e.starts, e.inner, e.warms} {
+	for _, kind := range e.kinds() {
 		for k, r := range kind {
 			if err := t.checkRow(r); err != nil {
 				return err
@@ -469,6 +632,14 @@ func (t *Table) checkKept(e *keptRowsOfEncoding) error {
 	for _, r := range e.starts {
 		if !pl.isJunction(r.i) {
 			return errors.New("a junction row off the junctions")
+		}
+	}
+	if len(e.mids) > maxBlockStarts {
+		return errors.New("too many middle rows")
+	}
+	for _, r := range e.mids {
+		if !pl.enabled() || r.i <= pl.from || pl.midRow(pl.junctionBelow(r.i)) != r.i {
+			return errors.New("a middle row off the blocks' middles")
 		}
 	}
 	for _, r := range e.inner {
@@ -518,12 +689,16 @@ func (t *Table) RestoreKeptRows(data []byte) error {
 		return err
 	}
 	k := keptSet{spacing: e.spacing, checkpoints: append([]*rowState{rowZero()}, e.cps...), cycle: e.stat}
-	k.starts, k.inner, k.warms = keyedBy(e.starts, 0), keyedBy(e.inner, 0), keyedBy(e.warms, 1)
+	k.starts, k.mids, k.inner, k.warms = keyedBy(e.starts, 0), keyedBy(e.mids, 0), keyedBy(e.inner, 0), keyedBy(e.warms, 1)
 	if err := t.restore(k); err != nil {
 		return fmt.Errorf("%w: %w", ErrKeptRows, err)
 	}
+	t.restored.Store(true)
 	return nil
 }
+
+// Restored reports whether RestoreKeptRows gave the table kept rows.
+func (t *Table) Restored() bool { return t.restored.Load() }
 
 // keyedBy returns rows keyed by their frequency plus off, or nil for none
 // (a chain keeps nil maps until it keeps a row).

@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -91,6 +93,9 @@ func TestKeptRowsRoundTrip(t *testing.T) {
 				kept = append(kept, r.i)
 			}
 			for i := range warm.starts {
+				kept = append(kept, i)
+			}
+			for i := range warm.mids {
 				kept = append(kept, i)
 			}
 			if st := warm.stationary(); st != nil {
@@ -211,7 +216,7 @@ func TestRestoreKeptRowsRefuses(t *testing.T) {
 			d[len(keptMagic)]++
 			s := sha256.Sum256(d)
 			return append(d, s[:]...)
-		}, "format 2"},
+		}, fmt.Sprintf("want %d", KeptRowsFormat)},
 		{"another algorithm version", restarts, func() []byte {
 			d := slices.Clone(dataR[:len(dataR)-sha256.Size])
 			d[len(keptMagic)+2]++ // the version string's first byte
@@ -245,6 +250,11 @@ func TestRestoreKeptRowsRefuses(t *testing.T) {
 			shiftUp(e.starts[0])
 			return resign(goodR, e)
 		}, "junction row off"},
+		{"a middle row off the blocks' middles", restarts, func() []byte {
+			e := decoded(goodR, dataR)
+			shiftUp(e.mids[0])
+			return resign(goodR, e)
+		}, "middle row off"},
 		{"an inner row where none is kept", restarts, func() []byte {
 			e := decoded(goodR, dataR)
 			e.inner = append(e.cps[:1:1], e.inner...)
@@ -266,7 +276,7 @@ func TestRestoreKeptRowsRefuses(t *testing.T) {
 				t.Fatalf("restore: %v, want ErrKeptRows naming %q", err, tc.want)
 			}
 			t.Log(err)
-			if len(tb.cps) != 1 || tb.starts != nil || tb.inner != nil || tb.warms != nil || tb.stationary() != nil {
+			if len(tb.cps) != 1 || tb.starts != nil || tb.inner != nil || tb.mids != nil || tb.warms != nil || tb.stationary() != nil {
 				t.Fatal("a refused restore left rows in the table")
 			}
 			i := tc.c.freqs[len(tc.c.freqs)-2]
@@ -331,7 +341,7 @@ func TestKeptRowsBound(t *testing.T) {
 		// Each kind is a prefix of the full one, and a larger limit keeps
 		// at least as many rows.
 		n := 0
-		for k, kind := range [][2][]*rowState{{e.cps, all.cps}, {e.starts, all.starts}, {e.inner, all.inner}, {e.warms, all.warms}} {
+		for k, kind := range [][2][]*rowState{{e.cps, all.cps}, {e.starts, all.starts}, {e.mids, all.mids}, {e.inner, all.inner}, {e.warms, all.warms}} {
 			got, want := kind[0], kind[1]
 			if len(got) > len(want) {
 				t.Fatalf("limit %d: kind %d has more rows than the table keeps", limit, k)
@@ -354,30 +364,38 @@ func TestKeptRowsBound(t *testing.T) {
 }
 
 // TestBreakPointForms: break points are written in the shortest form that
-// rebuilds them bit for bit (unit steps, steps on the 2^-20 grid, raw) and
-// read back exactly; an unknown form is refused.
+// rebuilds them bit for bit (unit steps, steps on the 2^-20 grid as they
+// are or against the reference row's, raw) and read back exactly; an
+// unknown form, and a step against the reference that leaves the grid, are
+// refused.
 func TestBreakPointForms(t *testing.T) {
 	t.Parallel()
+	grid := []float64{3, 3 + 0x1p-20, 3.5, 1e6 + 0x1p-20, 1e6 + 1}
 	for _, tc := range []struct {
 		name string
 		x    []float64
+		ref  []float64
 		form byte
 	}{
-		{"tokens", []float64{41, 42, 43, 44}, pointsUnit},
-		{"one piece", []float64{7, 8}, pointsUnit},
-		{"grid", []float64{3, 3 + 0x1p-20, 3.5, 1e6 + 0x1p-20, 1e6 + 1}, pointsGrid},
-		{"off the grid", []float64{0, 0.1, 0.2, 0.3}, pointsRaw},
-		{"a step below the grid", []float64{1, 1 + 0x1p-30, 2}, pointsRaw},
-		{"large positions on the grid", []float64{0x1p40, 0x1p40 + 0x1p-12, 0x1p40 + 1}, pointsGrid},
-		{"a decreasing step", []float64{2, 1}, pointsRaw},
+		{"grid, steps as the reference's", []float64{5, 5 + 0x1p-20, 5.5, 1e6 + 2 + 0x1p-20, 1e6 + 3}, grid, pointsGridRef},
+		{"grid, a reference of other steps", grid, []float64{0, 0.25, 0.5, 0.75, 1, 1.25}, pointsGrid},
+		{"grid, a shorter reference", []float64{5, 5 + 0x1p-20, 5.5, 1e6 + 2 + 0x1p-20, 1e6 + 3, 1e6 + 4}, grid, pointsGridRef},
+		{"grid, a reference off the grid", grid, []float64{0, 0.1, 0.2}, pointsGrid},
+		{"tokens", []float64{41, 42, 43, 44}, nil, pointsUnit},
+		{"one piece", []float64{7, 8}, nil, pointsUnit},
+		{"grid", []float64{3, 3 + 0x1p-20, 3.5, 1e6 + 0x1p-20, 1e6 + 1}, nil, pointsGrid},
+		{"off the grid", []float64{0, 0.1, 0.2, 0.3}, nil, pointsRaw},
+		{"a step below the grid", []float64{1, 1 + 0x1p-30, 2}, nil, pointsRaw},
+		{"large positions on the grid", []float64{0x1p40, 0x1p40 + 0x1p-12, 0x1p40 + 1}, nil, pointsGrid},
+		{"a decreasing step", []float64{2, 1}, nil, pointsRaw},
 	} {
 		w := binenc.NewWriter(nil)
-		writeBreakPoints(w, tc.x)
+		writeBreakPoints(w, tc.x, tc.ref)
 		if form := w.Bytes()[8]; form != tc.form {
 			t.Errorf("%s: form %d, want %d", tc.name, form, tc.form)
 		}
 		r := binenc.NewReader(w.Bytes(), ErrKeptRows)
-		got := readBreakPoints(r, uint64(len(tc.x)))
+		got := readBreakPoints(r, uint64(len(tc.x)), tc.ref)
 		if err := r.Close(); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -391,9 +409,27 @@ func TestBreakPointForms(t *testing.T) {
 	w.Float(1)
 	w.Byte(9)
 	r := binenc.NewReader(w.Bytes(), ErrKeptRows)
-	readBreakPoints(r, 2)
+	readBreakPoints(r, 2, nil)
 	if r.Err() == nil {
 		t.Fatal("an unknown break point form was read")
+	}
+	// A step one grid unit below the reference's where the reference's is
+	// one unit: a step of 0, off the grid.
+	w = binenc.NewWriter(nil)
+	w.Float(1)
+	w.Byte(pointsGridRef)
+	w.Uvarint(zigzag(-1))
+	r = binenc.NewReader(w.Bytes(), ErrKeptRows)
+	if readBreakPoints(r, 2, []float64{0, 0x1p-20}); r.Err() != nil {
+		t.Fatalf("a step of 0 against the reference: %v (checkRow refuses it, not the form)", r.Err())
+	}
+	w = binenc.NewWriter(nil)
+	w.Float(1)
+	w.Byte(pointsGridRef)
+	w.Uvarint(zigzag(-2))
+	r = binenc.NewReader(w.Bytes(), ErrKeptRows)
+	if readBreakPoints(r, 2, []float64{0, 0x1p-20}); r.Err() == nil {
+		t.Fatal("a negative step against the reference was read")
 	}
 }
 
@@ -453,5 +489,239 @@ func BenchmarkDrawsAfterRestore(b *testing.B) {
 			}
 			b.ReportMetric(float64(len(data)), "kept-bytes")
 		})
+	}
+}
+
+// TestKeptMiddleRows: a warm-up keeps the middle row (midRow) of every
+// block it walked through, at a place fixed by the plan alone; after a
+// restore a row d rows above a block's middle row steps exactly d rows
+// and a row just below it exactly its distance from the block's verified
+// first row (the oracle: the nearest kept row below, no junction to
+// check), each equal bit for bit to the row computed from row 0.
+func TestKeptMiddleRows(t *testing.T) {
+	t.Parallel()
+	for _, c := range keptCases(t)[:1] {
+		for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
+			c.m = m
+			warm := c.warmTable(t)
+			pl := warm.plan
+			if len(warm.mids) == 0 {
+				t.Fatalf("%s: the warm-up kept no middle row", m)
+			}
+			for i := range warm.mids {
+				a := pl.junctionBelow(i)
+				if pl.midRow(a) != i || i-a < pl.block/4 || a+pl.block-i < pl.block/4 {
+					t.Fatalf("%s: middle row %d of the block at %d (%d rows) is not near its middle", m, i, a, pl.block)
+				}
+				if warm.starts[a] == nil {
+					t.Fatalf("%s: middle row %d kept without its block's first row", m, i)
+				}
+			}
+			data := warm.KeptRows(1 << 30)
+			mids := sortedKept(warm.mids)
+			for _, k := range []int{0, len(mids) / 2, len(mids) - 1} {
+				mid := mids[k].i
+				a := pl.junctionBelow(mid)
+				for _, tc := range []struct{ i, steps int64 }{{mid, 0}, {mid + 1, 1}, {mid + 40, 40}, {mid - 1, mid - 1 - a}} {
+					tb := newTable(c.p, c.s, c.m, c.plan)
+					if err := tb.RestoreKeptRows(data); err != nil {
+						t.Fatal(err)
+					}
+					before := tb.RowsStepped()
+					got, err := tb.Row(tc.i)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if n := tb.RowsStepped() - before; n != tc.steps {
+						t.Errorf("%s: row %d (middle row %d) stepped %d rows after the restore, want %d", m, tc.i, mid, n, tc.steps)
+					}
+					want, err := newTable(c.p, c.s, c.m, c.plan).Row(tc.i)
+					if err != nil {
+						t.Fatal(err)
+					}
+					sameRow(t, "a row near a middle row", got, want)
+				}
+			}
+		}
+	}
+}
+
+// keptStarts returns, ascending, the rows tb keeps from which walks start
+// with no junction to check: its checkpoints, verified junction rows and
+// middle rows.
+func keptStarts(tb *Table) []int64 {
+	var kept []int64
+	for _, r := range tb.cps {
+		kept = append(kept, r.i)
+	}
+	for _, m := range []map[int64]*rowState{tb.starts, tb.mids} {
+		for i := range m {
+			kept = append(kept, i)
+		}
+	}
+	slices.Sort(kept)
+	return kept
+}
+
+// TestPrepareAfterRestoreSteps: on a restored table, Drawer.Prepare steps
+// exactly the rows a brute-force count gives (each distinct frequency in
+// ascending order walked from the nearer of the previous frequency and the
+// nearest kept row below it: checkpoint, verified junction row or middle
+// row, every junction's row being kept), on one goroutine or two (the
+// clusters cut at kept rows step the rows one walk would), and the draws
+// are those of a Drawer on a table that computed every row itself, bit for
+// bit.
+func TestPrepareAfterRestoreSteps(t *testing.T) {
+	t.Parallel()
+	c := keptCases(t)[0]
+	warm := c.warmTable(t)
+	data := warm.KeptRows(1 << 30)
+	kept := keptStarts(warm)
+	top := slices.Max(kept)
+	rng := rand.New(rand.NewPCG(37, 2))
+	freqs := make([]int64, 400)
+	for k := range freqs {
+		freqs[k] = 1 + rng.Int64N(top)
+		if k%3 == 0 {
+			freqs[k] = 1 + rng.Int64N(2000) // denser low down
+		}
+	}
+	distinct := slices.Compact(slices.Sorted(slices.Values(freqs)))
+	want, prev := int64(0), int64(-1)
+	for _, f := range distinct {
+		below := kept[sort.Search(len(kept), func(k int) bool { return kept[k] > f })-1]
+		want += f - max(below, prev)
+		prev = f
+	}
+	oracle := newTable(c.p, c.s, c.m, c.plan).NewDrawer(rand.New(rand.NewPCG(1, 1)))
+	var wantOut []Outcome
+	for _, f := range freqs {
+		o, err := oracle.Draw(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOut = append(wantOut, o)
+	}
+	for _, workers := range []int{1, 2} {
+		tb := newTable(c.p, c.s, c.m, c.plan)
+		if err := tb.RestoreKeptRows(data); err != nil {
+			t.Fatal(err)
+		}
+		before := tb.RowsStepped()
+		dr := tb.NewDrawer(rand.New(rand.NewPCG(1, 1)))
+		dr.Prepare(freqs, workers)
+		if n := tb.RowsStepped() - before; n != want {
+			t.Errorf("%d workers: Prepare stepped %d rows, want %d", workers, n, want)
+		}
+		for k, f := range freqs {
+			o, err := dr.Draw(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o != wantOut[k] {
+				t.Fatalf("%d workers: frequency %d drew %+v, want %+v", workers, f, o, wantOut[k])
+			}
+		}
+	}
+}
+
+// TestMassBitsForms: a mass is written as its bits XOR its reference's in
+// as few bytes as the XOR's nonzero byte span (one byte when they are
+// equal) and read back bit for bit; a form byte that claims more than 8
+// bytes, or none, is refused, and so is a mass that decodes to NaN.
+func TestMassBitsForms(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		x     uint64
+		bytes int
+	}{
+		{"equal masses", 0, 1},
+		{"lowest byte", 0x5a, 2},
+		{"one middle byte", 0x00_00_00_7f_00_00_00_00, 2},
+		{"highest byte", 0xff << 56, 2},
+		{"a span with zeros inside", 0x01_00_00_00_00_00_00_01, 9},
+		{"three bytes up high", 0x12_34_56 << 40, 4},
+	} {
+		w := binenc.NewWriter(nil)
+		writeMassBits(w, tc.x)
+		if len(w.Bytes()) != tc.bytes {
+			t.Errorf("%s: %d bytes, want %d", tc.name, len(w.Bytes()), tc.bytes)
+		}
+		r := binenc.NewReader(w.Bytes(), ErrKeptRows)
+		if got := readMassBits(r); got != tc.x || r.Close() != nil {
+			t.Errorf("%s: read %#x (%v), want %#x", tc.name, got, r.Err(), tc.x)
+		}
+	}
+	for _, form := range []byte{0x10, 0x09, 0x63} { // no byte; 9 bytes; bytes 6..8, past the 8th
+		r := binenc.NewReader(append([]byte{form}, make([]byte, 9)...), ErrKeptRows)
+		readMassBits(r)
+		if r.Err() == nil {
+			t.Errorf("form %#x was read", form)
+		}
+	}
+	// A row whose mass decodes to NaN (the XOR of 0.5 and NaN's bits
+	// against a reference of 0.5) is refused.
+	ref := &rowState{i: 2, x: []float64{1, 2}, m: []float64{0.5}}
+	bad := &rowState{i: 2, x: []float64{1, 2}, m: []float64{math.NaN()}}
+	w := binenc.NewWriter(nil)
+	writeRow(w, bad, ref)
+	r := binenc.NewReader(w.Bytes(), ErrKeptRows)
+	if readRow(r, ref) != nil || r.Err() == nil {
+		t.Error("a NaN mass was read")
+	}
+}
+
+// TestPrepareClustersCutAtKeptRows: Prepare's clusters (Table.clusters)
+// cut between two frequencies exactly where a brute-force scan finds a
+// kept row (checkpoint, verified junction row or middle row) at or above
+// the first and at or below the second, or the two lie more than a block
+// apart; a table that keeps only row 0 cuts only at the gaps.
+func TestPrepareClustersCutAtKeptRows(t *testing.T) {
+	t.Parallel()
+	c := keptCases(t)[0]
+	warm := c.warmTable(t)
+	restored := newTable(c.p, c.s, c.m, c.plan)
+	if err := restored.RestoreKeptRows(warm.KeptRows(1 << 30)); err != nil {
+		t.Fatal(err)
+	}
+	kept := keptStarts(warm)
+	rng := rand.New(rand.NewPCG(37, 4))
+	var todo []int64
+	for f := int64(1); f < slices.Max(kept); f += 1 + rng.Int64N(90) {
+		todo = append(todo, f)
+	}
+	gap := restored.plan.block
+	for _, tc := range []struct {
+		name string
+		tb   *Table
+		cut  func(a, b int64) bool
+	}{
+		{"restored", restored, func(a, b int64) bool {
+			k := sort.Search(len(kept), func(k int) bool { return kept[k] > b }) - 1
+			return b-a > gap || kept[k] >= a
+		}},
+		{"cold", newTable(c.p, c.s, c.m, c.plan), func(a, b int64) bool { return b-a > gap }},
+	} {
+		clusters := tc.tb.clusters(todo)
+		if got := slices.Concat(clusters...); !slices.Equal(got, todo) {
+			t.Fatalf("%s: the clusters hold %d frequencies, not the %d given in order", tc.name, len(got), len(todo))
+		}
+		cuts := 0
+		for k := 1; k < len(clusters); k++ {
+			a, b := clusters[k-1][len(clusters[k-1])-1], clusters[k][0]
+			if !tc.cut(a, b) {
+				t.Errorf("%s: cut between %d and %d with no kept row between", tc.name, a, b)
+			}
+			cuts++
+		}
+		for _, cl := range clusters {
+			for k := 1; k < len(cl); k++ {
+				if tc.cut(cl[k-1], cl[k]) {
+					t.Errorf("%s: %d and %d in one cluster, a kept row between", tc.name, cl[k-1], cl[k])
+				}
+			}
+		}
+		t.Logf("%s: %d frequencies, %d clusters", tc.name, len(todo), cuts+1)
 	}
 }

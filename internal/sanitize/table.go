@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 )
 
 // AlgorithmVersion names the revision of the row computations (Algorithms
@@ -40,7 +41,8 @@ const maxPeriod = 16
 // bound the frequencies they accept.
 type Table struct {
 	rowChain
-	cache samplerCache
+	cache    samplerCache
+	restored atomic.Bool // RestoreKeptRows gave it kept rows
 }
 
 // NewTable validates the parameters and returns an empty table; rows are

@@ -25,6 +25,10 @@ import (
 //     work (chunks, kept rows) is written;
 //   - restart-ms: the same release on a new service over the same store
 //     (a restart), which reads the stored kept rows and chunks;
+//   - prebuilt-ms: the same on a new service over the same store after
+//     a prebuild (POST /v1/tables/prebuild, max_frequency 1000: it
+//     restores the kept rows and builds no chunk), as when a scheduled
+//     prebuild comes before the day's release;
 //   - nokept-ms: the same on a new service that reads no kept rows
 //     (KeptRowsSteps -1): the restart before issue 37;
 //   - coldoff-ms: the cold release on a fresh store with kept rows off
@@ -97,13 +101,21 @@ func BenchmarkReleaseAfterRestart(b *testing.B) {
 				release(first, "warm")
 				first.Wait()
 				for _, phase := range []struct {
-					name  string
-					steps int64
-				}{{"restart", DefaultKeptRowsSteps}, {"nokept", -1}} {
+					name     string
+					steps    int64
+					prebuild bool
+				}{{"restart", DefaultKeptRowsSteps, false}, {"prebuilt", DefaultKeptRowsSteps, true}, {"nokept", -1, false}} {
 					ts := &timedTables{Store: st}
 					s, err := New(Config{Store: ts, KeptRowsSteps: phase.steps})
 					if err != nil {
 						b.Fatal(err)
+					}
+					if phase.prebuild {
+						if _, err := s.Tables.Prebuild(context.Background(), spec, 1000); err != nil {
+							b.Fatal(err)
+						}
+						ts.n.Store(0)
+						ts.d.Store(0)
 					}
 					release(s, phase.name)
 					b.ReportMetric(float64(ts.n.Load()), phase.name+"-gets")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -99,6 +100,17 @@ func sameElements(t *testing.T, what string, a, b []Element) {
 	}
 }
 
+// spreadKeys returns n keys "spread/k" with frequencies drawn uniformly
+// from 1..top by a generator seeded with seed.
+func spreadKeys(seed uint64, n int, top int64) ([]string, []int64) {
+	keys, freqs := make([]string, n), make([]int64, n)
+	rng := rand.New(rand.NewPCG(37, seed))
+	for k := range n {
+		keys[k], freqs[k] = fmt.Sprintf("spread/%d", k), 1+rng.Int64N(top)
+	}
+	return keys, freqs
+}
+
 // keptStores runs f on the in-memory store and on PostgreSQL; corrupt
 // replaces the bytes stored under a key by what edit makes of them: in
 // PostgreSQL by SQL on the row itself.
@@ -173,12 +185,7 @@ func TestKeptRowsAfterRestart(t *testing.T) {
 	for k := int64(1); k < 128; k++ {
 		onKept, onKeptF = append(onKept, fmt.Sprintf("kept/%d", k)), append(onKeptF, 512*k)
 	}
-	var spread []string
-	var spreadF []int64
-	rng := rand.New(rand.NewPCG(37, 1))
-	for k := range 300 {
-		spread, spreadF = append(spread, fmt.Sprintf("spread/%d", k)), append(spreadF, 1+rng.Int64N(100_000))
-	}
+	spread, spreadF := spreadKeys(1, 300, 100_000)
 	keptStores(t, func(t *testing.T, st store.Store, corrupt func(key, edit string)) {
 		keys := keptSpec(t, ReleaseKeys, sanitize.MethodMaxSeparation)
 		freqs := keptSpec(t, ReleaseFrequencies, sanitize.MethodDiscrete)
@@ -320,4 +327,44 @@ func TestKeptRowsIndependentOfData(t *testing.T) {
 	if string(stored[0]) != string(stored[1]) {
 		t.Fatalf("releases over different data stored different kept rows (%d and %d bytes)", len(stored[0]), len(stored[1]))
 	}
+}
+
+// TestPrebuildWarmsTheNextRelease (issue 37): a prebuild in a process whose
+// Table of the parameters did not start from kept rows (an earlier release
+// made it, cold) stores the kept rows and puts a Table restored from them
+// in that one's place, so the next release of the same process steps
+// exactly the rows the same release steps on a new service over the same
+// store (a restart: the oracle) and answers the same bit for bit; without
+// the swap it would walk from row 0 (at least the chain to its largest
+// frequency, far more).
+func TestPrebuildWarmsTheNextRelease(t *testing.T) {
+	t.Parallel()
+	keys, freqs := spreadKeys(3, 200, 90_000)
+	keptStores(t, func(t *testing.T, st store.Store, _ func(key, edit string)) {
+		spec := keptSpec(t, ReleaseFrequencies, sanitize.MethodMaxSeparation)
+		release := keptSpec(t, ReleaseKeys, sanitize.MethodMaxSeparation)
+		s := keptService(t, st)
+		keptRelease(t, s, release, []string{"first"}, []int64{5}) // the process's Table, cold
+		if _, err := s.Tables.Prebuild(context.Background(), spec, 1000); err != nil {
+			t.Fatal(err)
+		}
+		tb, err := s.cache.Sanitizer(spec.Privacy, spec.Sampling, spec.Method)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !tb.Restored() {
+			t.Fatal("after the prebuild the process's Table did not start from the kept rows")
+		}
+		got, steps := keptRelease(t, s, release, keys, freqs)
+		s.Wait()
+		restart := keptService(t, st)
+		want, wantSteps := keptRelease(t, restart, release, keys, freqs)
+		if steps != wantSteps {
+			t.Errorf("the release after the prebuild stepped %d rows, the same release after a restart %d", steps, wantSteps)
+		}
+		if top := slices.Max(freqs); wantSteps >= top {
+			t.Errorf("the release after a restart stepped %d rows, not fewer than the chain to its largest frequency (%d)", wantSteps, top)
+		}
+		sameElements(t, "release after the prebuild", want, got)
+	})
 }

@@ -73,6 +73,9 @@ type Cache struct {
 	stats *lru.Cache[string, estimate.FrequencyStats]
 	// flight holds the computations and chunk builds under way.
 	flight flight
+	// chunkBatch is the most chunk keys one store read asks for
+	// (storedChunkBatch; tests lower it).
+	chunkBatch int
 	// writeQueue holds the entries waiting to be written to the store
 	// (writeBehind), writeBytes their size, writing whether drainWrites
 	// runs; under writeMu.
@@ -130,8 +133,8 @@ func New(cfg Config) (*Cache, error) {
 		stats:       lru.New[string, estimate.FrequencyStats](maxStats, nil),
 		prefetchers: make(chan struct{}, 1),
 		optional:    optional, stopOptional: stop,
-		version: AlgorithmVersion,
-		kept:    keptRows{steps: cfg.KeptRowsSteps, bytes: cfg.KeptRowsBytes, done: lru.New[string, bool](keptDoneKeys, nil)},
+		version: AlgorithmVersion, chunkBatch: storedChunkBatch,
+		kept: keptRows{steps: cfg.KeptRowsSteps, bytes: cfg.KeptRowsBytes, done: lru.New[string, bool](keptDoneKeys, nil)},
 	}, nil
 }
 

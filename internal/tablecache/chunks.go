@@ -2,6 +2,7 @@ package tablecache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -342,24 +343,44 @@ func (c *Cache) loadStoredChunks(ctx context.Context, t *sanitize.Table, gs []es
 			}
 		}
 	}
-	for lo := 0; lo < len(wants); lo += storedChunkBatch {
-		part := wants[lo:min(lo+storedChunkBatch, len(wants))]
+	// The batches go out storedChunkReaders at a time: a release after a
+	// restart reads about 1,100 keys, and one statement after the other
+	// waited for each round trip in turn.
+	var wg sync.WaitGroup
+	errs := make([]error, (len(wants)+c.chunkBatch-1)/c.chunkBatch)
+	slots := make(chan struct{}, storedChunkReaders)
+	for lo := 0; lo < len(wants); lo += c.chunkBatch {
+		part := wants[lo:min(lo+c.chunkBatch, len(wants))]
 		keys := make([]string, len(part))
 		for i, w := range part {
 			keys[i] = w.key
 		}
-		got, err := b.GetTables(ctx, keys)
-		if err != nil {
-			return false, fmt.Errorf("reading table cache: %w", err)
-		}
-		for i, w := range part {
-			if got[i] != nil {
-				c.decodeChunk(w.key, got[i], w.g, size, w.k, w.withStats)
+		slots <- struct{}{}
+		wg.Add(1)
+		go func(n int) {
+			defer func() { <-slots; wg.Done() }()
+			got, err := b.GetTables(ctx, keys)
+			if err != nil {
+				errs[n] = fmt.Errorf("reading table cache: %w", err)
+				return
 			}
-		}
+			for i, w := range part {
+				if got[i] != nil {
+					c.decodeChunk(w.key, got[i], w.g, size, w.k, w.withStats)
+				}
+			}
+		}(lo / c.chunkBatch)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return false, err
 	}
 	return true, nil
 }
+
+// storedChunkReaders is how many batches of chunk keys loadStoredChunks
+// reads from the store at once.
+const storedChunkReaders = 3
 
 // buildRun builds chunks k0 .. k0+n-1 of every g (once under concurrency;
 // with estimatesOnly, estimate.ChunkAsk.EstimatesOnly), keeps them in memory
@@ -571,9 +592,16 @@ type Prebuilt struct {
 // them in memory and in the store, and stores t's parameters' kept
 // sanitizer rows (kept.go) before it answers, so that the first release
 // after it, on any instance or after a restart, neither builds the chunks
-// nor computes its rows from row 0. Chunks already cached are not built
-// again. Admission (what a prebuild may cost) is the caller's.
+// nor computes its rows from row 0. The kept rows come first: when t did
+// not start from them, a Table restored from them takes t's place in the
+// cache (restoredSanitizer), builds the chunks and serves the next release
+// of this process. Chunks already cached are not built again. Admission
+// (what a prebuild may cost) is the caller's.
 func (c *Cache) Prebuild(ctx context.Context, t *sanitize.Table, gs []estimate.G, maxFrequency int64) (Prebuilt, error) {
+	if err := c.keepRows(ctx, t.Privacy(), t.Sampling(), t.Method()); err != nil {
+		return Prebuilt{}, err
+	}
+	t = c.restoredSanitizer(t)
 	size := estimate.ChunkSize(t.Privacy())
 	n := estimate.ChunkOf(float64(maxFrequency), size) + 1
 	ks := make([]int64, n)
@@ -599,9 +627,6 @@ func (c *Cache) Prebuild(ctx context.Context, t *sanitize.Table, gs []estimate.G
 		if _, err := c.ChunkSets(ctx, t, gs, ks[lo:min(lo+prebuildBatch, len(ks))], Read{}); err != nil {
 			return Prebuilt{}, err
 		}
-	}
-	if err := c.keepRows(ctx, t.Privacy(), t.Sampling(), t.Method()); err != nil {
-		return Prebuilt{}, err
 	}
 	return Prebuilt{ChunkSize: size, Chunks: n, Built: missing}, nil
 }

@@ -140,6 +140,33 @@ func (c *Cache) restoreKept(t *sanitize.Table) bool {
 	return true
 }
 
+// restoredSanitizer returns the Table the cache holds for t's parameters
+// once it starts from the stored kept rows: t itself when it did (or kept
+// rows are off, or none restore), else a new Table restored from them,
+// which replaces t in the cache when t is what the cache holds (requests
+// that hold t go on with it). A Table that did not start from the kept rows
+// keeps only what its own walks kept (a checkpoint every 256 rows or more,
+// no middle rows): the draws of a release would step several times the
+// rows they step from the kept ones. Its cached samplers are let go; a
+// prebuild comes ahead of a release over other data.
+func (c *Cache) restoredSanitizer(t *sanitize.Table) *sanitize.Table {
+	if c.kept.steps <= 0 || t.Restored() {
+		return t
+	}
+	fresh, err := sanitize.NewTable(t.Privacy(), t.Sampling(), t.Method())
+	if err != nil || !c.restoreKept(fresh) {
+		return t
+	}
+	key := sanitize.Key("table", t.Privacy(), t.Sampling(), t.Method())
+	if !c.sanitizers.Replace(key, t, fresh, func(a, b *sanitize.Table) bool { return a == b }) {
+		if cur, ok := c.sanitizers.Get(key); ok {
+			return cur
+		}
+		return c.sanitizers.Add(key, fresh)
+	}
+	return fresh
+}
+
 // keepRowsBehind stores, in the background, the kept rows of t's
 // parameters unless this process has stored or found them already. The
 // warm-ups run one at a time, in the order asked, on one goroutine, until

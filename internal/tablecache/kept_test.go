@@ -2,6 +2,7 @@ package tablecache
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -42,7 +43,7 @@ func TestKeptRowsConfig(t *testing.T) {
 			}
 			p, smp := keptParamsOf(t)
 			key := c.KeptRowsKey(p, smp, sanitize.MethodDiscrete)
-			for _, part := range []string{AlgorithmVersion, "|kept|", "format=1", tc.wantBytesKey} {
+			for _, part := range []string{AlgorithmVersion, "|kept|", fmt.Sprintf("format=%d", sanitize.KeptRowsFormat), tc.wantBytesKey} {
 				if !strings.Contains(key, part) {
 					t.Fatalf("key %q lacks %q", key, part)
 				}

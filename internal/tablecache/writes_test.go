@@ -10,10 +10,12 @@ import (
 	"github.com/pwsd/pwsd/internal/store"
 )
 
-// countingStore counts the store calls of the table cache.
+// countingStore counts the store calls of the table cache, and the most
+// batch reads in flight at once.
 type countingStore struct {
 	*store.Memory
 	gets, batchGets, puts, batchPuts atomic.Int64
+	inFlight, maxInFlight, keys      atomic.Int64
 }
 
 func (s *countingStore) GetTable(ctx context.Context, key string) ([]byte, bool, error) {
@@ -23,6 +25,11 @@ func (s *countingStore) GetTable(ctx context.Context, key string) ([]byte, bool,
 
 func (s *countingStore) GetTables(ctx context.Context, keys []string) ([][]byte, error) {
 	s.batchGets.Add(1)
+	s.keys.Add(int64(len(keys)))
+	n := s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	for m := s.maxInFlight.Load(); n > m && !s.maxInFlight.CompareAndSwap(m, n); m = s.maxInFlight.Load() {
+	}
 	return s.Memory.GetTables(ctx, keys)
 }
 
@@ -41,7 +48,9 @@ func (s *countingStore) PutTables(ctx context.Context, entries []store.TableEntr
 // the two runs being written were dropped: nine chunks in ten never
 // reached PostgreSQL), in batches; a second cache over the same store (a
 // restart, a replica) then reads them all in batches, one statement per
-// 512 keys, and computes nothing.
+// 512 keys, and computes nothing; a third one reading 5 keys per statement
+// reads every chunk in as many batches as that takes, at most
+// storedChunkReaders at once.
 func TestEveryBuiltChunkReachesTheStore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -79,7 +88,7 @@ func TestEveryBuiltChunkReachesTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gets := st.gets.Load()
+	gets, keys := st.gets.Load(), st.keys.Load()
 	sets, err := second.ChunkSets(ctx, tb2, gs, ks, Read{})
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +102,38 @@ func TestEveryBuiltChunkReachesTheStore(t *testing.T) {
 	for m := range gs {
 		if len(sets[m].Chunks) != len(ks) {
 			t.Fatalf("g %d: %d chunks, want %d", m, len(sets[m].Chunks), len(ks))
+		}
+	}
+	wantKeys := st.keys.Load() - keys
+	if wantKeys <= 5*storedChunkReaders {
+		t.Fatalf("the second cache read %d chunk keys: too few to need more batches than readers", wantKeys)
+	}
+	third, err := New(Config{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	third.chunkBatch = 5
+	tb3, err := third.Sanitizer(p, smp, sanitize.MethodDiscrete)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, keys := st.batchGets.Load(), st.keys.Load()
+	sets, err = third.ChunkSets(ctx, tb3, gs, ks, Read{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := third.Computed(); n != 0 {
+		t.Fatalf("reading 5 keys per statement, %d runs were rebuilt", n)
+	}
+	if got, want := st.batchGets.Load()-before, (wantKeys+4)/5; got != want || st.keys.Load()-keys != wantKeys {
+		t.Errorf("%d batch reads of %d keys, want %d reads of the %d keys the second cache read", got, st.keys.Load()-keys, want, wantKeys)
+	}
+	if m := st.maxInFlight.Load(); m > storedChunkReaders {
+		t.Errorf("%d batch reads at once, want at most %d", m, storedChunkReaders)
+	}
+	for m := range gs {
+		if len(sets[m].Chunks) != len(ks) {
+			t.Fatalf("5 keys per statement: g %d: %d chunks, want %d", m, len(sets[m].Chunks), len(ks))
 		}
 	}
 }
