@@ -94,9 +94,11 @@ type Cache struct {
 	version string
 	// computed counts computations (cache misses); Computed reads it.
 	computed atomic.Int64
-	// busy counts the requests under way (Busy); background builds start
-	// no run while it is positive.
-	busy atomic.Int64
+	// busy counts the requests under way (Busy), idleSince is when the
+	// last one ended (UnixNano); background builds start no run while busy
+	// is positive or for quietPeriod after that.
+	busy      atomic.Int64
+	idleSince atomic.Int64
 	// kept holds the kept sanitizer rows' settings, queue and counters
 	// (kept.go); keptMu guards its queue.
 	keptMu sync.Mutex
@@ -139,19 +141,28 @@ func New(cfg Config) (*Cache, error) {
 }
 
 // Busy marks a request under way until the returned function is called:
-// the background builds (Prefetch) start no new run meanwhile, so that a
-// release or an estimate waits for at most the one run already started,
-// never for a queue of them. Reads (ChunkSets) mark themselves.
+// the background builds (Prefetch) start no new run meanwhile, nor for
+// quietPeriod after the last request ended (the estimate GET that follows
+// a release comes a moment after its answer), so that a release or an
+// estimate waits for at most the one run already started, never for a
+// queue of them, and shares the cores with none. Reads (ChunkSets) mark
+// themselves.
 func (c *Cache) Busy() (done func()) {
 	c.busy.Add(1)
 	var once sync.Once
-	return func() { once.Do(func() { c.busy.Add(-1) }) }
+	return func() {
+		once.Do(func() {
+			c.idleSince.Store(time.Now().UnixNano())
+			c.busy.Add(-1)
+		})
+	}
 }
 
 // yield waits, for a background build, until no request is under way
-// (Busy), polling every yieldPoll; it returns ctx's error if ctx ends first.
+// (Busy) and none ended within quietPeriod, polling every yieldPoll; it
+// returns ctx's error if ctx ends first.
 func (c *Cache) yield(ctx context.Context) error {
-	for c.busy.Load() > 0 {
+	for c.busy.Load() > 0 || time.Since(time.Unix(0, c.idleSince.Load())) < quietPeriod {
 		select {
 		case <-time.After(yieldPoll):
 		case <-ctx.Done():
@@ -162,8 +173,12 @@ func (c *Cache) yield(ctx context.Context) error {
 }
 
 // yieldPoll is how often a background build waiting for the requests
-// under way looks again.
-const yieldPoll = 5 * time.Millisecond
+// looks again; quietPeriod is how long no request must have run before
+// it starts a run.
+const (
+	yieldPoll   = 5 * time.Millisecond
+	quietPeriod = 200 * time.Millisecond
+)
 
 // Wait waits for the background work (writes of computed tables to the
 // store, builds of chunks ahead of reads) to finish; call it before

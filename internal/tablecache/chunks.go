@@ -400,9 +400,13 @@ func (c *Cache) buildRun(ctx context.Context, t *sanitize.Table, gs []estimate.G
 		if err != nil {
 			return nil, err
 		}
+		prefixes := make([]string, len(gs))
+		for m, g := range gs {
+			prefixes[m] = c.statsKeyPrefix(t, g)
+		}
 		for i, st := range built.StatsAt {
-			for m, g := range gs {
-				c.stats.Add(c.statsKey(t, g, i), st[m])
+			for m := range gs {
+				c.stats.Add(statsKeyAt(prefixes[m], i), st[m])
 			}
 		}
 		run := built.Chunks
@@ -640,10 +644,18 @@ func valuesIn(vs []float64, run [2]int64, size int64) []float64 {
 	return vs[from:to]
 }
 
-// statsKey is the key of the statistics of g at frequency i over t's
-// parameters, in the memory of collected statistics (Read.StatsAt).
-func (c *Cache) statsKey(t *sanitize.Table, g estimate.G, i int64) string {
-	return c.Key("stats", t.Privacy(), t.Sampling(), t.Method(), Int("format", estimate.ChunkFormat), Str("g", g.String()), Int("i", i))
+// statsKeyPrefix is what the keys of the statistics of g over t's
+// parameters share, in the memory of collected statistics (Read.StatsAt):
+// the key (Key) without its last part, the frequency, built once per read
+// (statsKeyAt appends the part as Key would: TestStatsKeyIsAKey).
+func (c *Cache) statsKeyPrefix(t *sanitize.Table, g estimate.G) string {
+	return c.Key("stats", t.Privacy(), t.Sampling(), t.Method(), Int("format", estimate.ChunkFormat), Str("g", g.String()))
+}
+
+// statsKeyAt is the statsKey of frequency i under its prefix.
+func statsKeyAt(prefix string, i int64) string {
+	p := Int("i", i)
+	return prefix + "|" + p.name + "=" + p.value
 }
 
 // StatsAt returns the statistics of g at those of the frequencies is that
@@ -653,11 +665,12 @@ func (c *Cache) statsKey(t *sanitize.Table, g estimate.G, i int64) string {
 // and after a restart the chunks serve.
 func (c *Cache) StatsAt(t *sanitize.Table, g estimate.G, is []int64) map[int64]estimate.FrequencyStats {
 	out := map[int64]estimate.FrequencyStats{}
+	prefix := c.statsKeyPrefix(t, g)
 	for _, i := range is {
 		if _, done := out[i]; done {
 			continue
 		}
-		if st, ok := c.stats.Get(c.statsKey(t, g, i)); ok {
+		if st, ok := c.stats.Get(statsKeyAt(prefix, i)); ok {
 			out[i] = st
 		}
 	}

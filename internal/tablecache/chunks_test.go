@@ -114,8 +114,9 @@ func TestStopOptionalCancelsPrefetch(t *testing.T) {
 
 // TestBackgroundYieldsToRequests: while a request is under way (Busy), a
 // background build does not start a run: yield waits (here until its
-// context ends, which it reports); once the request ends, the build runs
-// and builds what it was asked for. Busy's done may be called twice.
+// context ends, which it reports); once the request has ended (and the
+// quiet period after it passed), yield returns and the build runs and
+// builds what it was asked for. Busy's done may be called twice.
 func TestBackgroundYieldsToRequests(t *testing.T) {
 	t.Parallel()
 	s := newTestCache(t, Config{})
@@ -133,11 +134,32 @@ func TestBackgroundYieldsToRequests(t *testing.T) {
 	s.Prefetch(tb, []estimate.G{identityG}, []int64{40})
 	done()
 	done() // idempotent
-	if err := s.yield(cancelled); err != nil {
+	if err := s.yield(context.Background()); err != nil {
 		t.Fatalf("yield with no request under way: %v", err)
 	}
 	s.Wait()
 	if s.Computed() != 1 {
 		t.Fatalf("the background build computed %d runs, want 1", s.Computed())
+	}
+}
+
+// TestStatsKeyIsAKey: the key of collected statistics built from its
+// prefix (statsKeyAt) is the one Key builds from all its parts.
+func TestStatsKeyIsAKey(t *testing.T) {
+	t.Parallel()
+	s := newTestCache(t, Config{})
+	p := sanitize.Privacy{Epsilon: 0.5, Delta: 1e-6}
+	sm := sanitize.Sampling{Scheme: sanitize.SchemePPSWOR, Threshold: 1e-5, Power: 1}
+	tb, err := s.Sanitizer(p, sm, sanitize.MethodMaxSeparation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []estimate.G{identityG, {Kind: estimate.GCount}} {
+		for _, i := range []int64{1, 129, 10_000_000} {
+			want := s.Key("stats", p, sm, sanitize.MethodMaxSeparation, Int("format", estimate.ChunkFormat), Str("g", g.String()), Int("i", i))
+			if got := statsKeyAt(s.statsKeyPrefix(tb, g), i); got != want {
+				t.Errorf("%s at %d: %q, Key gives %q", g, i, got, want)
+			}
+		}
 	}
 }
