@@ -455,10 +455,11 @@ func (c *Cache) checkWork(t *sanitize.Table, gs []estimate.G, size int64, runs [
 }
 
 // Prefetch builds the chunks ks of gs, with their statistics, on a
-// background goroutine (one run at a time, and none while a request is
-// under way, Busy: the requests come first), one such build at a time (while one runs, others
-// are dropped: the reads build what is missing), within a minute and until
-// StopOptional, so that the reads that follow a release find them cached.
+// background goroutine: one run at a time, and none while a request is
+// under way or within the quiet period after one (Busy: the requests come
+// first); one such build at a time (while one runs, others are dropped:
+// the reads build what is missing); within a minute and until
+// StopOptional. The reads that follow a release then find them cached.
 // Public parameters and released values only.
 func (c *Cache) Prefetch(t *sanitize.Table, gs []estimate.G, ks []int64) {
 	select {
