@@ -253,24 +253,16 @@ var builders = []builderRow{
 		build: func(j *job) (*Opened, error) {
 			c := j.ask.Chunks
 			at := newStatsAt(j.src, c)
-			out, err := chunksOrDecline(buildChunksGrid(j.ctx, j.src, c.Gs, c.Size, c.First, c.Count, c.First*c.Size+1, true, at))
-			if out != nil && at != nil && len(at.got) > 0 {
-				out.StatsAt = at.got
-			}
-			return out, err
+			return at.answer(chunksOrDecline(buildChunksGrid(j.ctx, j.src, c.Gs, c.Size, c.First, c.Count, c.First*c.Size+1, true, at)))
 		}},
 	{name: "chunks-unit", form: formChunks, fast: true, ref: "chunks-general-ref",
 		when: (*job).unitRows,
 		build: func(j *job) (*Opened, error) {
 			c := j.ask.Chunks
 			at := newStatsAt(j.src, c)
-			out, err := bandChunks(j, func(band int64) ([][]*Chunk, error) {
+			return at.answer(bandChunks(j, func(band int64) ([][]*Chunk, error) {
 				return buildChunksUnit(j.ctx, j.src.(unitSource), c.Gs, c.Size, c.First, c.Count, band, at)
-			})
-			if out != nil && at != nil && len(at.got) > 0 {
-				out.StatsAt = at.got
-			}
-			return out, err
+			}))
 		}},
 	{name: "chunks-grid", form: formChunks, fast: true, ref: "chunks-general-ref",
 		when: func(j *job) bool { return j.method == sanitize.MethodMaxSeparation },

@@ -64,6 +64,15 @@ func newStatsAt(src RowSource, c *ChunkAsk) *statsAt {
 	return &statsAt{values: slices.Compact(vs), reach: math.Ceil(statsReachFactor*l) + 2, got: map[int64][]FrequencyStats{}}
 }
 
+// answer gives a chunk builder's answer the statistics collected (none
+// when a is nil or collected nothing).
+func (a *statsAt) answer(out *Opened, err error) (*Opened, error) {
+	if out != nil && a != nil && len(a.got) > 0 {
+		out.StatsAt = a.got
+	}
+	return out, err
+}
+
 // band widens a run's band (its first row and the top of its grid) to reach
 // below the lowest value and above the highest.
 func (a *statsAt) band(bandStart int64, top float64) (int64, float64) {

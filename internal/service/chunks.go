@@ -32,9 +32,10 @@ func valueChunks(size int64, vs []float64) []int64 {
 // nextReleaseChunks returns the chunks that the next release of keys of
 // MLE frequencies freq under p reads: those holding values anywhere in
 // the support of each key's row, and its MLE frequency. A row's support
-// spans about 2L below its frequency (at most 2.15 L on the test grid),
-// and the key's true frequency lies within about L of its MLE one, so
-// the chunks from 3.2 L below the MLE frequency to 1.1 L above it.
+// spans about 2L below its frequency (at most 2.15 L on the test grid)
+// and the key's true frequency lies near its MLE one, so the chunks from
+// 2.4 L below the MLE frequency to 0.3 L above it (TestNextReleaseChunks:
+// the next release of the same keys then builds at most one run).
 // Public: sanitized output only.
 func nextReleaseChunks(p sanitize.Privacy, freq []float64) []int64 {
 	size := estimate.ChunkSize(p)

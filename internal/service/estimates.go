@@ -180,12 +180,11 @@ func (s *Estimates) sampleLookup(ctx context.Context, smp *Sample, g estimate.G,
 	if err != nil {
 		return nil, err
 	}
-	// The estimates a_j are read at the keys' values, the statistics at
-	// their MLE frequencies: only the latter chunks need statistics (the
-	// value chunks may be the estimates-only ones the release built).
-	// The statistics a release collected at its keys' MLE frequencies
-	// (tablecache's StatsAt) are read first: only the chunks holding the
-	// others are built.
+	// The estimates a_j are read at the keys' values (the value chunks may
+	// be the estimates-only ones the release built), the statistics at
+	// their MLE frequencies: first those the release collected there
+	// (tablecache's StatsAt), then from chunks with statistics for the
+	// others.
 	size := estimate.ChunkSize(t.Privacy())
 	is := make([]int64, len(keys))
 	for n, k := range keys {

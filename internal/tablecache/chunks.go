@@ -45,9 +45,9 @@ type Read struct {
 	// StatsAt: the release's first estimate then reads them instead of
 	// building the chunks that hold those frequencies.
 	StatsAt []float64
-	// background marks Prefetch's reads: they build one run at a time,
-	// leaving the other cores to the requests (the estimate GET that
-	// follows a release).
+	// background marks Prefetch's reads: they build one run at a time and
+	// start none while requests run (Busy), leaving the cores to the
+	// requests (the estimate GET that follows a release).
 	background bool
 }
 
@@ -190,7 +190,7 @@ func (c *Cache) ChunkSets(ctx context.Context, t *sanitize.Table, gs []estimate.
 						continue
 					}
 				}
-				if built[n] = c.memoryRun(t, gs, size, runs[n], r.EstimatesOnly); built[n] != nil {
+				if built[n] = c.memoryRun(ctx, t, gs, size, runs[n], r.EstimatesOnly); built[n] != nil {
 					continue
 				}
 				done := c.flight.hold(runKeys(runs[n]))
@@ -225,12 +225,12 @@ func (c *Cache) ChunkSets(ctx context.Context, t *sanitize.Table, gs []estimate.
 
 // memoryRun returns the chunks of run {first, count} of every g when memory
 // holds all of them (another request built them), else nil.
-func (c *Cache) memoryRun(t *sanitize.Table, gs []estimate.G, size int64, run [2]int64, estimatesOnly bool) [][]*estimate.Chunk {
+func (c *Cache) memoryRun(ctx context.Context, t *sanitize.Table, gs []estimate.G, size int64, run [2]int64, estimatesOnly bool) [][]*estimate.Chunk {
 	out := make([][]*estimate.Chunk, run[1])
 	for k := range out {
 		out[k] = make([]*estimate.Chunk, len(gs))
 		for m, g := range gs {
-			ch, _ := c.storedChunk(context.Background(), t, g, size, run[0]+int64(k), estimatesOnly, true)
+			ch, _ := c.storedChunk(ctx, t, g, size, run[0]+int64(k), estimatesOnly, true)
 			if ch == nil {
 				return nil
 			}
@@ -653,11 +653,9 @@ func (c *Cache) statsKeyPrefix(t *sanitize.Table, g estimate.G) string {
 	return c.Key("stats", t.Privacy(), t.Sampling(), t.Method(), Int("format", estimate.ChunkFormat), Str("g", g.String()))
 }
 
-// statsKeyAt is the statsKey of frequency i under its prefix.
-func statsKeyAt(prefix string, i int64) string {
-	p := Int("i", i)
-	return prefix + "|" + p.name + "=" + p.value
-}
+// statsKeyAt is the key of the statistics at frequency i under its
+// prefix (statsKeyPrefix).
+func statsKeyAt(prefix string, i int64) string { return prefix + Int("i", i).suffix() }
 
 // StatsAt returns the statistics of g at those of the frequencies is that
 // a release's chunk runs collected (Read.StatsAt) and memory still holds.

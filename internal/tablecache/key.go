@@ -26,6 +26,9 @@ func Int(name string, v int64) Part { return Part{name, strconv.FormatInt(v, 10)
 // Str is the Part name=v.
 func Str(name, v string) Part { return Part{name, v} }
 
+// suffix is the part as Key writes it after the parameters.
+func (p Part) suffix() string { return "|" + p.name + "=" + p.value }
+
 // Range is the range [from, to] of frequencies a table covers.
 func Range(from, to int64) Part {
 	return Part{"range", strconv.FormatInt(from, 10) + "-" + strconv.FormatInt(to, 10)}
@@ -44,7 +47,7 @@ func (c *Cache) Key(kind string, p sanitize.Privacy, smp sanitize.Sampling, m sa
 	b.WriteByte('|')
 	b.WriteString(sanitize.Key(kind, p, smp, m))
 	for _, part := range parts {
-		b.WriteString("|" + part.name + "=" + part.value)
+		b.WriteString(part.suffix())
 	}
 	return b.String()
 }
