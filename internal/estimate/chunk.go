@@ -176,8 +176,16 @@ func buildChunksGeneral(ctx context.Context, src RowSource, newLoop newGeneralLo
 	}
 	last := min(hi+maxLookahead, sanitize.MaxFrequency)
 	// Runs are short and built two at a time (the service's workers), so
-	// the rows are read on this goroutine.
-	if e := serialRows(src, bandStart, last, nil, fn); e != nil {
+	// the rows are read on this goroutine, asked first up to where the
+	// run expects to stop (walkEnd).
+	stopped := false
+	e := readRows(bandStart, walkEnd(src, float64(hi), last), last, &stopped, func(from, to int64) error {
+		return serialRows(src, from, to, nil, func(row sanitize.Row, dens []float64, cerr error, mark *shiftMark) bool {
+			stopped = !fn(row, dens, cerr, mark)
+			return !stopped
+		})
+	})
+	if e != nil {
 		return nil, fmt.Errorf("estimate: chunk %d: reading sanitizer rows: %w", k0, e)
 	}
 	if err != nil {

@@ -41,8 +41,8 @@ func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, ba
 	pts := []float64{0}
 	var active, spare, scratch []float64 // points not yet final, sorted; spare: mergePoints' other buffer
 	crumbs := false
-	done := false
-	e := src.Rows(bandStart, min(hi+maxLookahead, sanitize.MaxFrequency), func(r sanitize.Row) bool {
+	done, stopped := false, false
+	row := func(r sanitize.Row) bool {
 		if r.Frequency%1024 == 0 {
 			if err = checkCancelled(ctx, r.Frequency, len(r.Pieces)); err != nil {
 				return false
@@ -70,6 +70,13 @@ func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, ba
 			active = mergePoints(active[k:], r.Pieces, fhi, &scratch, &spare)
 		}
 		return true
+	}
+	far := min(hi+maxLookahead, sanitize.MaxFrequency)
+	e := readRows(bandStart, walkEnd(src, fhi, far), far, &stopped, func(from, to int64) error {
+		return src.Rows(from, to, func(r sanitize.Row) bool {
+			stopped = !row(r)
+			return !stopped
+		})
 	})
 	pts = append(pts, active...)
 	if crumbs {

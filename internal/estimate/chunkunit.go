@@ -43,8 +43,8 @@ func buildChunksUnit(ctx context.Context, us unitSource, gs []G, size, k0, n, ba
 	}
 	var rows []runRow
 	var err error
-	done := false
-	e := us.UnitRows(bandStart, min(hi+maxLookahead, sanitize.MaxFrequency), func(i int64, pi, rlo float64, m []float64) bool {
+	done, stopped := false, false
+	row := func(i int64, pi, rlo float64, m []float64) bool {
 		if i%1024 == 0 {
 			if err = checkCancelled(ctx, i, len(m)); err != nil {
 				return false
@@ -75,6 +75,13 @@ func buildChunksUnit(ctx context.Context, us unitSource, gs []G, size, k0, n, ba
 			rows = append(rows, runRow{i: i, pi: pi, lo: rlo, masses: append([]float64(nil), m...)})
 		}
 		return true
+	}
+	far := min(hi+maxLookahead, sanitize.MaxFrequency)
+	e := readRows(bandStart, walkEnd(us, float64(top), far), far, &stopped, func(from, to int64) error {
+		return us.UnitRows(from, to, func(i int64, pi, rlo float64, m []float64) bool {
+			stopped = !row(i, pi, rlo, m)
+			return !stopped
+		})
 	})
 	if e != nil {
 		return nil, fmt.Errorf("estimate: chunk %d: reading sanitizer rows: %w", k0, e)
