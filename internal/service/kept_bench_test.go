@@ -161,3 +161,16 @@ func (t *timedTables) GetTables(ctx context.Context, keys []string) ([][]byte, e
 func (t *timedTables) PutTables(ctx context.Context, entries []store.TableEntry) error {
 	return t.Store.(store.TableBatcher).PutTables(ctx, entries)
 }
+
+// RecentTables lists as the store does (the warm start's listings), counted
+// as reads.
+func (t *timedTables) RecentTables(ctx context.Context, prefix string, limit int) ([]store.TableUse, error) {
+	start := time.Now()
+	defer func() { t.n.Add(1); t.d.Add(int64(time.Since(start))) }()
+	return t.Store.(store.TableLister).RecentTables(ctx, prefix, limit)
+}
+
+// DeleteTable deletes as the store does.
+func (t *timedTables) DeleteTable(ctx context.Context, key string) error {
+	return t.Store.(store.TableDeleter).DeleteTable(ctx, key)
+}

@@ -319,13 +319,7 @@ func (c *Cache) loadStoredChunks(ctx context.Context, t *sanitize.Table, gs []es
 	if !ok {
 		return false, nil
 	}
-	type want struct {
-		key       string
-		g         estimate.G
-		k         int64
-		withStats bool
-	}
-	var wants []want
+	var wants []chunkWant
 	for _, k := range ks {
 		for _, g := range gs {
 			keys := c.storedChunkKeys(t, g, size, k, estimatesOnly)
@@ -339,7 +333,7 @@ func (c *Cache) loadStoredChunks(ctx context.Context, t *sanitize.Table, gs []es
 				continue
 			}
 			for n, key := range keys {
-				wants = append(wants, want{key, g, k, n == 0})
+				wants = append(wants, chunkWant{key, g, k, n == 0})
 			}
 		}
 	}
@@ -350,32 +344,49 @@ func (c *Cache) loadStoredChunks(ctx context.Context, t *sanitize.Table, gs []es
 	errs := make([]error, (len(wants)+c.chunkBatch-1)/c.chunkBatch)
 	slots := make(chan struct{}, storedChunkReaders)
 	for lo := 0; lo < len(wants); lo += c.chunkBatch {
-		part := wants[lo:min(lo+c.chunkBatch, len(wants))]
-		keys := make([]string, len(part))
-		for i, w := range part {
-			keys[i] = w.key
-		}
 		slots <- struct{}{}
 		wg.Add(1)
-		go func(n int) {
+		go func(n int, part []chunkWant) {
 			defer func() { <-slots; wg.Done() }()
-			got, err := b.GetTables(ctx, keys)
-			if err != nil {
-				errs[n] = fmt.Errorf("reading table cache: %w", err)
-				return
-			}
-			for i, w := range part {
-				if got[i] != nil {
-					c.decodeChunk(w.key, got[i], w.g, size, w.k, w.withStats)
-				}
-			}
-		}(lo / c.chunkBatch)
+			_, _, errs[n] = c.readChunks(ctx, b, size, part)
+		}(lo/c.chunkBatch, wants[lo:min(lo+c.chunkBatch, len(wants))])
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return false, err
 	}
 	return true, nil
+}
+
+// chunkWant is one stored form of a chunk to read: its key, its g and
+// index, and whether the key promises its statistics.
+type chunkWant struct {
+	key       string
+	g         estimate.G
+	k         int64
+	withStats bool
+}
+
+// readChunks reads the chunks part (of size size) from the store in one
+// batch into memory and returns how many it found sound (decodeChunk), and
+// their memory cost.
+func (c *Cache) readChunks(ctx context.Context, b store.TableBatcher, size int64, part []chunkWant) (n int, cost int64, err error) {
+	keys := make([]string, len(part))
+	for i, w := range part {
+		keys[i] = w.key
+	}
+	got, err := b.GetTables(ctx, keys)
+	if err != nil {
+		return 0, 0, fmt.Errorf("reading table cache: %w", err)
+	}
+	for i, w := range part {
+		if got[i] != nil {
+			if ch := c.decodeChunk(w.key, got[i], w.g, size, w.k, w.withStats); ch != nil {
+				n, cost = n+1, cost+ch.SizeBytes()
+			}
+		}
+	}
+	return n, cost, nil
 }
 
 // storedChunkReaders is how many batches of chunk keys loadStoredChunks
