@@ -89,8 +89,9 @@ const (
 	DefaultKeptRowsBytes = tablecache.DefaultKeptRowsBytes
 )
 
-// defaultTableCacheSize is Config.TableCacheSize's default.
-const defaultTableCacheSize = 64
+// DefaultTableCacheSize is Config.TableCacheSize's default, and so the most
+// parameter sets pwsd's warm start may warm (PWSD_WARM_START_SETS).
+const DefaultTableCacheSize = 64
 
 // DefaultCacheBytes is the default bound of the in-memory estimator cache.
 const DefaultCacheBytes = tablecache.DefaultBytes
@@ -212,7 +213,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("service: KeptRowsBytes must not be negative")
 	}
 	if cfg.TableCacheSize <= 0 {
-		cfg.TableCacheSize = defaultTableCacheSize
+		cfg.TableCacheSize = DefaultTableCacheSize
 	}
 	if cfg.WarmStartSets < 0 || cfg.WarmStartSets > cfg.TableCacheSize {
 		return nil, fmt.Errorf("service: WarmStartSets must be between 0 and TableCacheSize (%d)", cfg.TableCacheSize)
