@@ -120,15 +120,16 @@ func (p *Postgres) DeleteTable(ctx context.Context, key string) error {
 	return nil
 }
 
-// RecentTables implements TableLister: one statement, which walks
-// table_cache by last use (index table_cache_last_used, newest first) and
-// stops at the limit-th key with the prefix.
+// RecentTables implements TableLister: one statement, ordered by last use
+// alone so that PostgreSQL may walk index table_cache_last_used backwards
+// and stop at the limit-th key with the prefix (tables used at the same
+// instant come in any order).
 func (p *Postgres) RecentTables(ctx context.Context, prefix string, limit int) ([]TableUse, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
 	rows, err := p.pool.Query(ctx, `SELECT params, size FROM table_cache WHERE substring(params from 1 for $2) = $1
-		ORDER BY last_used DESC, digest LIMIT $3`, []byte(prefix), len(prefix), limit)
+		ORDER BY last_used DESC LIMIT $3`, []byte(prefix), len(prefix), limit)
 	if err != nil {
 		return nil, fmt.Errorf("listing cached tables: %w", err)
 	}

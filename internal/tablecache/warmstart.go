@@ -86,6 +86,8 @@ func (c *Cache) WarmStart(sets int, gs []estimate.G) {
 		if err := c.warmStart(c.optional, lister, batcher, sets, gs); err != nil && !errors.Is(err, context.Canceled) {
 			c.log.Warn("warm start", "err", err)
 		}
+		w := c.WarmStartStats()
+		c.log.Info("warm start done", "sets", w.Sets, "chunks", w.Chunks, "chunk_bytes", w.ChunkBytes)
 	}()
 }
 
