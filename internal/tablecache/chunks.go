@@ -298,12 +298,20 @@ func (c *Cache) storedChunkKeys(t *sanitize.Table, g estimate.G, size, k int64, 
 // cache and returns it, or nil (logged) when it does not decode, is another
 // chunk, or lacks the statistics its key promises (withStats).
 func (c *Cache) decodeChunk(key string, data []byte, g estimate.G, size, k int64, withStats bool) *estimate.Chunk {
+	if ch := c.parseChunk(key, data, g, size, k, withStats); ch != nil {
+		return c.chunks.Add(key, ch)
+	}
+	return nil
+}
+
+// parseChunk is decodeChunk without keeping the chunk in memory.
+func (c *Cache) parseChunk(key string, data []byte, g estimate.G, size, k int64, withStats bool) *estimate.Chunk {
 	ch := &estimate.Chunk{}
 	if err := ch.UnmarshalBinary(data); err != nil || ch.Index != k || ch.Size != size || ch.G != g || (withStats && !ch.HasStats()) {
 		c.log.Warn("ignoring undecodable cached chunk", "key", key)
 		return nil
 	}
-	return c.chunks.Add(key, ch)
+	return ch
 }
 
 // storedChunkBatch is the most chunk keys read from the store at once.
@@ -348,7 +356,7 @@ func (c *Cache) loadStoredChunks(ctx context.Context, t *sanitize.Table, gs []es
 		wg.Add(1)
 		go func(n int, part []chunkWant) {
 			defer func() { <-slots; wg.Done() }()
-			_, _, errs[n] = c.readChunks(ctx, b, size, part)
+			_, _, _, errs[n] = c.readChunks(ctx, b, size, part, math.MaxInt64)
 		}(lo/c.chunkBatch, wants[lo:min(lo+c.chunkBatch, len(wants))])
 	}
 	wg.Wait()
@@ -368,25 +376,33 @@ type chunkWant struct {
 }
 
 // readChunks reads the chunks part (of size size) from the store in one
-// batch into memory and returns how many it found sound (decodeChunk), and
-// their memory cost.
-func (c *Cache) readChunks(ctx context.Context, b store.TableBatcher, size int64, part []chunkWant) (n int, cost int64, err error) {
+// batch into memory, those found sound (decodeChunk) in order until their
+// memory cost would pass limit, and returns how many it
+// kept, their cost, and whether it stopped at the limit.
+func (c *Cache) readChunks(ctx context.Context, b store.TableBatcher, size int64, part []chunkWant, limit int64) (n int, cost int64, full bool, err error) {
 	keys := make([]string, len(part))
 	for i, w := range part {
 		keys[i] = w.key
 	}
 	got, err := b.GetTables(ctx, keys)
 	if err != nil {
-		return 0, 0, fmt.Errorf("reading table cache: %w", err)
+		return 0, 0, false, fmt.Errorf("reading table cache: %w", err)
 	}
 	for i, w := range part {
-		if got[i] != nil {
-			if ch := c.decodeChunk(w.key, got[i], w.g, size, w.k, w.withStats); ch != nil {
-				n, cost = n+1, cost+ch.SizeBytes()
-			}
+		if got[i] == nil {
+			continue
 		}
+		ch := c.parseChunk(w.key, got[i], w.g, size, w.k, w.withStats)
+		if ch == nil {
+			continue
+		}
+		if cost+ch.SizeBytes() > limit {
+			return n, cost, true, nil
+		}
+		c.chunks.Add(w.key, ch)
+		n, cost = n+1, cost+ch.SizeBytes()
 	}
-	return n, cost, nil
+	return n, cost, false, nil
 }
 
 // storedChunkReaders is how many batches of chunk keys loadStoredChunks

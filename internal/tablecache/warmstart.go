@@ -32,7 +32,7 @@ import (
 //   - reads the set's most recently used stored chunks of the given gs into
 //     the memory cache, 512 keys a statement, at most a share
 //     Config.Bytes/(2 sets) of the chunk cache's bound per set (counted in
-//     stored bytes, and stopped once the decoded chunks reach it).
+//     stored bytes, and in the decoded chunks' memory cost).
 //
 // It reads only what the store holds (public parameters, tables built from
 // them, chunks at sanitized values' places) and writes nothing. It runs on
@@ -163,8 +163,8 @@ func (c *Cache) warmTable(p sanitize.Privacy, s sanitize.Sampling, m sanitize.Me
 }
 
 // warmChunks reads into memory the most recently used stored chunks of gs
-// over t's parameters that memory lacks, a batch at a time, until budget
-// bytes (stored, and decoded) are read.
+// over t's parameters that memory lacks, a batch at a time, at most budget
+// bytes of them (stored, and decoded).
 func (c *Cache) warmChunks(ctx context.Context, lister store.TableLister, batcher store.TableBatcher, t *sanitize.Table, gs []estimate.G, budget int64) error {
 	if err := c.yield(ctx); err != nil {
 		return err
@@ -196,18 +196,21 @@ func (c *Cache) warmChunks(ctx context.Context, lister store.TableLister, batche
 		wants = append(wants, w)
 	}
 	loaded := int64(0)
-	for lo := 0; lo < len(wants) && loaded < budget; lo += c.chunkBatch {
+	for lo := 0; lo < len(wants); lo += c.chunkBatch {
 		if err := c.yield(ctx); err != nil {
 			return err
 		}
 		part := wants[lo:min(lo+c.chunkBatch, len(wants))]
-		n, cost, err := c.readChunks(ctx, batcher, size, part)
+		n, cost, full, err := c.readChunks(ctx, batcher, size, part, budget-loaded)
 		if err != nil {
 			return err
 		}
 		loaded += cost
 		c.warm.chunks.Add(int64(n))
 		c.warm.chunkBytes.Add(cost)
+		if full {
+			break
+		}
 	}
 	return nil
 }
