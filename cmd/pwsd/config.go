@@ -46,6 +46,9 @@ type config struct {
 	// TableCacheBytes bounds the table cache.
 	TableCacheBytes int64
 	CacheBytes      int64 // PWSD_CACHE_BYTES
+	// WarmStartSets is how many of the parameter sets used last are warmed
+	// when pwsd starts (PWSD_WARM_START_SETS; 0: none).
+	WarmStartSets int
 	// MemoryLimit is the Go runtime's soft memory limit (PWSD_MEMORY_LIMIT;
 	// 0: none): the garbage collector works harder near it.
 	MemoryLimit int64
@@ -97,6 +100,7 @@ var envVars = []envVar{
 	{"PWSD_MAX_READER_TABLE_WORK", itoa(api.DefaultMaxReaderTableWork), "most table work of one request of a reader token (the lower of this and PWSD_MAX_TABLE_WORK applies; 422 above)"},
 	{"PWSD_MAX_HEAVY_REQUESTS", itoa(api.DefaultLimits().MaxHeavyRequests), "heavy requests (POSTs, tables, plots, estimates) running at once (503 with Retry-After when no slot frees within 1s)"},
 	{"PWSD_MAX_INFLIGHT_BYTES", itoa(api.DefaultLimits().MaxInflightBytes), "sum of body bytes of heavy requests in flight (503 with Retry-After above)"},
+	{"PWSD_WARM_START_SETS", itoa(service.DefaultWarmStartSets), "how many of the parameter sets used last pwsd warms in the background when it starts (their stored kept sanitizer rows restored, their last-used MLE chunks read into memory; PostgreSQL only), yielding to requests; 0 for none, at most " + itoa(service.DefaultTableCacheSize)},
 	{"PWSD_TABLE_CACHE_BYTES", itoa(store.DefaultTableCacheBytes), "bound in bytes of the store's cache of encoded tables (table_cache in PostgreSQL, shared by replicas and kept across restarts; the memory store's otherwise), least recently used evicted"},
 	{"PWSD_MEMORY_LIMIT", itoa(defaultMemoryLimit), "soft memory limit of the process in bytes (the Go runtime's; 0 for none; GOMEMLIMIT, when set, wins): the garbage collector works harder near it"},
 }
@@ -213,6 +217,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 		errs = append(errs, "PWSD_METRICS_TOKEN must be at least 16 characters")
 	}
 	c.CacheBytes = intVar("PWSD_CACHE_BYTES")
+	if n, err := strconv.Atoi(get("PWSD_WARM_START_SETS")); err != nil || n < 0 || n > service.DefaultTableCacheSize {
+		errs = append(errs, fmt.Sprintf("PWSD_WARM_START_SETS must be an integer between 0 and %d", service.DefaultTableCacheSize))
+	} else {
+		c.WarmStartSets = n
+	}
 	if n, err := strconv.ParseInt(get("PWSD_MEMORY_LIMIT"), 10, 64); err != nil || n < 0 {
 		errs = append(errs, "PWSD_MEMORY_LIMIT must be a number of bytes (0 for none)")
 	} else {

@@ -28,6 +28,7 @@ func TestEnvironmentDefaultsAreTheSharedDefaults(t *testing.T) {
 		{"PWSD_MAX_TABLE_WORK", c.MaxTableWork, service.DefaultMaxTableWork},
 		{"PWSD_TABLE_CACHE_BYTES", c.TableCacheBytes, store.DefaultTableCacheBytes},
 		{"PWSD_MEMORY_LIMIT", c.MemoryLimit, defaultMemoryLimit},
+		{"PWSD_WARM_START_SETS", int64(c.WarmStartSets), service.DefaultWarmStartSets},
 		{"PWSD_IDEMPOTENCY_TTL", int64(c.IdempotencyTTL), int64(service.DefaultIdempotencyTTL)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -33,5 +34,30 @@ func TestRetentionConfig(t *testing.T) {
 				t.Fatalf("got %v %v %v", c.SampleTTL, c.IdempotencyTTL, c.PurgeInterval)
 			}
 		})
+	}
+}
+
+// TestWarmStartConfig: PWSD_WARM_START_SETS takes 0 (no warm start) up to
+// the sanitizer tables a process keeps (64), 4 by default; anything else is
+// refused naming the variable.
+func TestWarmStartConfig(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		value string
+		ok    bool
+		sets  int
+	}{{"", true, 4}, {"0", true, 0}, {"1", true, 1}, {"64", true, 64}, {"65", false, 0}, {"-1", false, 0}, {"four", false, 0}, {"1.5", false, 0}} {
+		c, err := loadConfig(func(k string) string {
+			if k == "PWSD_WARM_START_SETS" {
+				return tc.value
+			}
+			return ""
+		})
+		if (err == nil) != tc.ok || (err != nil && !strings.Contains(err.Error(), "PWSD_WARM_START_SETS")) {
+			t.Fatalf("%q: err = %v, want ok=%v", tc.value, err, tc.ok)
+		}
+		if tc.ok && c.WarmStartSets != tc.sets {
+			t.Fatalf("%q: %d sets, want %d", tc.value, c.WarmStartSets, tc.sets)
+		}
 	}
 }

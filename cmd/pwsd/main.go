@@ -89,7 +89,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		log.Warn("PWSD_API_TOKENS_FILE is unset: the API is open to anyone who can reach it")
 	}
 
-	svc, err := service.New(service.Config{Store: st, Logger: log, SampleTTL: cfg.SampleTTL, CacheBytes: cfg.CacheBytes,
+	svc, err := service.New(service.Config{Store: st, Logger: log, SampleTTL: cfg.SampleTTL, CacheBytes: cfg.CacheBytes, WarmStartSets: cfg.WarmStartSets,
 		IdempotencyTTL: cfg.IdempotencyTTL, IdempotencyWait: cfg.Limits.RequestTimeout, MaxTableWork: cfg.MaxTableWork, MaxReleaseWork: cfg.MaxReleaseWork,
 		// A reservation lives as long as its request can: read, then run.
 		IdempotencyHold: cfg.ReadTimeout + cfg.Limits.RequestTimeout + time.Minute})

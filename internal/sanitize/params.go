@@ -166,3 +166,83 @@ func Key(kind string, p Privacy, s Sampling, m Method) string {
 	}
 	return b.String()
 }
+
+// ParseKey returns the parameters of key, a canonical key Key(kind, p, s,
+// m) with m not empty, or an error when key is not exactly such a key
+// (anything else in it, parameters that fail validation, or a form Key
+// does not write: the parsed parameters must give key back). The service
+// reads the parameter sets of stored tables' keys with it.
+func ParseKey(kind, key string) (Privacy, Sampling, Method, error) {
+	bad := func(what string) (Privacy, Sampling, Method, error) {
+		return Privacy{}, Sampling{}, "", fmt.Errorf("sanitize: not a %s key: %s", kind, what)
+	}
+	fields := strings.Split(key, "|")
+	if len(fields) < 4 || fields[0] != kind {
+		return bad("kind")
+	}
+	fields = fields[1:]
+	value := func(name string) (string, bool) {
+		if len(fields) == 0 || !strings.HasPrefix(fields[0], name+"=") {
+			return "", false
+		}
+		v := fields[0][len(name)+1:]
+		fields = fields[1:]
+		return v, true
+	}
+	num := func(name string) (float64, bool) {
+		v, ok := value(name)
+		if !ok {
+			return 0, false
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		return f, err == nil
+	}
+	eps, ok1 := num("eps")
+	delta, ok2 := num("delta")
+	scheme, ok3 := value("scheme")
+	if !ok1 || !ok2 || !ok3 {
+		return bad("privacy or scheme")
+	}
+	var tau, power float64
+	var qs []float64
+	switch Scheme(scheme) {
+	case SchemePPSWOR, SchemePriority:
+		var okT, okP bool
+		tau, okT = num("tau")
+		power, okP = num("p")
+		if !okT || !okP {
+			return bad("threshold or power")
+		}
+	case SchemeCustom:
+		list, ok := value("q")
+		if !ok {
+			return bad("probabilities")
+		}
+		for _, f := range strings.Split(list, ",") {
+			q, err := strconv.ParseFloat(f, 64)
+			if err != nil {
+				return bad("probabilities")
+			}
+			qs = append(qs, q)
+		}
+	}
+	m, ok := value("method")
+	if !ok || len(fields) != 0 {
+		return bad("method")
+	}
+	p, err := NewPrivacy(eps, delta)
+	if err != nil {
+		return bad(err.Error())
+	}
+	s, err := NewSampling(Scheme(scheme), tau, power, qs)
+	if err != nil {
+		return bad(err.Error())
+	}
+	if err := Method(m).Validate(); err != nil {
+		return bad(err.Error())
+	}
+	if Key(kind, p, s, Method(m)) != key {
+		return bad("not canonical")
+	}
+	return p, s, Method(m), nil
+}

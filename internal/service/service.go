@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
 
 	"github.com/pwsd/pwsd/internal/checks"
@@ -67,13 +68,30 @@ type Config struct {
 	// KeptRowsBytes bounds the stored kept rows of one parameter set; 0
 	// means DefaultKeptRowsBytes; negative is refused.
 	KeptRowsBytes int
+	// WarmStartSets is how many of the parameter sets used last the new
+	// service warms in the background when it starts: their Tables restored
+	// from the stored kept rows and their most recently used MLE chunks read
+	// into memory (tablecache.Cache.WarmStart; docs/store.md, "The warm
+	// start"). 0 warms none (pwsd sets PWSD_WARM_START_SETS, default
+	// DefaultWarmStartSets); it needs kept rows on (KeptRowsSteps) and is
+	// at most the sanitizer tables kept in memory (TableCacheSize);
+	// negative is refused.
+	WarmStartSets int
 }
+
+// DefaultWarmStartSets is pwsd's default of Config.WarmStartSets
+// (PWSD_WARM_START_SETS).
+const DefaultWarmStartSets = 4
 
 // Defaults of Config.KeptRowsSteps and Config.KeptRowsBytes.
 const (
 	DefaultKeptRowsSteps = tablecache.DefaultKeptRowsSteps
 	DefaultKeptRowsBytes = tablecache.DefaultKeptRowsBytes
 )
+
+// DefaultTableCacheSize is Config.TableCacheSize's default, and so the most
+// parameter sets pwsd's warm start may warm (PWSD_WARM_START_SETS).
+const DefaultTableCacheSize = 64
 
 // DefaultCacheBytes is the default bound of the in-memory estimator cache.
 const DefaultCacheBytes = tablecache.DefaultBytes
@@ -194,11 +212,18 @@ func New(cfg Config) (*Service, error) {
 	if cfg.KeptRowsBytes < 0 {
 		return nil, errors.New("service: KeptRowsBytes must not be negative")
 	}
+	if cfg.TableCacheSize <= 0 {
+		cfg.TableCacheSize = DefaultTableCacheSize
+	}
+	if cfg.WarmStartSets < 0 || cfg.WarmStartSets > cfg.TableCacheSize {
+		return nil, fmt.Errorf("service: WarmStartSets must be between 0 and TableCacheSize (%d)", cfg.TableCacheSize)
+	}
 	cache, err := tablecache.New(tablecache.Config{Store: cfg.Store, Logger: cfg.Logger, Sanitizers: cfg.TableCacheSize, Bytes: cfg.CacheBytes,
 		KeptRowsSteps: cfg.KeptRowsSteps, KeptRowsBytes: cfg.KeptRowsBytes})
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}
+	cache.WarmStart(cfg.WarmStartSets, []estimate.G{identityG, countG})
 	d := &deps{store: cfg.Store, log: cfg.Logger, noise: cfg.Noise, newRand: cfg.NewRand, cache: cache,
 		sampleTTL: cfg.SampleTTL, idemTTL: cfg.IdempotencyTTL, idemWait: cfg.IdempotencyWait,
 		idemHold: cfg.IdempotencyHold, idemLease: cfg.IdempotencyLease, maxWork: cfg.MaxTableWork, maxReleaseWork: cfg.MaxReleaseWork}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -43,6 +44,11 @@ func (m *Memory) PutTables(_ context.Context, entries []TableEntry) error {
 func (m *Memory) DeleteTable(_ context.Context, key string) error {
 	m.tables.remove(key)
 	return nil
+}
+
+// RecentTables implements TableLister.
+func (m *Memory) RecentTables(_ context.Context, prefix string, limit int) ([]TableUse, error) {
+	return m.tables.recent(prefix, limit), nil
 }
 
 // LimitTableCache implements TableCacheLimiter.
@@ -106,6 +112,20 @@ func (c *tableLRU) remove(key string) {
 	c.order.Remove(e)
 	delete(c.byKey, e.Value.(*lruEntry).digest)
 	c.size -= tableSize(key, e.Value.(*lruEntry).data)
+}
+
+// recent lists the tables whose keys begin with prefix, most recently used
+// first, at most limit of them, without marking them used.
+func (c *tableLRU) recent(prefix string, limit int) []TableUse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []TableUse
+	for e := c.order.Front(); e != nil && len(out) < limit; e = e.Next() {
+		if en := e.Value.(*lruEntry); strings.HasPrefix(en.params, prefix) {
+			out = append(out, TableUse{Key: en.params, Size: tableSize(en.params, en.data)})
+		}
+	}
+	return out
 }
 
 func (c *tableLRU) evictLocked() {

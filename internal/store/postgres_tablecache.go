@@ -120,6 +120,35 @@ func (p *Postgres) DeleteTable(ctx context.Context, key string) error {
 	return nil
 }
 
+// RecentTables implements TableLister: one statement, ordered by last use
+// alone so that PostgreSQL may walk index table_cache_last_used backwards
+// and stop at the limit-th key with the prefix (tables used at the same
+// instant come in any order).
+func (p *Postgres) RecentTables(ctx context.Context, prefix string, limit int) ([]TableUse, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	rows, err := p.pool.Query(ctx, `SELECT params, size FROM table_cache WHERE substring(params from 1 for $2) = $1
+		ORDER BY last_used DESC LIMIT $3`, []byte(prefix), len(prefix), limit)
+	if err != nil {
+		return nil, fmt.Errorf("listing cached tables: %w", err)
+	}
+	defer rows.Close()
+	var out []TableUse
+	for rows.Next() {
+		var params []byte
+		var size int64
+		if err := rows.Scan(&params, &size); err != nil {
+			return nil, fmt.Errorf("listing cached tables: %w", err)
+		}
+		out = append(out, TableUse{Key: string(params), Size: size})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing cached tables: %w", err)
+	}
+	return out, nil
+}
+
 // LimitTableCache implements TableCacheLimiter.
 func (p *Postgres) LimitTableCache(bytes int64) { p.tableCacheBytes.Store(bytes) }
 

@@ -51,11 +51,13 @@ var (
 	_ TableCacheLimiter = (*Memory)(nil)
 	_ TableDeleter      = (*Memory)(nil)
 	_ TableBatcher      = (*Memory)(nil)
+	_ TableLister       = (*Memory)(nil)
 	_ Store             = (*Postgres)(nil)
 	_ FormatRewriter    = (*Postgres)(nil)
 	_ TableCacheLimiter = (*Postgres)(nil)
 	_ TableDeleter      = (*Postgres)(nil)
 	_ TableBatcher      = (*Postgres)(nil)
+	_ TableLister       = (*Postgres)(nil)
 )
 
 // Cursor is a position in a listing ordered by (CreatedAt, ID): a page holds
@@ -159,6 +161,23 @@ type TableBatcher interface {
 	GetTables(ctx context.Context, keys []string) ([][]byte, error)
 	// PutTables stores each table as PutTable does.
 	PutTables(ctx context.Context, entries []TableEntry) error
+}
+
+// TableUse is one cached table as RecentTables lists it: its key and its
+// size as the cache counts it (key and data).
+type TableUse struct {
+	Key  string
+	Size int64
+}
+
+// TableLister is implemented by stores that list their cached tables by
+// last use (both stores): a service that starts reads the kept sanitizer
+// rows and chunks of the parameter sets used last (the warm start). The
+// keys are public parameters; listing marks nothing used.
+type TableLister interface {
+	// RecentTables returns the cached tables whose keys begin with prefix,
+	// most recently used (read or stored) first, at most limit of them.
+	RecentTables(ctx context.Context, prefix string, limit int) ([]TableUse, error)
 }
 
 // DefaultTableCacheBytes bounds the cached tables (PWSD_TABLE_CACHE_BYTES)

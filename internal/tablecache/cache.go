@@ -67,6 +67,9 @@ type Cache struct {
 	// chunks, bounded in bytes; supported each table's supported frequency.
 	estimators *lru.Cache[string, *estimate.Table]
 	chunks     *lru.Cache[string, *estimate.Chunk]
+	// chunkBytes is the chunks' bound (Config.Bytes), which bounds what the
+	// warm start reads (WarmStart).
+	chunkBytes int64
 	supported  *lru.Cache[string, int64]
 	// stats keeps the statistics a release's chunk runs collected at its
 	// MLE frequencies (Read.StatsAt), at most maxStats of them.
@@ -103,6 +106,8 @@ type Cache struct {
 	// (kept.go); keptMu guards its queue.
 	keptMu sync.Mutex
 	kept   keptRows
+	// warm counts the warm start's work (WarmStartStats).
+	warm warmStart
 }
 
 // New returns a Cache over cfg.Store.
@@ -131,6 +136,7 @@ func New(cfg Config) (*Cache, error) {
 		sanitizers:  lru.New[string, *sanitize.Table](int64(cfg.Sanitizers), nil),
 		estimators:  lru.New[string, *estimate.Table](cfg.Bytes, (*estimate.Table).SizeBytes),
 		chunks:      lru.New[string, *estimate.Chunk](cfg.Bytes, (*estimate.Chunk).SizeBytes),
+		chunkBytes:  cfg.Bytes,
 		supported:   lru.New[string, int64](1024, nil),
 		stats:       lru.New[string, estimate.FrequencyStats](maxStats, nil),
 		prefetchers: make(chan struct{}, 1),

@@ -298,12 +298,20 @@ func (c *Cache) storedChunkKeys(t *sanitize.Table, g estimate.G, size, k int64, 
 // cache and returns it, or nil (logged) when it does not decode, is another
 // chunk, or lacks the statistics its key promises (withStats).
 func (c *Cache) decodeChunk(key string, data []byte, g estimate.G, size, k int64, withStats bool) *estimate.Chunk {
+	if ch := c.parseChunk(key, data, g, size, k, withStats); ch != nil {
+		return c.chunks.Add(key, ch)
+	}
+	return nil
+}
+
+// parseChunk is decodeChunk without keeping the chunk in memory.
+func (c *Cache) parseChunk(key string, data []byte, g estimate.G, size, k int64, withStats bool) *estimate.Chunk {
 	ch := &estimate.Chunk{}
 	if err := ch.UnmarshalBinary(data); err != nil || ch.Index != k || ch.Size != size || ch.G != g || (withStats && !ch.HasStats()) {
 		c.log.Warn("ignoring undecodable cached chunk", "key", key)
 		return nil
 	}
-	return c.chunks.Add(key, ch)
+	return ch
 }
 
 // storedChunkBatch is the most chunk keys read from the store at once.
@@ -319,13 +327,7 @@ func (c *Cache) loadStoredChunks(ctx context.Context, t *sanitize.Table, gs []es
 	if !ok {
 		return false, nil
 	}
-	type want struct {
-		key       string
-		g         estimate.G
-		k         int64
-		withStats bool
-	}
-	var wants []want
+	var wants []chunkWant
 	for _, k := range ks {
 		for _, g := range gs {
 			keys := c.storedChunkKeys(t, g, size, k, estimatesOnly)
@@ -339,7 +341,7 @@ func (c *Cache) loadStoredChunks(ctx context.Context, t *sanitize.Table, gs []es
 				continue
 			}
 			for n, key := range keys {
-				wants = append(wants, want{key, g, k, n == 0})
+				wants = append(wants, chunkWant{key, g, k, n == 0})
 			}
 		}
 	}
@@ -350,32 +352,57 @@ func (c *Cache) loadStoredChunks(ctx context.Context, t *sanitize.Table, gs []es
 	errs := make([]error, (len(wants)+c.chunkBatch-1)/c.chunkBatch)
 	slots := make(chan struct{}, storedChunkReaders)
 	for lo := 0; lo < len(wants); lo += c.chunkBatch {
-		part := wants[lo:min(lo+c.chunkBatch, len(wants))]
-		keys := make([]string, len(part))
-		for i, w := range part {
-			keys[i] = w.key
-		}
 		slots <- struct{}{}
 		wg.Add(1)
-		go func(n int) {
+		go func(n int, part []chunkWant) {
 			defer func() { <-slots; wg.Done() }()
-			got, err := b.GetTables(ctx, keys)
-			if err != nil {
-				errs[n] = fmt.Errorf("reading table cache: %w", err)
-				return
-			}
-			for i, w := range part {
-				if got[i] != nil {
-					c.decodeChunk(w.key, got[i], w.g, size, w.k, w.withStats)
-				}
-			}
-		}(lo / c.chunkBatch)
+			_, _, _, errs[n] = c.readChunks(ctx, b, size, part, math.MaxInt64)
+		}(lo/c.chunkBatch, wants[lo:min(lo+c.chunkBatch, len(wants))])
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return false, err
 	}
 	return true, nil
+}
+
+// chunkWant is one stored form of a chunk to read: its key, its g and
+// index, and whether the key promises its statistics.
+type chunkWant struct {
+	key       string
+	g         estimate.G
+	k         int64
+	withStats bool
+}
+
+// readChunks reads the chunks part (of size size) from the store in one
+// batch into memory, those found sound (decodeChunk) in order until their
+// memory cost would pass limit, and returns how many it
+// kept, their cost, and whether it stopped at the limit.
+func (c *Cache) readChunks(ctx context.Context, b store.TableBatcher, size int64, part []chunkWant, limit int64) (n int, cost int64, full bool, err error) {
+	keys := make([]string, len(part))
+	for i, w := range part {
+		keys[i] = w.key
+	}
+	got, err := b.GetTables(ctx, keys)
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("reading table cache: %w", err)
+	}
+	for i, w := range part {
+		if got[i] == nil {
+			continue
+		}
+		ch := c.parseChunk(w.key, got[i], w.g, size, w.k, w.withStats)
+		if ch == nil {
+			continue
+		}
+		if cost+ch.SizeBytes() > limit {
+			return n, cost, true, nil
+		}
+		c.chunks.Add(w.key, ch)
+		n, cost = n+1, cost+ch.SizeBytes()
+	}
+	return n, cost, false, nil
 }
 
 // storedChunkReaders is how many batches of chunk keys loadStoredChunks

@@ -16,6 +16,7 @@ func tablesChecks() []check {
 		{"table cache counts bytes and keeps its bound", testTableCacheBytes},
 		{"a deleted table is gone and can be stored anew", testDeleteTable},
 		{"a batch of tables is stored and read as one put and get each", testPutTables},
+		{"tables are listed by prefix, most recently used first", testRecentTables},
 	}
 }
 
@@ -217,6 +218,53 @@ func testPutTables(t *testing.T, s store.Store) {
 	for k, held := range map[string]bool{"a": true, "b": false, "c": true, "d": true} {
 		if _, ok, err := s.GetTable(ctx, k); err != nil || ok != held {
 			t.Fatalf("after GetTables and a put, %s held %v (%v), want %v", k, ok, err, held)
+		}
+	}
+}
+
+// testRecentTables: RecentTables lists the tables whose keys begin with the
+// prefix (not one whose key is a prefix of it, nor others), most recently
+// read or stored first, at most limit of them, each with its size (key plus
+// data), and marks none used (listing twice gives the same order).
+func testRecentTables(t *testing.T, s store.Store) {
+	l, ok := s.(store.TableLister)
+	if !ok {
+		t.Skip("the store cannot list its tables")
+	}
+	ctx := context.Background()
+	for _, k := range []string{"kept|a", "kept|b", "chunk|x", "kept|c", "kept"} {
+		if err := s.PutTable(ctx, k, []byte("data of "+k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok, err := s.GetTable(ctx, "kept|a"); err != nil || !ok {
+		t.Fatalf("kept|a: %v %v", ok, err)
+	}
+	for _, tc := range []struct {
+		prefix string
+		limit  int
+		want   []string
+	}{
+		{"kept|", 10, []string{"kept|a", "kept|c", "kept|b"}},
+		{"kept|", 2, []string{"kept|a", "kept|c"}},
+		{"kept|", 10, []string{"kept|a", "kept|c", "kept|b"}}, // the listing above marked nothing used
+		{"chunk|", 10, []string{"chunk|x"}},
+		{"none|", 10, nil},
+		{"kept|", 0, nil},
+	} {
+		got, err := l.RecentTables(ctx, tc.prefix, tc.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for _, u := range got {
+			keys = append(keys, u.Key)
+			if want := int64(2*len(u.Key) + len("data of ")); u.Size != want {
+				t.Errorf("%s: size %d, want %d", u.Key, u.Size, want)
+			}
+		}
+		if !slices.Equal(keys, tc.want) {
+			t.Fatalf("RecentTables(%q, %d) = %q, want %q", tc.prefix, tc.limit, keys, tc.want)
 		}
 	}
 }

@@ -1,0 +1,153 @@
+package service
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/pwsd/pwsd/internal/dprand"
+	"github.com/pwsd/pwsd/internal/sanitize"
+	"github.com/pwsd/pwsd/internal/store"
+	"github.com/pwsd/pwsd/internal/tablecache"
+)
+
+// warmService is keptService (kept rows on, every request's draws from one
+// seeded generator) over st counted by a timedTables wrapper, warming sets
+// parameter sets when it starts.
+func warmService(t *testing.T, st store.Store, sets int) (*Service, *timedTables) {
+	t.Helper()
+	ts := &timedTables{Store: st}
+	s, err := New(Config{Store: ts, KeptRowsSteps: keptSteps, WarmStartSets: sets, NewRand: func() *rand.Rand { return dprand.Seeded(37) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Wait)
+	return s, ts
+}
+
+// warmStats is what s's warm start did.
+func warmStats(s *Service) tablecache.WarmStartStats {
+	return s.cache.(*tablecache.Cache).WarmStartStats()
+}
+
+// TestWarmStartAfterRestart (issue 37): a frequencies release on service
+// A, then service B over the same store with the warm start on. Once B's
+// warm start is done (B.Wait), the same release on B reads nothing from the
+// store (no kept rows, no chunk: the counted reads are 0), restores no
+// Table on its path, steps no more rows than the same release on a service
+// that ran a prebuild first (the oracle of issue 37's second round), and
+// answers bit for bit as A did (the same seeded draws over the same rows).
+// A release on service C, made while C's warm start may still run, answers
+// the same too.
+func TestWarmStartAfterRestart(t *testing.T) {
+	t.Parallel()
+	keys, freqs := spreadKeys(5, 200, 90_000)
+	keptStores(t, func(t *testing.T, st store.Store, _ func(key, edit string)) {
+		spec := keptSpec(t, ReleaseFrequencies, sanitize.MethodMaxSeparation)
+		a := keptService(t, st)
+		want, _ := keptRelease(t, a, spec, keys, freqs)
+		a.Wait() // the chunks of the next release and the kept rows are stored
+
+		b, ts := warmService(t, st, DefaultWarmStartSets)
+		b.Wait()
+		if w := warmStats(b); w.Sets != 1 || w.Chunks == 0 {
+			t.Fatalf("the warm start warmed %d parameter sets and read %d chunks, want 1 and some", w.Sets, w.Chunks)
+		}
+		if n := keptStats(b).Restored; n != 1 {
+			t.Fatalf("the warm start restored %d Tables, want 1", n)
+		}
+		ts.n.Store(0)
+		got, steps := keptRelease(t, b, spec, keys, freqs)
+		if n := ts.n.Load(); n != 0 {
+			t.Errorf("after the warm start the release read the store %d times, want 0", n)
+		}
+		if n := keptStats(b).Restored; n != 1 {
+			t.Errorf("the release restored a Table on its path (%d restored in all)", n)
+		}
+		sameElements(t, "release after the warm start", want, got)
+
+		p := keptService(t, st)
+		if _, err := p.Tables.Prebuild(context.Background(), spec, 1000); err != nil {
+			t.Fatal(err)
+		}
+		prebuilt, prebuiltSteps := keptRelease(t, p, spec, keys, freqs)
+		sameElements(t, "release after a prebuild", want, prebuilt)
+		if steps > prebuiltSteps {
+			t.Errorf("after the warm start the release stepped %d rows, after a prebuild %d", steps, prebuiltSteps)
+		}
+
+		c, _ := warmService(t, st, DefaultWarmStartSets)
+		during, _ := keptRelease(t, c, spec, keys, freqs)
+		sameElements(t, "release during the warm start", want, during)
+	})
+}
+
+// TestWarmStartObeysItsBound: three parameter sets released in turn (their
+// kept rows stored in that order); a new service warming N of them restores
+// exactly the N used last (the Tables of those are cached: making them
+// restores nothing more; the others are restored when made), and with N = 0
+// it reads nothing from the store at all. Every read of kept rows marks
+// them used, so the order of use is set again (reading them in the order
+// released) before each new service.
+func TestWarmStartObeysItsBound(t *testing.T) {
+	t.Parallel()
+	specs := []SampleSpec{
+		keptSpec(t, ReleaseKeys, sanitize.MethodDiscrete),
+		keptSpec(t, ReleaseKeys, sanitize.MethodMaxSeparation),
+		ppsworSpec(t, 1, 2e-5, ReleaseKeys, sanitize.MethodDiscrete),
+	}
+	keptStores(t, func(t *testing.T, st store.Store, _ func(key, edit string)) {
+		for _, spec := range specs {
+			a := keptService(t, st)
+			keptRelease(t, a, spec, []string{"a", "b"}, []int64{700, 70_000})
+			a.Wait()
+		}
+		for _, n := range []int{0, 1, 2} {
+			for _, spec := range specs {
+				if _, ok, err := st.GetTable(context.Background(), keptKey(keptService(t, st), spec.Privacy, spec.Sampling, spec.Method)); err != nil || !ok {
+					t.Fatalf("no kept rows stored (%v)", err)
+				}
+			}
+			s, ts := warmService(t, st, n)
+			s.Wait()
+			if n == 0 && ts.n.Load() != 0 {
+				t.Fatalf("N = 0: the service read the store %d times when it started", ts.n.Load())
+			}
+			if w := warmStats(s); w.Sets != int64(n) || keptStats(s).Restored != int64(n) {
+				t.Fatalf("N = %d: the warm start warmed %d sets, restored %d Tables", n, w.Sets, keptStats(s).Restored)
+			}
+			// Made most recent first: the N warmed Tables are cached, the
+			// others are restored now.
+			for i := len(specs) - 1; i >= 0; i-- {
+				spec := specs[i]
+				if _, err := s.cache.Sanitizer(spec.Privacy, spec.Sampling, spec.Method); err != nil {
+					t.Fatal(err)
+				}
+				warmed := len(specs)-1-i < n
+				want := int64(n)
+				if !warmed {
+					want = int64(len(specs) - i)
+				}
+				if got := keptStats(s).Restored; got != want {
+					t.Fatalf("N = %d: after making the Table of set %d (warmed %v), %d Tables restored, want %d", n, i, warmed, got, want)
+				}
+			}
+		}
+	})
+}
+
+// TestWarmStartSetsValidated: New refuses a negative WarmStartSets and one
+// above the sanitizer tables kept in memory.
+func TestWarmStartSetsValidated(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		sets, tables int
+		ok           bool
+	}{{-1, 0, false}, {0, 0, true}, {64, 0, true}, {65, 0, false}, {8, 8, true}, {9, 8, false}} {
+		_, err := New(Config{Store: store.NewMemory(), WarmStartSets: tc.sets, TableCacheSize: tc.tables})
+		if (err == nil) != tc.ok || (err != nil && !strings.Contains(err.Error(), "WarmStartSets")) {
+			t.Errorf("WarmStartSets %d, TableCacheSize %d: error %v, want ok %v", tc.sets, tc.tables, err, tc.ok)
+		}
+	}
+}
