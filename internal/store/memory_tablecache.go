@@ -51,6 +51,14 @@ func (m *Memory) RecentTables(_ context.Context, prefix string, limit int) ([]Ta
 	return m.tables.recent(prefix, limit), nil
 }
 
+// TouchTables implements TableToucher.
+func (m *Memory) TouchTables(_ context.Context, keys []string) error {
+	for _, k := range keys {
+		m.tables.touch(k)
+	}
+	return nil
+}
+
 // LimitTableCache implements TableCacheLimiter.
 func (m *Memory) LimitTableCache(bytes int64) { m.tables.setMax(bytes) }
 
@@ -85,6 +93,15 @@ func (c *tableLRU) get(key string) ([]byte, bool) {
 	}
 	c.order.MoveToFront(e)
 	return e.Value.(*lruEntry).data, true
+}
+
+// touch marks the table under key most recently used, if there is one.
+func (c *tableLRU) touch(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.byKey[tableDigest(key)]; ok && e.Value.(*lruEntry).params == key {
+		c.order.MoveToFront(e)
+	}
 }
 
 // put stores data under key unless present or larger than the bound, then

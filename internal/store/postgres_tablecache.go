@@ -120,6 +120,24 @@ func (p *Postgres) DeleteTable(ctx context.Context, key string) error {
 	return nil
 }
 
+// TouchTables implements TableToucher: one statement, matching each key's
+// digest and key (as DeleteTable does).
+func (p *Postgres) TouchTables(ctx context.Context, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	digests, params := make([][]byte, len(keys)), make([][]byte, len(keys))
+	for i, k := range keys {
+		d := tableDigest(k)
+		digests[i], params[i] = d[:], []byte(k)
+	}
+	if _, err := p.pool.Exec(ctx, `UPDATE table_cache AS t SET last_used = clock_timestamp()
+		FROM unnest($1::bytea[], $2::bytea[]) AS k(digest, params) WHERE t.digest = k.digest AND t.params = k.params`, digests, params); err != nil {
+		return fmt.Errorf("marking cached tables used: %w", err)
+	}
+	return nil
+}
+
 // RecentTables implements TableLister: one statement, ordered by last use
 // alone so that PostgreSQL may walk index table_cache_last_used backwards
 // and stop at the limit-th key with the prefix (tables used at the same

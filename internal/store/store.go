@@ -52,12 +52,14 @@ var (
 	_ TableDeleter      = (*Memory)(nil)
 	_ TableBatcher      = (*Memory)(nil)
 	_ TableLister       = (*Memory)(nil)
+	_ TableToucher      = (*Memory)(nil)
 	_ Store             = (*Postgres)(nil)
 	_ FormatRewriter    = (*Postgres)(nil)
 	_ TableCacheLimiter = (*Postgres)(nil)
 	_ TableDeleter      = (*Postgres)(nil)
 	_ TableBatcher      = (*Postgres)(nil)
 	_ TableLister       = (*Postgres)(nil)
+	_ TableToucher      = (*Postgres)(nil)
 )
 
 // Cursor is a position in a listing ordered by (CreatedAt, ID): a page holds
@@ -168,6 +170,18 @@ type TableBatcher interface {
 type TableUse struct {
 	Key  string
 	Size int64
+}
+
+// TableToucher is implemented by stores that mark cached tables used
+// without reading them (both stores). A process that holds a parameter
+// set's sanitizer table in memory reads its stored kept rows only once; it
+// marks them used as it serves the set (at most once a minute), so that
+// the table cache's eviction (least recently used) and the warm start (most
+// recently used, TableLister) see every use, not only reads.
+type TableToucher interface {
+	// TouchTables marks the tables stored under keys used now; a key that
+	// holds no table is ignored.
+	TouchTables(ctx context.Context, keys []string) error
 }
 
 // TableLister is implemented by stores that list their cached tables by

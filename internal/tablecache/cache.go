@@ -142,7 +142,8 @@ func New(cfg Config) (*Cache, error) {
 		prefetchers: make(chan struct{}, 1),
 		optional:    optional, stopOptional: stop,
 		version: AlgorithmVersion, chunkBatch: storedChunkBatch,
-		kept: keptRows{steps: cfg.KeptRowsSteps, bytes: cfg.KeptRowsBytes, done: lru.New[string, bool](keptDoneKeys, nil)},
+		kept: keptRows{steps: cfg.KeptRowsSteps, bytes: cfg.KeptRowsBytes, done: lru.New[string, bool](keptDoneKeys, nil),
+			touched: lru.New[string, int64](keptDoneKeys, nil)},
 	}, nil
 }
 
@@ -209,6 +210,7 @@ func (c *Cache) Computed() int64 { return c.computed.Load() }
 func (c *Cache) Sanitizer(p sanitize.Privacy, s sanitize.Sampling, m sanitize.Method) (*sanitize.Table, error) {
 	key := sanitize.Key("table", p, s, m)
 	if t, ok := c.sanitizers.Get(key); ok {
+		c.touchKept(p, s, m)
 		return t, nil
 	}
 	t, err := sanitize.NewTable(p, s, m)

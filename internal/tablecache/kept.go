@@ -75,6 +75,7 @@ type keptRows struct {
 	pending []keptParams
 	running bool
 	done    *lru.Cache[string, bool]
+	touched *lru.Cache[string, int64] // key -> when touchKept last marked it used (UnixNano)
 
 	restored, refused, stepped atomic.Int64
 }
@@ -245,6 +246,50 @@ func (c *Cache) waitQuiet(t *sanitize.Table) {
 		}
 		last = n
 	}
+}
+
+// keptTouchEvery is how often, at most, touchKept marks one parameter set's
+// stored kept rows used.
+const keptTouchEvery = time.Minute
+
+// touchKept marks the stored kept rows of (p, s, m) used, in the
+// background, at most once every keptTouchEvery, when this process stored
+// or read them (kept.done) and the store can mark a table used without
+// reading it (store.TableToucher). Sanitizer calls it when it serves the
+// set's Table from memory: a process reads the stored rows once, when it
+// makes the Table, yet uses them with every release, and the table cache
+// evicts the least recently used entries while the warm start reads the
+// most recently used (docs/store.md, "The warm start").
+func (c *Cache) touchKept(p sanitize.Privacy, s sanitize.Sampling, m sanitize.Method) {
+	tc, ok := c.store.(store.TableToucher)
+	if !ok || c.kept.steps <= 0 {
+		return
+	}
+	key := c.KeptRowsKey(p, s, m)
+	if _, stored := c.kept.done.Get(key); !stored {
+		return
+	}
+	now := time.Now().UnixNano()
+	c.keptMu.Lock()
+	last, seen := c.kept.touched.Get(key)
+	due := !seen || now-last >= int64(keptTouchEvery)
+	switch {
+	case due && seen:
+		c.kept.touched.Replace(key, last, now, func(a, b int64) bool { return a == b })
+	case due:
+		c.kept.touched.Add(key, now)
+	}
+	c.keptMu.Unlock()
+	if !due {
+		return
+	}
+	c.background.Add(1)
+	go func() {
+		defer c.background.Done()
+		if err := tc.TouchTables(c.optional, []string{key}); err != nil && c.optional.Err() == nil {
+			c.log.Warn("marking kept sanitizer rows used", "err", err)
+		}
+	}()
 }
 
 // keepRows stores the kept rows of (p, s, m) unless they are stored: a

@@ -2,6 +2,7 @@ package tablecache
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -88,6 +89,67 @@ func TestWarmStartReadsTheLastUsedChunksWithinItsShare(t *testing.T) {
 			if ch, err := c.storedChunk(ctx, tw, identityG, size, k, false, true); err != nil || ch == nil {
 				t.Fatalf("chunk %d, used last, is not in memory (%v)", k, err)
 			}
+		}
+	}
+}
+
+// TestKeptRowsAreMarkedUsedAsTheyAreUsed: a process reads a parameter set's
+// stored kept rows once, when it makes the Table, and serves the set from
+// memory afterwards; Sanitizer marks the stored rows used as it does
+// (touchKept), at most once every keptTouchEvery, so that the warm start's
+// "used last" and the table cache's eviction follow the releases. Two sets
+// are made in turn (b's rows stored last); serving a from memory then lists
+// a first, serving b lists b first, and serving a again within the minute
+// changes nothing. The memory store here; the store suite (storetest)
+// checks TouchTables on both stores.
+func TestKeptRowsAreMarkedUsedAsTheyAreUsed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p, smp := keptParamsOf(t)
+	st := store.NewMemory()
+	c, err := New(Config{Store: st, KeptRowsSteps: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := sanitize.MethodDiscrete, sanitize.MethodMaxSeparation
+	serve := func(m sanitize.Method) {
+		t.Helper()
+		if _, err := c.Sanitizer(p, smp, m); err != nil {
+			t.Fatal(err)
+		}
+		c.Wait()
+	}
+	prefix := keyFormat + "|" + c.version + "|kept|"
+	order := func() []string {
+		t.Helper()
+		uses, err := st.RecentTables(ctx, prefix, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for _, u := range uses {
+			keys = append(keys, u.Key)
+		}
+		return keys
+	}
+	ka, kb := c.KeptRowsKey(p, smp, a), c.KeptRowsKey(p, smp, b)
+	serve(a) // makes a's Table; its kept rows are stored behind
+	serve(b)
+	for _, step := range []struct {
+		name  string
+		serve sanitize.Method
+		want  []string
+	}{
+		{"b's rows stored last", "", []string{kb, ka}},
+		{"a served from memory", a, []string{ka, kb}},
+		{"b served from memory", b, []string{kb, ka}},
+		{"a again within the minute", a, []string{kb, ka}},
+	} {
+		if step.serve != "" {
+			serve(step.serve)
+		}
+		if got := order(); !slices.Equal(got, step.want) {
+			t.Fatalf("%s: kept rows listed %q, want %q", step.name, got, step.want)
 		}
 	}
 }

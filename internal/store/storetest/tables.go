@@ -17,6 +17,7 @@ func tablesChecks() []check {
 		{"a deleted table is gone and can be stored anew", testDeleteTable},
 		{"a batch of tables is stored and read as one put and get each", testPutTables},
 		{"tables are listed by prefix, most recently used first", testRecentTables},
+		{"a touched table is used now; touching reads nothing", testTouchTables},
 	}
 }
 
@@ -266,5 +267,52 @@ func testRecentTables(t *testing.T, s store.Store) {
 		if !slices.Equal(keys, tc.want) {
 			t.Fatalf("RecentTables(%q, %d) = %q, want %q", tc.prefix, tc.limit, keys, tc.want)
 		}
+	}
+}
+
+// testTouchTables: TouchTables marks the stored tables under its keys used
+// now (they list first, in RecentTables' order), ignores a key that holds no
+// table, and changes no table's data.
+func testTouchTables(t *testing.T, s store.Store) {
+	l, lists := s.(store.TableLister)
+	tc, touches := s.(store.TableToucher)
+	if !lists || !touches {
+		t.Skip("the store cannot list or touch its tables")
+	}
+	ctx := context.Background()
+	for _, k := range []string{"kept|a", "kept|b", "kept|c"} {
+		if err := s.PutTable(ctx, k, []byte("data of "+k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, step := range []struct {
+		touch []string
+		want  []string
+	}{
+		{nil, []string{"kept|c", "kept|b", "kept|a"}},
+		{[]string{"kept|a"}, []string{"kept|a", "kept|c", "kept|b"}},
+		{[]string{"kept|missing", "kept|b"}, []string{"kept|b", "kept|a", "kept|c"}},
+		{[]string{}, []string{"kept|b", "kept|a", "kept|c"}},
+	} {
+		if err := tc.TouchTables(ctx, step.touch); err != nil {
+			t.Fatal(err)
+		}
+		got, err := l.RecentTables(ctx, "kept|", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for _, u := range got {
+			keys = append(keys, u.Key)
+		}
+		if !slices.Equal(keys, step.want) {
+			t.Fatalf("after touching %q: RecentTables = %q, want %q", step.touch, keys, step.want)
+		}
+	}
+	if _, ok, err := s.GetTable(ctx, "kept|missing"); err != nil || ok {
+		t.Fatalf("touching a missing key stored it (%v, %v)", ok, err)
+	}
+	if data, ok, err := s.GetTable(ctx, "kept|a"); err != nil || !ok || string(data) != "data of kept|a" {
+		t.Fatalf("kept|a after touches: %q %v %v", data, ok, err)
 	}
 }
