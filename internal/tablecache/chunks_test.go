@@ -163,3 +163,34 @@ func TestStatsKeyIsAKey(t *testing.T) {
 		}
 	}
 }
+
+// TestChunkKeysAreKeys: a chunk's key made from the keys' shared part
+// (chunkKeys.at) is the one Key builds from all its parts, with and
+// without statistics, for both g and chunks low and far up.
+func TestChunkKeysAreKeys(t *testing.T) {
+	t.Parallel()
+	s := newTestCache(t, Config{})
+	p := sanitize.Privacy{Epsilon: 0.5, Delta: 1e-6}
+	sm := sanitize.Sampling{Scheme: sanitize.SchemePPSWOR, Threshold: 1e-5, Power: 1}
+	m := sanitize.MethodMaxSeparation
+	tb, err := s.Sanitizer(p, sm, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []estimate.G{identityG, {Kind: estimate.GCount}} {
+		for _, size := range []int64{64, 128} {
+			ck := s.chunkKeysOf(tb, g, size)
+			for _, k := range []int64{0, 1, 129, 10_000_000} {
+				for _, estimatesOnly := range []bool{false, true} {
+					want := s.Key("chunk", p, sm, m, Int("format", estimate.ChunkFormat), Str("g", g.String()), Int("size", size), Int("k", k))
+					if estimatesOnly {
+						want += "|estimates-only"
+					}
+					if got := ck.at(k, estimatesOnly); got != want {
+						t.Errorf("%s size %d chunk %d (estimates only %v): %q, Key gives %q", g, size, k, estimatesOnly, got, want)
+					}
+				}
+			}
+		}
+	}
+}

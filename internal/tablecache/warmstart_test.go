@@ -86,7 +86,7 @@ func TestWarmStartReadsTheLastUsedChunksWithinItsShare(t *testing.T) {
 			t.Fatalf("the warmed Table: %v, restored %v, %d restores", err, tw.Restored(), c.KeptRowsStats().Restored)
 		}
 		for k := int64(30); k < 40; k++ {
-			if ch, err := c.storedChunk(ctx, tw, identityG, size, k, false, true); err != nil || ch == nil {
+			if ch, err := c.storedChunk(ctx, c.chunkKeysOf(tw, identityG, size), identityG, size, k, false, true); err != nil || ch == nil {
 				t.Fatalf("chunk %d, used last, is not in memory (%v)", k, err)
 			}
 		}
