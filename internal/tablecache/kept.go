@@ -68,7 +68,8 @@ const maxKeptPending = 64
 // the encoding's bounds (steps 0: off), the parameter sets waiting for the
 // background warm-up (running while running), under the Cache's keptMu,
 // the keys this process stored or found (bounded, least recently used
-// dropped), and the counters of KeptRowsStats.
+// dropped), when it last marked each used (touchKept; bounded alike), and
+// the counters of KeptRowsStats.
 type keptRows struct {
 	steps   int64
 	bytes   int
