@@ -26,7 +26,8 @@ type Config struct {
 	// NewRand returns a fresh generator per request; production uses
 	// dprand.New (ChaCha8 seeded from crypto/rand).
 	NewRand func() *rand.Rand
-	// TableCacheSize bounds the sanitizer tables kept in memory (default 64).
+	// TableCacheSize bounds the sanitizer tables kept in memory (default
+	// DefaultTableCacheSize).
 	TableCacheSize int
 	// SampleTTL is how long a sample is kept (PWSD_SAMPLE_TTL); 0 keeps
 	// samples forever.
@@ -91,7 +92,7 @@ const (
 
 // DefaultTableCacheSize is Config.TableCacheSize's default, and so the most
 // parameter sets pwsd's warm start may warm (PWSD_WARM_START_SETS).
-const DefaultTableCacheSize = 64
+const DefaultTableCacheSize = tablecache.DefaultSanitizers
 
 // DefaultCacheBytes is the default bound of the in-memory estimator cache.
 const DefaultCacheBytes = tablecache.DefaultBytes

@@ -32,7 +32,8 @@ type Config struct {
 	// Logger receives the warnings of undecodable stored entries and of
 	// failed background work (keys only: public parameters).
 	Logger *slog.Logger
-	// Sanitizers bounds the sanitizer tables kept in memory (default 64).
+	// Sanitizers bounds the sanitizer tables kept in memory (default
+	// DefaultSanitizers).
 	Sanitizers int
 	// Bytes bounds the memory of the estimator tables, and that of the MLE
 	// chunks, kept in memory (default DefaultBytes each).
@@ -110,6 +111,10 @@ type Cache struct {
 	warm warmStart
 }
 
+// DefaultSanitizers is Config.Sanitizers' default: the sanitizer tables
+// kept in memory.
+const DefaultSanitizers = 64
+
 // New returns a Cache over cfg.Store.
 func New(cfg Config) (*Cache, error) {
 	if cfg.Store == nil {
@@ -119,7 +124,7 @@ func New(cfg Config) (*Cache, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Sanitizers <= 0 {
-		cfg.Sanitizers = 64
+		cfg.Sanitizers = DefaultSanitizers
 	}
 	if cfg.Bytes <= 0 {
 		cfg.Bytes = DefaultBytes
