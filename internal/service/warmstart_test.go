@@ -3,10 +3,12 @@ package service
 import (
 	"context"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/pwsd/pwsd/internal/dprand"
+	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
 	"github.com/pwsd/pwsd/internal/store"
 	"github.com/pwsd/pwsd/internal/tablecache"
@@ -150,4 +152,51 @@ func TestWarmStartSetsValidated(t *testing.T) {
 			t.Errorf("WarmStartSets %d, TableCacheSize %d: error %v, want ok %v", tc.sets, tc.tables, err, tc.ok)
 		}
 	}
+}
+
+// TestFirstEstimateAfterRestart (issues 34 and 37): the first estimate GET
+// of a sample released before a restart, sent once the new service's warm
+// start is done, builds no chunk run and reads nothing from the store: the
+// warm start read the chunks with statistics that the first service built
+// for the next release (around the keys' MLE frequencies), and the value
+// chunks of the release. Its answer is the first service's, bit for bit.
+// Both sanitizers; on the memory store and on PostgreSQL.
+func TestFirstEstimateAfterRestart(t *testing.T) {
+	t.Parallel()
+	keys, freqs := spreadKeys(7, 200, 90_000)
+	keptStores(t, func(t *testing.T, st store.Store, _ func(key, edit string)) {
+		ctx := context.Background()
+		for _, m := range []sanitize.Method{sanitize.MethodMaxSeparation, sanitize.MethodDiscrete} {
+			spec := keptSpec(t, ReleaseFrequencies, m)
+			a := keptService(t, st)
+			smp, err := a.Samples.Create(ctx, spec, len(keys), pairs(keys, freqs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Wait() // the next release's chunks, with their statistics, are stored
+			want, err := a.Estimates.Sample(ctx, smp.ID, identityG, estimate.MLE, Selection{}, 0.95, GroupBy{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Wait()
+
+			b, ts := warmService(t, st, DefaultWarmStartSets)
+			b.Wait()
+			ts.n.Store(0)
+			before := b.cache.Computed()
+			got, err := b.Estimates.Sample(ctx, smp.ID, identityG, estimate.MLE, Selection{}, 0.95, GroupBy{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if built := b.cache.Computed() - before; built != 0 {
+				t.Errorf("%s: the first estimate after the restart built %d chunk runs, want 0", m, built)
+			}
+			if n := ts.n.Load(); n != 0 {
+				t.Errorf("%s: the first estimate after the restart read the store's table cache %d times, want 0 (without the warm start: 4)", m, n)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: the first estimate after the restart is %+v, before it %+v", m, got.SumError, want.SumError)
+			}
+		}
+	})
 }
