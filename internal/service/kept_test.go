@@ -368,3 +368,32 @@ func TestPrebuildWarmsTheNextRelease(t *testing.T) {
 		sameElements(t, "release after the prebuild", want, got)
 	})
 }
+
+// TestReleaseAfterAPrebuildReadsNothing (issue 37: "the first release
+// after a scheduled prebuild is warm too"): a frequencies release on
+// service A; then, on service B over the same store with no warm start, a
+// prebuild of the parameters (to frequency 1000, below most of the
+// release's values) and the same release: the release reads the store's
+// table cache 0 times, since the prebuild read the set's most recently
+// used chunks (the release's values and what A built for the next
+// release), and answers bit for bit as A did. Both stores.
+func TestReleaseAfterAPrebuildReadsNothing(t *testing.T) {
+	t.Parallel()
+	keys, freqs := spreadKeys(11, 200, 90_000)
+	keptStores(t, func(t *testing.T, st store.Store, _ func(key, edit string)) {
+		spec := keptSpec(t, ReleaseFrequencies, sanitize.MethodMaxSeparation)
+		a := keptService(t, st)
+		want, _ := keptRelease(t, a, spec, keys, freqs)
+		a.Wait()
+		b, ts := warmService(t, st, 0)
+		if _, err := b.Tables.Prebuild(context.Background(), spec, 1000); err != nil {
+			t.Fatal(err)
+		}
+		ts.n.Store(0)
+		got, _ := keptRelease(t, b, spec, keys, freqs)
+		if n := ts.n.Load(); n != 0 {
+			t.Errorf("the release after the prebuild read the store's table cache %d times, want 0", n)
+		}
+		sameElements(t, "release after the prebuild", want, got)
+	})
+}

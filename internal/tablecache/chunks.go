@@ -689,6 +689,18 @@ func (c *Cache) Prebuild(ctx context.Context, t *sanitize.Table, gs []estimate.G
 			return Prebuilt{}, err
 		}
 	}
+	// The chunks a release reads beyond maxFrequency (its values', and
+	// those the last release built for the next one): the set's most
+	// recently used stored chunks, read into memory as the warm start reads
+	// them, at most half the chunk cache, so that the release after a
+	// scheduled prebuild reads nothing from the store.
+	lister, canList := c.store.(store.TableLister)
+	batcher, canBatch := c.store.(store.TableBatcher)
+	if canList && canBatch {
+		if err := c.warmChunks(ctx, lister, batcher, t, gs, c.chunkBytes/2, false); err != nil {
+			return Prebuilt{}, err
+		}
+	}
 	return Prebuilt{ChunkSize: size, Chunks: n, Built: missing}, nil
 }
 

@@ -125,7 +125,7 @@ func (c *Cache) warmStart(ctx context.Context, lister store.TableLister, batcher
 		if _, err := c.SupportedFrom(ctx, t); err != nil {
 			return err
 		}
-		if err := c.warmChunks(ctx, lister, batcher, t, gs, budget); err != nil {
+		if err := c.warmChunks(ctx, lister, batcher, t, gs, budget, true); err != nil {
 			return err
 		}
 	}
@@ -164,9 +164,11 @@ func (c *Cache) warmTable(p sanitize.Privacy, s sanitize.Sampling, m sanitize.Me
 
 // warmChunks reads into memory the most recently used stored chunks of gs
 // over t's parameters that memory lacks, a batch at a time, at most budget
-// bytes of them (stored, and decoded).
-func (c *Cache) warmChunks(ctx context.Context, lister store.TableLister, batcher store.TableBatcher, t *sanitize.Table, gs []estimate.G, budget int64) error {
-	if err := c.yield(ctx); err != nil {
+// bytes of them (stored, and decoded). In the background (the warm start)
+// it yields to the requests before each batch; a prebuild reads them in
+// its own request.
+func (c *Cache) warmChunks(ctx context.Context, lister store.TableLister, batcher store.TableBatcher, t *sanitize.Table, gs []estimate.G, budget int64, background bool) error {
+	if err := c.yieldIf(ctx, background); err != nil {
 		return err
 	}
 	p, s, m := t.Privacy(), t.Sampling(), t.Method()
@@ -197,7 +199,7 @@ func (c *Cache) warmChunks(ctx context.Context, lister store.TableLister, batche
 	}
 	loaded := int64(0)
 	for lo := 0; lo < len(wants); lo += c.chunkBatch {
-		if err := c.yield(ctx); err != nil {
+		if err := c.yieldIf(ctx, background); err != nil {
 			return err
 		}
 		part := wants[lo:min(lo+c.chunkBatch, len(wants))]
@@ -231,4 +233,13 @@ func (c *Cache) chunkWantOf(t *sanitize.Table, gs []estimate.G, prefixes []strin
 		}
 	}
 	return chunkWant{}, false
+}
+
+// yieldIf is yield for background work, and nothing for work a request
+// does itself.
+func (c *Cache) yieldIf(ctx context.Context, background bool) error {
+	if !background {
+		return nil
+	}
+	return c.yield(ctx)
 }
