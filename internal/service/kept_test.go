@@ -382,9 +382,7 @@ func TestReleaseAfterAPrebuildReadsNothing(t *testing.T) {
 	keys, freqs := spreadKeys(11, 200, 90_000)
 	keptStores(t, func(t *testing.T, st store.Store, _ func(key, edit string)) {
 		spec := keptSpec(t, ReleaseFrequencies, sanitize.MethodMaxSeparation)
-		a := keptService(t, st)
-		want, _ := keptRelease(t, a, spec, keys, freqs)
-		a.Wait()
+		want := releasedBefore(t, st, spec, keys, freqs)
 		b, ts := warmService(t, st, 0)
 		if _, err := b.Tables.Prebuild(context.Background(), spec, 1000); err != nil {
 			t.Fatal(err)
@@ -396,4 +394,16 @@ func TestReleaseAfterAPrebuildReadsNothing(t *testing.T) {
 		}
 		sameElements(t, "release after the prebuild", want, got)
 	})
+}
+
+// releasedBefore releases keys at freqs under spec on a new kept-rows
+// service over st and waits for its background work (the kept rows and
+// the chunks of the next release stored): what a restarted service, or
+// another instance, then finds in st. It returns the release's elements.
+func releasedBefore(t *testing.T, st store.Store, spec SampleSpec, keys []string, freqs []int64) []Element {
+	t.Helper()
+	a := keptService(t, st)
+	want, _ := keptRelease(t, a, spec, keys, freqs)
+	a.Wait()
+	return want
 }

@@ -47,9 +47,7 @@ func TestWarmStartAfterRestart(t *testing.T) {
 	keys, freqs := spreadKeys(5, 200, 90_000)
 	keptStores(t, func(t *testing.T, st store.Store, _ func(key, edit string)) {
 		spec := keptSpec(t, ReleaseFrequencies, sanitize.MethodMaxSeparation)
-		a := keptService(t, st)
-		want, _ := keptRelease(t, a, spec, keys, freqs)
-		a.Wait() // the chunks of the next release and the kept rows are stored
+		want := releasedBefore(t, st, spec, keys, freqs)
 
 		b, ts := warmService(t, st, DefaultWarmStartSets)
 		b.Wait()
