@@ -215,7 +215,7 @@ func (c *Cache) Computed() int64 { return c.computed.Load() }
 func (c *Cache) Sanitizer(p sanitize.Privacy, s sanitize.Sampling, m sanitize.Method) (*sanitize.Table, error) {
 	key := sanitize.Key("table", p, s, m)
 	if t, ok := c.sanitizers.Get(key); ok {
-		c.touchKept(p, s, m)
+		c.touchKept(key, p, s, m)
 		return t, nil
 	}
 	t, err := sanitize.NewTable(p, s, m)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -92,6 +93,22 @@ func (ck chunkKeys) at(k int64, estimatesOnly bool) string {
 		key += "|estimates-only"
 	}
 	return key
+}
+
+// index returns the index of the chunk whose key is key, and whether the
+// key is the estimates-only form, when key is one of ck's (at gives it
+// back exactly).
+func (ck chunkKeys) index(key string) (k int64, estimatesOnly, ok bool) {
+	rest, found := strings.CutPrefix(key, ck.prefix+Part{"k", ""}.suffix())
+	if !found {
+		return 0, false, false
+	}
+	rest, estimatesOnly = strings.CutSuffix(rest, "|estimates-only")
+	k, err := strconv.ParseInt(rest, 10, 64)
+	if err != nil || ck.at(k, estimatesOnly) != key {
+		return 0, false, false
+	}
+	return k, estimatesOnly, true
 }
 
 // chunkKeysOfAll returns chunkKeysOf for each of gs.
@@ -694,9 +711,7 @@ func (c *Cache) Prebuild(ctx context.Context, t *sanitize.Table, gs []estimate.G
 	// recently used stored chunks, read into memory as the warm start reads
 	// them, at most half the chunk cache, so that the release after a
 	// scheduled prebuild reads nothing from the store.
-	lister, canList := c.store.(store.TableLister)
-	batcher, canBatch := c.store.(store.TableBatcher)
-	if canList && canBatch {
+	if lister, batcher, ok := c.chunkLister(); ok {
 		if err := c.warmChunks(ctx, lister, batcher, t, gs, c.chunkBytes/2, false); err != nil {
 			return Prebuilt{}, err
 		}

@@ -2,6 +2,7 @@ package tablecache
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -188,6 +189,13 @@ func TestChunkKeysAreKeys(t *testing.T) {
 					}
 					if got := ck.at(k, estimatesOnly); got != want {
 						t.Errorf("%s size %d chunk %d (estimates only %v): %q, Key gives %q", g, size, k, estimatesOnly, got, want)
+					}
+					if gk, geo, ok := ck.index(want); !ok || gk != k || geo != estimatesOnly {
+						t.Errorf("index(%q) = %d, %v, %v; want %d, %v", want, gk, geo, ok, k, estimatesOnly)
+					}
+					bad := ck.prefix + "|k=0" + strconv.FormatInt(k, 10) // a leading zero: not a key at gives
+					if _, _, ok := ck.index(bad); ok {
+						t.Errorf("index took %q, not a key at gives", bad)
 					}
 				}
 			}

@@ -76,7 +76,7 @@ type keptRows struct {
 	pending []keptParams
 	running bool
 	done    *lru.Cache[string, bool]
-	touched *lru.Cache[string, int64] // key -> when touchKept last marked it used (UnixNano)
+	touched *lru.Cache[string, int64] // Table key -> when touchKept last marked its kept rows used (UnixNano)
 
 	restored, refused, stepped atomic.Int64
 }
@@ -261,28 +261,29 @@ const keptTouchEvery = time.Minute
 // makes the Table, yet uses them with every release, and the table cache
 // evicts the least recently used entries while the warm start reads the
 // most recently used (docs/store.md, "The warm start").
-func (c *Cache) touchKept(p sanitize.Privacy, s sanitize.Sampling, m sanitize.Method) {
+func (c *Cache) touchKept(tableKey string, p sanitize.Privacy, s sanitize.Sampling, m sanitize.Method) {
 	tc, ok := c.store.(store.TableToucher)
 	if !ok || c.kept.steps <= 0 {
+		return
+	}
+	// Sanitizer calls this on every request: the time check comes first,
+	// under the Table's key it has already made, and the kept rows' key is
+	// made only once a minute.
+	now := time.Now().UnixNano()
+	c.keptMu.Lock()
+	defer c.keptMu.Unlock()
+	last, seen := c.kept.touched.Get(tableKey)
+	if seen && now-last < int64(keptTouchEvery) {
 		return
 	}
 	key := c.KeptRowsKey(p, s, m)
 	if _, stored := c.kept.done.Get(key); !stored {
 		return
 	}
-	now := time.Now().UnixNano()
-	c.keptMu.Lock()
-	last, seen := c.kept.touched.Get(key)
-	due := !seen || now-last >= int64(keptTouchEvery)
-	switch {
-	case due && seen:
-		c.kept.touched.Replace(key, last, now, func(a, b int64) bool { return a == b })
-	case due:
-		c.kept.touched.Add(key, now)
-	}
-	c.keptMu.Unlock()
-	if !due {
-		return
+	if seen {
+		c.kept.touched.Replace(tableKey, last, now, func(a, b int64) bool { return a == b })
+	} else {
+		c.kept.touched.Add(tableKey, now)
 	}
 	c.background.Add(1)
 	go func() {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -75,9 +74,8 @@ func (c *Cache) WarmStartStats() WarmStartStats {
 // 0: there is nothing to restore) or when the store cannot list its
 // tables. Call it once, when the process starts.
 func (c *Cache) WarmStart(sets int, gs []estimate.G) {
-	lister, canList := c.store.(store.TableLister)
-	batcher, canBatch := c.store.(store.TableBatcher)
-	if sets <= 0 || c.kept.steps <= 0 || !canList || !canBatch {
+	lister, batcher, ok := c.chunkLister()
+	if sets <= 0 || c.kept.steps <= 0 || !ok {
 		return
 	}
 	c.background.Add(1)
@@ -177,14 +175,11 @@ func (c *Cache) warmChunks(ctx context.Context, lister store.TableLister, batche
 		return fmt.Errorf("listing chunks: %w", err)
 	}
 	size := estimate.ChunkSize(p)
-	prefixes := make([]string, len(gs))
-	for n, g := range gs {
-		prefixes[n] = c.Key("chunk", p, s, m, Int("format", estimate.ChunkFormat), Str("g", g.String()), Int("size", size)) + "|k="
-	}
+	keyers := c.chunkKeysOfAll(t, gs, size)
 	var wants []chunkWant
 	listed := int64(0)
 	for _, u := range uses {
-		w, ok := c.chunkWantOf(t, gs, prefixes, size, u.Key)
+		w, ok := chunkWantOf(keyers, gs, u.Key)
 		if !ok {
 			continue
 		}
@@ -217,19 +212,12 @@ func (c *Cache) warmChunks(ctx context.Context, lister store.TableLister, batche
 	return nil
 }
 
-// chunkWantOf returns the chunk whose key is key (chunkKey over t, of one
-// of gs, of size size; prefixes[n] is the keys' common beginning for
-// gs[n], up to the index), or false.
-func (c *Cache) chunkWantOf(t *sanitize.Table, gs []estimate.G, prefixes []string, size int64, key string) (chunkWant, bool) {
-	for n, g := range gs {
-		rest, ok := strings.CutPrefix(key, prefixes[n])
-		if !ok {
-			continue
-		}
-		rest, estimatesOnly := strings.CutSuffix(rest, "|estimates-only")
-		k, err := strconv.ParseInt(rest, 10, 64)
-		if err == nil && c.chunkKey(t, g, size, k, estimatesOnly) == key {
-			return chunkWant{key, g, k, !estimatesOnly}, true
+// chunkWantOf returns the chunk whose key is key (chunkKeys.at of one of
+// keyers, whose g is gs' at the same place), or false.
+func chunkWantOf(keyers []chunkKeys, gs []estimate.G, key string) (chunkWant, bool) {
+	for n, ck := range keyers {
+		if k, estimatesOnly, ok := ck.index(key); ok {
+			return chunkWant{key, gs[n], k, !estimatesOnly}, true
 		}
 	}
 	return chunkWant{}, false
@@ -242,4 +230,13 @@ func (c *Cache) yieldIf(ctx context.Context, background bool) error {
 		return nil
 	}
 	return c.yield(ctx)
+}
+
+// chunkLister returns the store as a lister of its cached tables and a
+// batch reader, which the warm start and a prebuild read the most recently
+// used chunks through (warmChunks), or false when it is not both.
+func (c *Cache) chunkLister() (store.TableLister, store.TableBatcher, bool) {
+	lister, canList := c.store.(store.TableLister)
+	batcher, canBatch := c.store.(store.TableBatcher)
+	return lister, batcher, canList && canBatch
 }
