@@ -12,6 +12,10 @@ type denseItem struct {
 	r      *denseRow // the row prepared by prepDense, nil when err is set
 	err    error     // the row's pre or prepDense error
 	raw    []float64 // the dense masses as given, for i >= rawFrom; valid during fn
+	// later: the row goroutine left the row to the token loop to prepare
+	// (r is nil; its masses travel in the batch's raw). hasRaw: the
+	// batch's raw holds the row's masses (later, or i >= rawFrom).
+	later, hasRaw bool
 	// Shift tracking done by pre on the row goroutine (buildUnit): the
 	// tracker's state after this row, and its verdict that the row is the
 	// previous one shifted up by a cell, bit for bit.
@@ -75,46 +79,49 @@ func (u *denseRows) shareStats() (end func()) {
 // and calls fn
 // with the rows in order in the caller's goroutine until fn returns false.
 // fn links it.r (linkDense) or gives it back (u.pool). With two or more
-// cores, reading and preparing run on a second goroutine, so that the
-// sanitizer rows and their preparation overlap the estimator's token
-// loop; the results are the same (prepDense depends on u's fixed
-// parameters only, pre on the rows only; pre may run on rows past the one
+// cores, reading runs on a second goroutine, so that the sanitizer rows
+// overlap the estimator's token loop, and each row is prepared by whichever
+// side has time for it (prepSide); the results are the same (prepDense
+// depends on u's fixed parameters only, pre on the rows only; pre may run on rows past the one
 // where fn stops, so it must not change state fn's caller reads, only
 // record in the item what the caller applies). A pre error stops the rows
 // after that row. Cancelling ctx stops the rows at the next one and
 // pipeDense then returns ctx's error.
 func (u *denseRows) pipeDense(ctx context.Context, us unitSource, from, to, rawFrom int64,
 	pre func(it *denseItem, m []float64) error, fn func(it *denseItem) bool) error {
-	// prepare fills it; it reports false when pre failed. prev is the row
-	// it prepared last (nil after an error): a row pre flags as its copy
-	// shares its buffers (prepDense's like).
-	var prev *denseRow
-	prepare := func(it *denseItem, spare *[]*denseRow, i int64, pi, lo float64, m []float64) bool {
+	// check starts it and runs pre on the row; it reports false when pre
+	// failed.
+	check := func(it *denseItem, i int64, pi, lo float64, m []float64) bool {
 		*it = denseItem{i: i, pi: pi, lo: lo, cells: len(m)}
-		like := prev
-		prev = nil
 		if pre != nil {
 			it.err = pre(it, m)
 		}
-		if it.err != nil {
-			return false
-		}
+		return it.err == nil
+	}
+	// prepInto prepares it's row into r, sharing like's buffers when pre
+	// found the row to be like's copy; on an error r goes back to spare.
+	prepInto := func(it *denseItem, r, like *denseRow, spare *[]*denseRow, m []float64) {
 		if !it.copied {
 			like = nil
 		}
-		r := takeOrNew(spare)
-		if err := u.prepDense(r, like, i, pi, lo, m); err != nil {
+		if err := u.prepDense(r, like, it.i, it.pi, it.lo, m); err != nil {
 			it.err = err
 			*spare = append(*spare, r)
-			return true
+			return
 		}
-		it.r, prev = r, r
-		return true
+		it.r = r
 	}
 	if rowsInline(ctx) {
 		var it denseItem
+		var prev *denseRow // the row prepared last (prepDense's like)
 		return us.UnitRows(from, to, func(i int64, pi, lo float64, m []float64) bool {
-			prepare(&it, &u.pool, i, pi, lo, m)
+			like := prev
+			prev = nil
+			if !check(&it, i, pi, lo, m) {
+				return fn(&it)
+			}
+			prepInto(&it, takeOrNew(&u.pool), like, &u.pool, m)
+			prev = it.r
 			if i >= rawFrom {
 				it.raw = m
 			}
@@ -124,9 +131,18 @@ func (u *denseRows) pipeDense(ctx context.Context, us unitSource, from, to, rawF
 	// A builder with statistics shares them with the row goroutine
 	// (shareStats, rowReturn).
 	defer u.shareStats()()
+	var last *denseRow // the token loop's previous row, prepared on either side
 	return runPipeDrain(ctx, func(p *pipe[denseBatch]) error {
 		var spare []*denseRow
+		var prev *denseRow // the row this goroutine prepared last, if the previous one
+		here := true       // this goroutine prepares the batch's rows (prepSide)
+		force, _ := ctx.Value(prepKey{}).(prepForce)
 		take := func() *denseBatch {
+			if force != 0 {
+				here = force.next(here)
+			} else {
+				here = prepSide(here, len(p.free), p.backlog())
+			}
 			b := p.take()
 			b.pp = p
 			b.takeBack(u.stats, &spare)
@@ -141,8 +157,21 @@ func (u *denseRows) pipeDense(ctx context.Context, us unitSource, from, to, rawF
 			}
 			b.items = append(b.items, denseItem{})
 			it := &b.items[len(b.items)-1]
-			more := prepare(it, &spare, i, pi, lo, m)
-			if i >= rawFrom {
+			like := prev
+			prev = nil
+			more := check(it, i, pi, lo, m)
+			switch {
+			case !more:
+			case here:
+				prepInto(it, takeOrNew(&spare), like, &spare, m)
+				prev = it.r
+			default:
+				// The token loop prepares the row, into a row from
+				// spare (it owes no statistics: takeBack computed them).
+				it.r, it.later = takeOrNew(&spare), true
+			}
+			if it.later || i >= rawFrom {
+				it.hasRaw = true
 				b.raw = append(b.raw, m...)
 			}
 			cells += len(m)
@@ -160,9 +189,13 @@ func (u *denseRows) pipeDense(ctx context.Context, us unitSource, from, to, rawF
 		off := 0
 		for k := range b.items {
 			it := &b.items[k]
-			if it.i >= rawFrom {
-				it.raw = b.raw[off : off+it.cells]
+			var raw []float64
+			if it.hasRaw {
+				raw = b.raw[off : off+it.cells]
 				off += it.cells
+			}
+			if it.i >= rawFrom {
+				it.raw = raw
 			}
 			if stopped {
 				if it.r != nil {
@@ -170,10 +203,65 @@ func (u *denseRows) pipeDense(ctx context.Context, us unitSource, from, to, rawF
 				}
 				continue
 			}
+			if it.later {
+				r := it.r
+				it.r = nil
+				prepInto(it, r, last, &u.pool, raw)
+			}
+			last = it.r
 			stopped = !fn(it)
 		}
 		clear(b.items)
 		b.giveBack(u, b.pp.backlog() == 0)
 		return !stopped
 	}, func(b *denseBatch) { statsOwed(b.recycled, b.a, u.stats) })
+}
+
+// prepSide reports whether the row goroutine prepares the rows of its next
+// batch itself (prepDense) rather than leaving them to the token loop, given
+// the previous batch's choice, the empty batches ready for it (free) and the
+// filled ones waiting for the loop (backlog). A row prepared on one core and
+// read on the other crosses between them twice per cache line (written into
+// a buffer the loop last read, then read by the loop), its suffix sums
+// doubling that, where raw masses cross once each way: on the 2-core VMs this
+// project runs on, those transfers cost the tables route's 10^6-row walk
+// more CPU than the preparation itself (docs/performance.md, "Who prepares a
+// dense row"). So while the loop waits for rows (no empty batch is missing,
+// none waits: the walk is the slower side) the loop prepares them, and once
+// the row goroutine finds no empty batch (the loop is behind: the rows are
+// cheap, from a kept or stationary table) it prepares them itself; in
+// between the choice stays. Either way each row is the same, bit for bit.
+func prepSide(here bool, free, backlog int) bool {
+	switch {
+	case free == 0:
+		return true
+	case backlog == 0:
+		return false
+	}
+	return here
+}
+
+// prepKey is the context key of withPrepForce.
+type prepKey struct{}
+
+// prepForce overrides prepSide in tests: every batch's rows prepared by the
+// row goroutine (prepByRows), by the token loop (prepByLoop), or by each in
+// turn (prepAlternate).
+type prepForce int
+
+const (
+	prepByRows prepForce = iota + 1
+	prepByLoop
+	prepAlternate
+)
+
+// next is the choice for the next batch, given the previous one.
+func (f prepForce) next(here bool) bool {
+	switch f {
+	case prepByRows:
+		return true
+	case prepByLoop:
+		return false
+	}
+	return !here
 }
