@@ -219,18 +219,18 @@ func (u *denseRows) pipeDense(ctx context.Context, us unitSource, from, to, rawF
 
 // prepSide reports whether the row goroutine prepares the rows of its next
 // batch itself (prepDense) rather than leaving them to the token loop, given
-// the previous batch's choice, the empty batches ready for it (free) and the
-// filled ones waiting for the loop (backlog). A row prepared on one core and
-// read on the other crosses between them twice per cache line (written into
-// a buffer the loop last read, then read by the loop), its suffix sums
-// doubling that, where raw masses cross once each way: on the 2-core VMs this
-// project runs on, those transfers cost the tables route's 10^6-row walk
-// more CPU than the preparation itself (docs/performance.md, "Who prepares a
-// dense row"). So while the loop waits for rows (no empty batch is missing,
-// none waits: the walk is the slower side) the loop prepares them, and once
-// the row goroutine finds no empty batch (the loop is behind: the rows are
-// cheap, from a kept or stationary table) it prepares them itself; in
-// between the choice stays. Either way each row is the same, bit for bit.
+// its previous choice, the empty batches ready for it (free) and the filled
+// ones waiting for the loop (backlog). A row prepared on one core and read on
+// the other moves each cache line of its masses and suffix sums across twice
+// (written into a buffer the loop read last, then read by the loop), where
+// raw masses cross once each way; on the 2-core VMs this project runs on,
+// that traffic cost the tables route's 10^6-row walk more CPU than the
+// preparation itself (docs/estimator-builders.md, "Who prepares a dense
+// row"). So when no filled batch waits (the loop is idle: the walk is the
+// slower side) the loop prepares the rows; when no empty batch is ready (the
+// loop is behind: the rows are cheap, from a kept or stationary table) the
+// row goroutine does; otherwise the choice stays. Either way each row is the
+// same, bit for bit.
 func prepSide(here bool, free, backlog int) bool {
 	switch {
 	case free == 0:
