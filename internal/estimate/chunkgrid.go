@@ -274,35 +274,36 @@ func (s *pieceSlab) release() {
 
 // mergePoints merges the break points (at most top) of one row's sorted
 // pieces into the sorted distinct points pts, in one pass (a row adds few
-// points to those of the rows before it). The result is pts itself, or is
-// written into *spare, which then takes pts' buffer (the two alternate).
+// points to those of the rows before it). The result is pts itself (when
+// the row adds no point, or adds them all above pts and pts' buffer has
+// room: appended in place), or is written into *spare, which then takes
+// pts' buffer (the two alternate). The pair of mergePointsRef.
 func mergePoints(pts []float64, pieces []sanitize.Piece, top float64, scratch, spare *[]float64) []float64 {
-	row := (*scratch)[:0]
-	for _, pc := range pieces {
-		for _, x := range [2]float64{pc.Lo, pc.Hi} {
-			if x <= top && (len(row) == 0 || x > row[len(row)-1]) {
-				row = append(row, x)
-			}
-		}
-	}
+	row := rowPoints((*scratch)[:0], pieces, top)
 	*scratch = row
-	// Fast path: every point already present.
-	i, fresh := 0, 0
-	for _, x := range row {
+	// The row's first point not in pts (r), and where it goes (i).
+	i, r := 0, 0
+	for ; r < len(row); r++ {
+		x := row[r]
 		for i < len(pts) && pts[i] < x {
 			i++
 		}
 		if i == len(pts) || pts[i] != x {
-			fresh++
+			break
 		}
 	}
-	if fresh == 0 {
+	if r == len(row) {
 		return pts
 	}
-	out := slices.Grow((*spare)[:0], len(pts)+fresh)
+	rest := row[r:]
+	if i == len(pts) && len(pts)+len(rest) <= cap(pts) {
+		// All the rest lie above pts (the usual case: supports move
+		// up), and its buffer has room.
+		return append(pts, rest...)
+	}
+	out := append(slices.Grow((*spare)[:0], len(pts)+len(rest)), pts[:i]...)
 	*spare = pts[:0]
-	i = 0
-	for _, x := range row {
+	for _, x := range rest {
 		for i < len(pts) && pts[i] < x {
 			out = append(out, pts[i])
 			i++
@@ -312,4 +313,25 @@ func mergePoints(pts []float64, pieces []sanitize.Piece, top float64, scratch, s
 		}
 	}
 	return append(out, pts[i:]...)
+}
+
+// rowPoints appends to dst the distinct end points (at most top) of sorted
+// pieces, ascending.
+func rowPoints(dst []float64, pieces []sanitize.Piece, top float64) []float64 {
+	for _, pc := range pieces {
+		for _, x := range [2]float64{pc.Lo, pc.Hi} {
+			if x <= top && (len(dst) == 0 || x > dst[len(dst)-1]) {
+				dst = append(dst, x)
+			}
+		}
+	}
+	return dst
+}
+
+// mergePointsRef is mergePoints' plain reference: the sorted union of pts
+// and the row's points, in a new slice.
+func mergePointsRef(pts []float64, pieces []sanitize.Piece, top float64) []float64 {
+	out := append(slices.Clone(pts), rowPoints(nil, pieces, top)...)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
