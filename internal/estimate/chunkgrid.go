@@ -99,13 +99,8 @@ func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, ba
 	best := make([]int, len(pts)) // index into band + 1; 0: none
 	var cells [statsBatch]gridCells
 	for ri, r := range band {
-		if !cells[0].of(r, pts, fhi) {
+		if !mleOf(r, ri, pts, fhi, best, bestM) {
 			return nil, false, nil
-		}
-		for x, j := range cells[0].tok {
-			if m := cells[0].mass[x]; mleBeats(m, bestM[j], best[j] != 0) {
-				best[j], bestM[j] = ri+1, m
-			}
 		}
 	}
 	// The run's rows lo+1 .. hi are consecutive in band.
@@ -221,6 +216,41 @@ func (c *gridCells) of(r sanitize.Row, pts []float64, top float64) bool {
 			}
 			c.tok = append(c.tok, int32(j))
 			c.mass = append(c.mass, m)
+		}
+	}
+	return true
+}
+
+// mleOf is the MLE pass's step for row ri of the band: the row's cells as
+// gridCells.of finds them, each offered to its token's best row so far
+// (mleBeats: the general builder's tie rule, rows in order), without
+// storing them. It returns false where of does (the caller takes the
+// general path; best is then discarded). The pair of of followed by that
+// loop over its cells (TestMLEOfMatchesCells).
+func mleOf(r sanitize.Row, ri int, pts []float64, top float64, best []int, bestM []float64) bool {
+	j0 := -1
+	for _, pc := range r.Pieces {
+		if pc.Lo >= top {
+			break
+		}
+		if j0 < 0 {
+			j0, _ = slices.BinarySearch(pts, pc.Lo)
+		}
+		for j0 < len(pts) && pts[j0] < pc.Lo {
+			j0++
+		}
+		if j0 == len(pts) || pts[j0] != pc.Lo {
+			return false
+		}
+		dens := pc.P / (pc.Hi - pc.Lo)
+		for j := j0 + 1; j < len(pts) && pts[j-1] < pc.Hi; j++ {
+			m := pc.P
+			if pts[j-1] != pc.Lo || pts[j] != pc.Hi {
+				m = dens * (pts[j] - pts[j-1])
+			}
+			if mleBeats(m, bestM[j], best[j] != 0) {
+				best[j], bestM[j] = ri+1, m
+			}
 		}
 	}
 	return true
