@@ -194,6 +194,31 @@ type gridCells struct {
 // (the caller takes the general path).
 func (c *gridCells) of(r sanitize.Row, pts []float64, top float64) bool {
 	c.tok, c.mass = c.tok[:0], c.mass[:0]
+	return walkCells(r, pts, top, c, nil)
+}
+
+// mlePass is the MLE pass's state: each token's best row so far (index
+// into the band + 1; 0: none) and its mass there, and the row offered.
+type mlePass struct {
+	best  []int
+	bestM []float64
+	ri    int
+}
+
+// mleOf is the MLE pass's step for row ri of the band: the row's cells as
+// gridCells.of finds them, each offered to its token's best row so far
+// (mleBeats: the general builder's tie rule, rows in order), without
+// storing them. It returns false where of does (the caller takes the
+// general path; best is then discarded). The pair of of followed by that
+// loop over its cells (TestMLEOfMatchesCells).
+func mleOf(r sanitize.Row, ri int, pts []float64, top float64, best []int, bestM []float64) bool {
+	return walkCells(r, pts, top, nil, &mlePass{best: best, bestM: bestM, ri: ri})
+}
+
+// walkCells is the one walk of of and mleOf: row r's cells on the tokens
+// pts below top, each appended to c or, with mle set, offered to its
+// token's best row (a branch the processor predicts: one is nil throughout).
+func walkCells(r sanitize.Row, pts []float64, top float64, c *gridCells, mle *mlePass) bool {
 	j0 := -1
 	for _, pc := range r.Pieces {
 		if pc.Lo >= top {
@@ -214,43 +239,14 @@ func (c *gridCells) of(r sanitize.Row, pts []float64, top float64) bool {
 			if pts[j-1] != pc.Lo || pts[j] != pc.Hi {
 				m = dens * (pts[j] - pts[j-1])
 			}
+			if mle != nil {
+				if mleBeats(m, mle.bestM[j], mle.best[j] != 0) {
+					mle.best[j], mle.bestM[j] = mle.ri+1, m
+				}
+				continue
+			}
 			c.tok = append(c.tok, int32(j))
 			c.mass = append(c.mass, m)
-		}
-	}
-	return true
-}
-
-// mleOf is the MLE pass's step for row ri of the band: the row's cells as
-// gridCells.of finds them, each offered to its token's best row so far
-// (mleBeats: the general builder's tie rule, rows in order), without
-// storing them. It returns false where of does (the caller takes the
-// general path; best is then discarded). The pair of of followed by that
-// loop over its cells (TestMLEOfMatchesCells).
-func mleOf(r sanitize.Row, ri int, pts []float64, top float64, best []int, bestM []float64) bool {
-	j0 := -1
-	for _, pc := range r.Pieces {
-		if pc.Lo >= top {
-			break
-		}
-		if j0 < 0 {
-			j0, _ = slices.BinarySearch(pts, pc.Lo)
-		}
-		for j0 < len(pts) && pts[j0] < pc.Lo {
-			j0++
-		}
-		if j0 == len(pts) || pts[j0] != pc.Lo {
-			return false
-		}
-		dens := pc.P / (pc.Hi - pc.Lo)
-		for j := j0 + 1; j < len(pts) && pts[j-1] < pc.Hi; j++ {
-			m := pc.P
-			if pts[j-1] != pc.Lo || pts[j] != pc.Hi {
-				m = dens * (pts[j] - pts[j-1])
-			}
-			if mleBeats(m, bestM[j], best[j] != 0) {
-				best[j], bestM[j] = ri+1, m
-			}
 		}
 	}
 	return true
