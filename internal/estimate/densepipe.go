@@ -13,8 +13,9 @@ type denseItem struct {
 	err    error     // the row's pre or prepDense error
 	raw    []float64 // the dense masses as given, for i >= rawFrom; valid during fn
 	// later: the row goroutine left the row to the token loop to prepare
-	// (r is nil; its masses travel in the batch's raw). hasRaw: the
-	// batch's raw holds the row's masses (later, or i >= rawFrom).
+	// (prepSide): r is a recycled row not prepared yet, and the masses
+	// travel in the batch's raw. hasRaw: the batch's raw holds the row's
+	// masses (later, or i >= rawFrom).
 	later, hasRaw bool
 	// Shift tracking done by pre on the row goroutine (buildUnit): the
 	// tracker's state after this row, and its verdict that the row is the
@@ -76,17 +77,16 @@ func (u *denseRows) shareStats() (end func()) {
 
 // pipeDense reads the dense rows from..to of us, runs pre (the checks that
 // need only the rows, in row order; nil for none) and u.prepDense on each,
-// and calls fn
-// with the rows in order in the caller's goroutine until fn returns false.
-// fn links it.r (linkDense) or gives it back (u.pool). With two or more
-// cores, reading runs on a second goroutine, so that the sanitizer rows
-// overlap the estimator's token loop, and each row is prepared by whichever
-// side has time for it (prepSide); the results are the same (prepDense
-// depends on u's fixed parameters only, pre on the rows only; pre may run on rows past the one
-// where fn stops, so it must not change state fn's caller reads, only
-// record in the item what the caller applies). A pre error stops the rows
-// after that row. Cancelling ctx stops the rows at the next one and
-// pipeDense then returns ctx's error.
+// and calls fn with the rows in order in the caller's goroutine until fn
+// returns false. fn links it.r (linkDense) or gives it back (u.pool). With
+// two or more cores, reading runs on a second goroutine, so that the
+// sanitizer rows overlap the estimator's token loop, and each row is
+// prepared by whichever side has time for it (prepSide). The results are the
+// same: prepDense depends on u's fixed parameters only, pre on the rows
+// only. pre may run on rows past the one where fn stops, so it must not
+// change state fn's caller reads, only record in the item what the caller
+// applies. A pre error stops the rows after that row. Cancelling ctx stops
+// the rows at the next one and pipeDense then returns ctx's error.
 func (u *denseRows) pipeDense(ctx context.Context, us unitSource, from, to, rawFrom int64,
 	pre func(it *denseItem, m []float64) error, fn func(it *denseItem) bool) error {
 	// check starts it and runs pre on the row; it reports false when pre
@@ -117,11 +117,10 @@ func (u *denseRows) pipeDense(ctx context.Context, us unitSource, from, to, rawF
 		return us.UnitRows(from, to, func(i int64, pi, lo float64, m []float64) bool {
 			like := prev
 			prev = nil
-			if !check(&it, i, pi, lo, m) {
-				return fn(&it)
+			if check(&it, i, pi, lo, m) {
+				prepInto(&it, takeOrNew(&u.pool), like, &u.pool, m)
+				prev = it.r
 			}
-			prepInto(&it, takeOrNew(&u.pool), like, &u.pool, m)
-			prev = it.r
 			if i >= rawFrom {
 				it.raw = m
 			}
