@@ -41,13 +41,15 @@ func Range(from, to int64) Part {
 // |name=value.
 func (c *Cache) Key(kind string, p sanitize.Privacy, smp sanitize.Sampling, m sanitize.Method, parts ...Part) string {
 	var b strings.Builder
-	b.WriteString(keyFormat)
-	b.WriteByte('|')
-	b.WriteString(c.version)
-	b.WriteByte('|')
+	b.WriteString(c.keyHead())
 	b.WriteString(sanitize.Key(kind, p, smp, m))
 	for _, part := range parts {
 		b.WriteString(part.suffix())
 	}
 	return b.String()
 }
+
+// keyHead is what every key of this Cache begins with (the key format and
+// the algorithm version), before the parameters: the warm start lists and
+// parses stored keys by it.
+func (c *Cache) keyHead() string { return keyFormat + "|" + c.version + "|" }

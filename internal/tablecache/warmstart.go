@@ -94,7 +94,7 @@ func (c *Cache) warmStart(ctx context.Context, lister store.TableLister, batcher
 	if err := c.yield(ctx); err != nil {
 		return err
 	}
-	uses, err := lister.RecentTables(ctx, keyFormat+"|"+c.version+"|kept|", warmListFactor*sets)
+	uses, err := lister.RecentTables(ctx, c.keyHead()+"kept|", warmListFactor*sets)
 	if err != nil {
 		return fmt.Errorf("listing kept sanitizer rows: %w", err)
 	}
@@ -133,7 +133,7 @@ func (c *Cache) warmStart(ctx context.Context, lister store.TableLister, batcher
 // keptParams returns the parameters of key, the key of stored kept rows,
 // when it is one of this Cache's (KeptRowsKey of them, with its settings).
 func (c *Cache) keptParams(key string) (sanitize.Privacy, sanitize.Sampling, sanitize.Method, bool) {
-	rest, ok := strings.CutPrefix(key, keyFormat+"|"+c.version+"|")
+	rest, ok := strings.CutPrefix(key, c.keyHead())
 	cut := strings.LastIndex(rest, "|format=")
 	if !ok || cut < 0 {
 		return sanitize.Privacy{}, sanitize.Sampling{}, "", false
