@@ -74,6 +74,7 @@ type rowChain struct {
 	inner   keptRows              // rows inside blocks, every innerSpacing, by row
 	mids    keptRows              // by row: blocks' middle rows a warm-up keeps (midRow, persist.go)
 	warms   keptRows              // by junction a: row a-1 of chain a, its warm-up's last row
+	anchors []*rowState           // anchored rows, ascending (Table.Anchor, anchor.go); never stored
 	stat    atomic.Pointer[cycle] // stationary rows, nil until detected
 
 	coalesced, audited, failed atomic.Int64 // junctions verified (Table.Junctions)
@@ -446,14 +447,18 @@ func (ch *rowChain) startCost(i int64) int64 {
 // eachStart calls consider with each start of row i: the row c it starts
 // from, the junction own of the chain a fresh start runs (0 for a row of
 // the table) and how to open a cursor there, in the order ties go: the
-// checkpoint below i, the verified row of i's junction, a kept row inside
-// i's block, a fresh start of i's own chain (i inside its block), a fresh
-// start one block below.
+// checkpoint below i, an anchored row above it (rows of the chain from row
+// 0), the verified row of i's junction, a kept row inside i's block, an
+// anchored row inside i's block, a fresh start of i's own chain (i inside
+// its block), a fresh start one block below.
 func (ch *rowChain) eachStart(i int64, consider func(c, own int64, open func() *cursor)) {
 	cp := ch.checkpointBelow(i)
 	consider(cp.i, 0, func() *cursor { return ch.cursorAt(cp) })
 	pl := ch.plan
 	if !pl.enabled() || i < pl.from {
+		if s := ch.anchorIn(cp.i, i); s != nil {
+			consider(s.i, 0, func() *cursor { return ch.cursorAt(s) })
+		}
 		return
 	}
 	a := pl.junctionBelow(i)
@@ -463,6 +468,9 @@ func (ch *rowChain) eachStart(i int64, consider func(c, own int64, open func() *
 	if pl.inside(i, a) {
 		g := a - pl.warm
 		if s := ch.innerRow(a, i); s != nil {
+			consider(s.i, a, func() *cursor { return ch.insideCursor(s.clone(), a) })
+		}
+		if s := ch.anchorIn(a, i); s != nil {
 			consider(s.i, a, func() *cursor { return ch.insideCursor(s.clone(), a) })
 		}
 		consider(g, a, func() *cursor { return ch.insideCursor(ch.guessRow(&rowState{}, g), a) })

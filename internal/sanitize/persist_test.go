@@ -438,8 +438,9 @@ func TestBreakPointForms(t *testing.T) {
 // Drawer, as a release does (Prepare on two goroutines, then Draw), on a
 // fresh table (cold), on the same table again (warm: its samplers are
 // cached), and on a fresh table given the kept rows of a warm-up (restored,
-// docs/store.md). rows is the rows the table stepped; kept-bytes the
-// encoding. Run with -benchtime 1x.
+// docs/store.md; restored-draws times the draws alone, not the restore).
+// rows is the rows the table stepped; kept-bytes the encoding. Run with
+// -benchtime 1x.
 func BenchmarkDrawsAfterRestore(b *testing.B) {
 	sample, err := workload.DefaultZipf().SamplePPSWOR(1e-4, 1)
 	if err != nil {
@@ -488,6 +489,17 @@ func BenchmarkDrawsAfterRestore(b *testing.B) {
 				draw(b, tb)
 			}
 			b.ReportMetric(float64(len(data)), "kept-bytes")
+		})
+		b.Run(string(m)+"/restored-draws", func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				tb := mustTable(b, p, s, m)
+				if err := tb.RestoreKeptRows(data); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				draw(b, tb)
+			}
 		})
 	}
 }

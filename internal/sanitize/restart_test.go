@@ -358,7 +358,7 @@ func TestRestartJunctionError(t *testing.T) {
 
 // mustTableLike returns a fresh table with tb's parameters and plan (no
 // rows cached).
-func mustTableLike(t *testing.T, tb *Table) *Table {
+func mustTableLike(t testing.TB, tb *Table) *Table {
 	t.Helper()
 	nt := mustTable(t, tb.p, tb.s, tb.m)
 	nt.plan = tb.plan

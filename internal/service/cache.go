@@ -19,6 +19,7 @@ type tableCache interface {
 	Estimator(ctx context.Context, t *sanitize.Table, spec estimate.Spec) (*estimate.Table, error)
 	ChunkSets(ctx context.Context, t *sanitize.Table, gs []estimate.G, ks []int64, r tablecache.Read) ([]*estimate.ChunkSet, error)
 	Prefetch(t *sanitize.Table, gs []estimate.G, ks []int64)
+	StoreAnchors(t *sanitize.Table, places []int64)
 	Busy() (done func())
 	StatsAt(t *sanitize.Table, g estimate.G, is []int64) map[int64]estimate.FrequencyStats
 	Prebuild(ctx context.Context, t *sanitize.Table, gs []estimate.G, maxFrequency int64) (tablecache.Prebuilt, error)

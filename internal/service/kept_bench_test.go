@@ -10,6 +10,7 @@ import (
 	"github.com/pwsd/pwsd/internal/sanitize"
 	"github.com/pwsd/pwsd/internal/store"
 	"github.com/pwsd/pwsd/internal/store/pgtest"
+	"github.com/pwsd/pwsd/internal/tablecache"
 	"github.com/pwsd/pwsd/internal/workload"
 )
 
@@ -33,7 +34,8 @@ import (
 //     warm start (Config.WarmStartSets, DefaultWarmStartSets) is done: it
 //     restored the kept rows and read the stored chunks before the release
 //     (warmstart-s is how long the warm start took, warmstart-chunks how
-//     many chunks it read);
+//     many chunks it read, warmstart-anchored how many rows it anchored,
+//     anchors-bytes the stored anchor places);
 //   - nokept-ms: the same on a new service that reads no kept rows
 //     (KeptRowsSteps -1): the restart before issue 37;
 //   - coldoff-ms: the cold release on a fresh store with kept rows off
@@ -125,6 +127,10 @@ func BenchmarkReleaseAfterRestart(b *testing.B) {
 						s.Wait()
 						b.ReportMetric(time.Since(started).Seconds(), "warmstart-s")
 						b.ReportMetric(float64(warmStats(s).Chunks), "warmstart-chunks")
+						b.ReportMetric(float64(warmStats(s).Anchored), "warmstart-anchored")
+						if data, ok, err := st.GetTable(context.Background(), s.cache.(*tablecache.Cache).AnchorsKey(spec.Privacy, spec.Sampling, spec.Method)); err == nil && ok {
+							b.ReportMetric(float64(len(data)), "anchors-bytes")
+						}
 						ts.n.Store(0)
 						ts.d.Store(0)
 					}

@@ -19,6 +19,7 @@ import (
 	"github.com/pwsd/pwsd/internal/estimate"
 	"github.com/pwsd/pwsd/internal/sanitize"
 	"github.com/pwsd/pwsd/internal/store"
+	"github.com/pwsd/pwsd/internal/tablecache"
 )
 
 // Release says what a sample release publishes.
@@ -257,6 +258,11 @@ func (s *Samples) estimateElements(ctx context.Context, spec SampleSpec, table *
 	// (what a release reads): the next release then finds its value chunks
 	// cached and its first estimate its statistics.
 	s.cache.Prefetch(table, []estimate.G{identityG, countG}, nextReleaseChunks(table.Privacy(), freq))
+	// A new process (a restart, a second instance) anchors its restored
+	// Table's rows just below these MLE frequencies (published with the
+	// release) in its warm start, so that the next release's draws start
+	// near their keys' rows (tablecache, anchors.go).
+	s.cache.StoreAnchors(table, tablecache.AnchorPlaces(table.Privacy(), freq))
 	for i := range out {
 		out[i].Estimate = contrib[i]
 	}

@@ -31,13 +31,16 @@ import (
 //   - reads the set's most recently used stored chunks of the given gs into
 //     the memory cache, 512 keys a statement, at most a share
 //     Config.Bytes/(2 sets) of the chunk cache's bound per set (counted in
-//     stored bytes, and in the decoded chunks' memory cost).
+//     stored bytes, and in the decoded chunks' memory cost);
+//   - computes the Table's anchored rows at the places the set's last
+//     release stored (anchors.go), in memory.
 //
 // It reads only what the store holds (public parameters, tables built from
-// them, chunks at sanitized values' places) and writes nothing. It runs on
+// them, chunks at sanitized values' places, places below published
+// estimates) and writes nothing. It runs on
 // one goroutine, and yields to the requests (yield) before every unit of
 // its work: a listing, one restore, one SupportedFrom, one batch of
-// chunks. A request never waits for it: it reads what the warm start has
+// chunks, one Anchor. A request never waits for it: it reads what the warm start has
 // not yet read itself, as it would without it, and the Tables and chunks it
 // finds are those it would have read (their rows and values are the same
 // bit for bit). StopOptional cancels it; Wait waits for it.
@@ -53,7 +56,7 @@ const maxWarmChunks = 1 << 14
 
 // warmStart counts the warm start's work.
 type warmStart struct {
-	sets, chunks, chunkBytes atomic.Int64
+	sets, chunks, chunkBytes, anchored atomic.Int64
 }
 
 // WarmStartStats counts what the warm start did.
@@ -61,11 +64,12 @@ type WarmStartStats struct {
 	Sets       int64 // parameter sets whose Table it restored (or found made)
 	Chunks     int64 // chunks it read from the store into memory
 	ChunkBytes int64 // their memory cost (estimate.Chunk.SizeBytes)
+	Anchored   int64 // rows it anchored at stored places (anchors.go)
 }
 
 // WarmStartStats returns what the warm start did; tests read it.
 func (c *Cache) WarmStartStats() WarmStartStats {
-	return WarmStartStats{Sets: c.warm.sets.Load(), Chunks: c.warm.chunks.Load(), ChunkBytes: c.warm.chunkBytes.Load()}
+	return WarmStartStats{Sets: c.warm.sets.Load(), Chunks: c.warm.chunks.Load(), ChunkBytes: c.warm.chunkBytes.Load(), Anchored: c.warm.anchored.Load()}
 }
 
 // WarmStart starts, in the background, the warm start of the sets
@@ -124,6 +128,9 @@ func (c *Cache) warmStart(ctx context.Context, lister store.TableLister, batcher
 			return err
 		}
 		if err := c.warmChunks(ctx, lister, batcher, t, gs, budget, true); err != nil {
+			return err
+		}
+		if _, err := c.anchorTable(ctx, t); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,131 @@
+package sanitize
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"testing"
+)
+
+// TestAnchoredRows: on a table restored from kept rows and then anchored
+// near the frequencies to be drawn (some anchors below a frequency, some
+// above it, some inside blocks), Drawer.Prepare steps exactly the rows a
+// brute-force count gives (each distinct frequency walked from the nearest
+// of the previous frequency, the nearest kept row below it and the nearest
+// anchored row below it in its own block, or on the chain from row 0 below
+// the first restart), fewer than without the anchors; the draws are those
+// of a table that computed every row itself, bit for bit; a cancelled
+// Anchor keeps nothing.
+func TestAnchoredRows(t *testing.T) {
+	t.Parallel()
+	if referenceOnly {
+		t.Skip("the reference Prepare prepares nothing: it counts the rows Prepare steps")
+	}
+	c := keptCases(t)[0]
+	warm := c.warmTable(t)
+	data := warm.KeptRows(1 << 30)
+	top := slices.Max(keptStarts(warm))
+	rng := rand.New(rand.NewPCG(38, 2))
+	freqs := make([]int64, 300)
+	var anchors []int64
+	for k := range freqs {
+		freqs[k] = 1 + rng.Int64N(top)
+		if k%3 == 0 {
+			freqs[k] = 1 + rng.Int64N(2000)
+		}
+		anchors = append(anchors, max(1, freqs[k]-rng.Int64N(40)+8)) // a noisy guess, up to 8 above
+	}
+	pl := warm.plan
+	// The rows a walk may start from: the previous frequency's cursor (ties
+	// go to it), a checkpoint or a junction's row (every junction's row is
+	// kept) and, inside a block, its middle row, the anchored rows and the
+	// rows inside blocks that Anchor's own walks kept, or below the first
+	// restart the anchored rows (ties go to the kept row). A cursor started inside a block hands out
+	// no row next to the block's end: a junction check it does not make.
+	count := func(kept, insideOnly []int64) int64 {
+		n, prev, prevInside := int64(0), int64(-1), false
+		for _, f := range slices.Compact(slices.Sorted(slices.Values(freqs))) {
+			a := pl.junctionBelow(f)
+			inside := f >= pl.from && pl.inside(f, a)
+			start, startInside := kept[sort.Search(len(kept), func(k int) bool { return kept[k] > f })-1], false
+			if prev >= start && (!prevInside || inside) {
+				start, startInside = prev, prevInside
+			}
+			if k := sort.Search(len(insideOnly), func(k int) bool { return insideOnly[k] > f }); k > 0 && (f < pl.from || inside) {
+				if r := insideOnly[k-1]; r > start && (f < pl.from || r > a) {
+					start, startInside = r, inside
+				}
+			}
+			n += f - start
+			prev, prevInside = f, startInside
+		}
+		return n
+	}
+	trusted := func(tb *Table) (kept, insideOnly []int64) {
+		for _, r := range tb.cps {
+			kept = append(kept, r.i)
+		}
+		for _, m := range []map[int64]*rowState{tb.mids, tb.inner} {
+			for i := range m {
+				insideOnly = append(insideOnly, i)
+			}
+		}
+		return append(kept, slices.Collect(maps.Keys(tb.starts))...), insideOnly
+	}
+	kept, insideOnly := trusted(warm)
+	slices.Sort(kept)
+	slices.Sort(insideOnly)
+	without := count(kept, insideOnly)
+	sortedAnchors := slices.Compact(slices.Sorted(slices.Values(anchors)))
+	oracle := newTable(c.p, c.s, c.m, c.plan).NewDrawer(rand.New(rand.NewPCG(1, 1)))
+	var wantOut []Outcome
+	for _, f := range freqs {
+		o, err := oracle.Draw(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOut = append(wantOut, o)
+	}
+	for _, workers := range []int{1, 2} {
+		tb := newTable(c.p, c.s, c.m, c.plan)
+		if err := tb.RestoreKeptRows(data); err != nil {
+			t.Fatal(err)
+		}
+		n, err := tb.Anchor(context.Background(), anchors)
+		if err != nil || n != len(sortedAnchors) || tb.Anchored() != n {
+			t.Fatalf("Anchor kept %d rows (%v), Anchored %d; want %d", n, err, tb.Anchored(), len(sortedAnchors))
+		}
+		kept, insideOnly := trusted(tb)
+		insideOnly = append(insideOnly, sortedAnchors...)
+		slices.Sort(kept)
+		slices.Sort(insideOnly)
+		want := count(kept, insideOnly)
+		if want >= without {
+			t.Fatalf("the test's anchors save nothing: %d rows with them, %d without", want, without)
+		}
+		before := tb.RowsStepped()
+		dr := tb.NewDrawer(rand.New(rand.NewPCG(1, 1)))
+		dr.Prepare(freqs, workers)
+		if n := tb.RowsStepped() - before; n != want {
+			t.Errorf("%d workers: Prepare stepped %d rows, want %d (%d without anchors)", workers, n, want, without)
+		}
+		for k, f := range freqs {
+			o, err := dr.Draw(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o != wantOut[k] {
+				t.Fatalf("%d workers: frequency %d drew %+v, want %+v", workers, f, o, wantOut[k])
+			}
+		}
+	}
+	tb := newTable(c.p, c.s, c.m, c.plan)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if n, err := tb.Anchor(ctx, anchors); !errors.Is(err, context.Canceled) || n != 0 || tb.Anchored() != 0 {
+		t.Fatalf("a cancelled Anchor kept %d rows (%v)", tb.Anchored(), err)
+	}
+}
