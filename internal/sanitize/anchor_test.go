@@ -3,6 +3,7 @@ package sanitize
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -80,15 +81,7 @@ func TestAnchoredRows(t *testing.T) {
 	slices.Sort(insideOnly)
 	without := count(kept, insideOnly)
 	sortedAnchors := slices.Compact(slices.Sorted(slices.Values(anchors)))
-	oracle := newTable(c.p, c.s, c.m, c.plan).NewDrawer(rand.New(rand.NewPCG(1, 1)))
-	var wantOut []Outcome
-	for _, f := range freqs {
-		o, err := oracle.Draw(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wantOut = append(wantOut, o)
-	}
+	wantOut := seededDraws(t, newTable(c.p, c.s, c.m, c.plan), freqs, 0)
 	for _, workers := range []int{1, 2} {
 		tb := newTable(c.p, c.s, c.m, c.plan)
 		if err := tb.RestoreKeptRows(data); err != nil {
@@ -107,20 +100,11 @@ func TestAnchoredRows(t *testing.T) {
 			t.Fatalf("the test's anchors save nothing: %d rows with them, %d without", want, without)
 		}
 		before := tb.RowsStepped()
-		dr := tb.NewDrawer(rand.New(rand.NewPCG(1, 1)))
-		dr.Prepare(freqs, workers)
+		got := seededDraws(t, tb, freqs, workers)
 		if n := tb.RowsStepped() - before; n != want {
 			t.Errorf("%d workers: Prepare stepped %d rows, want %d (%d without anchors)", workers, n, want, without)
 		}
-		for k, f := range freqs {
-			o, err := dr.Draw(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if o != wantOut[k] {
-				t.Fatalf("%d workers: frequency %d drew %+v, want %+v", workers, f, o, wantOut[k])
-			}
-		}
+		sameDraws(t, fmt.Sprintf("%d workers", workers), freqs, got, wantOut)
 	}
 	tb := newTable(c.p, c.s, c.m, c.plan)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -608,34 +608,46 @@ func TestPrepareAfterRestoreSteps(t *testing.T) {
 		want += f - max(below, prev)
 		prev = f
 	}
-	oracle := newTable(c.p, c.s, c.m, c.plan).NewDrawer(rand.New(rand.NewPCG(1, 1)))
-	var wantOut []Outcome
-	for _, f := range freqs {
-		o, err := oracle.Draw(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wantOut = append(wantOut, o)
-	}
+	wantOut := seededDraws(t, newTable(c.p, c.s, c.m, c.plan), freqs, 0)
 	for _, workers := range []int{1, 2} {
 		tb := newTable(c.p, c.s, c.m, c.plan)
 		if err := tb.RestoreKeptRows(data); err != nil {
 			t.Fatal(err)
 		}
 		before := tb.RowsStepped()
-		dr := tb.NewDrawer(rand.New(rand.NewPCG(1, 1)))
-		dr.Prepare(freqs, workers)
+		got := seededDraws(t, tb, freqs, workers)
 		if n := tb.RowsStepped() - before; n != want {
 			t.Errorf("%d workers: Prepare stepped %d rows, want %d", workers, n, want)
 		}
-		for k, f := range freqs {
-			o, err := dr.Draw(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if o != wantOut[k] {
-				t.Fatalf("%d workers: frequency %d drew %+v, want %+v", workers, f, o, wantOut[k])
-			}
+		sameDraws(t, fmt.Sprintf("%d workers", workers), freqs, got, wantOut)
+	}
+}
+
+// seededDraws returns the draws of freqs, in order, by a Drawer of tb
+// seeded (1, 1), after Prepare on workers goroutines (none when 0).
+func seededDraws(t testing.TB, tb *Table, freqs []int64, workers int) []Outcome {
+	t.Helper()
+	dr := tb.NewDrawer(rand.New(rand.NewPCG(1, 1)))
+	if workers > 0 {
+		dr.Prepare(freqs, workers)
+	}
+	out := make([]Outcome, len(freqs))
+	for k, f := range freqs {
+		o, err := dr.Draw(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[k] = o
+	}
+	return out
+}
+
+// sameDraws fails unless got and want, the draws of freqs, are equal.
+func sameDraws(t testing.TB, what string, freqs []int64, got, want []Outcome) {
+	t.Helper()
+	for k, f := range freqs {
+		if got[k] != want[k] {
+			t.Fatalf("%s: frequency %d drew %+v, want %+v", what, f, got[k], want[k])
 		}
 	}
 }
