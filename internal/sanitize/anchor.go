@@ -48,7 +48,7 @@ func (t *Table) Anchor(ctx context.Context, freqs []int64) (int, error) {
 		if st := t.stationary(); st != nil && f >= st.from() {
 			break
 		}
-		cu = t.startFor(f, cu)
+		cu = t.startFor(f, cu, nil)
 		var row *rowState
 		if err := t.walk(ctx, cu, f, f, func(r *rowState, d int64) bool {
 			if d == 0 && r.i == f {

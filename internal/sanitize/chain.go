@@ -410,26 +410,46 @@ func (ch *rowChain) cost(c, own, i int64) int64 {
 // cursorFor returns a cursor from which walk reaches row i along the rows
 // that define it, verifying every junction it passes, from the cheapest
 // start under the cost model.
-func (ch *rowChain) cursorFor(i int64) *cursor { return ch.startFor(i, nil) }
+func (ch *rowChain) cursorFor(i int64) *cursor { return ch.startFor(i, nil, nil) }
 
 // startFor is cursorFor that also weighs cu, a cursor the caller walks
 // with (nil if none): cu unless a start of eachStart computes fewer rows
-// (ties go to cu, then to the earlier start).
-func (ch *rowChain) startFor(i int64, cu *cursor) *cursor {
-	best, bestCost := cu, int64(never)
-	if cu != nil {
-		if cu.hitStationary || cu.err != nil || cu.cur.i > i {
-			best = nil
-		} else {
-			bestCost = ch.cost(cu.cur.i, cu.own(), i)
-		}
+// (ties go to cu, then to the earlier start). Only the start chosen is
+// opened, in the row buffers of cu when it replaces cu, else of spare (a
+// cursor the caller has done with, or nil): the caller uses neither
+// afterwards. A draw after a restore opens a start for most of its
+// frequencies, and a fresh cursor's buffers cost more than its few steps.
+func (ch *rowChain) startFor(i int64, cu, spare *cursor) *cursor {
+	usable := cu != nil && !cu.hitStationary && cu.err == nil && cu.cur.i <= i
+	bestCost := int64(never)
+	if usable {
+		bestCost = ch.cost(cu.cur.i, cu.own(), i)
 	}
-	ch.eachStart(i, func(c, own int64, open func() *cursor) {
-		if n := ch.cost(c, own, i); best == nil || n < bestCost {
-			best, bestCost = open(), n
+	var bestOpen func(buf *cursor) *cursor
+	ch.eachStart(i, func(c, own int64, open func(buf *cursor) *cursor) {
+		if n := ch.cost(c, own, i); (!usable && bestOpen == nil) || n < bestCost {
+			bestOpen, bestCost = open, n
 		}
 	})
-	return best
+	switch {
+	case bestOpen == nil && usable:
+		return cu
+	case bestOpen == nil:
+		return nil
+	case cu != nil:
+		return bestOpen(cu)
+	default:
+		return bestOpen(spare)
+	}
+}
+
+// buffers returns the row buffers of buf, a cursor its caller has done
+// with, for a new cursor (new ones when buf is nil).
+func buffers(buf *cursor) (cur, nxt *rowState, sc scratch5) {
+	if buf == nil {
+		return &rowState{}, &rowState{}, scratch5{}
+	}
+	return buf.cur, buf.nxt, scratch5{newPts: buf.sc.newPts[:0]}
 }
 
 // startCost returns the rows the cheapest start of row i computes under
@@ -440,7 +460,7 @@ func (ch *rowChain) startCost(i int64) int64 {
 		return 0
 	}
 	best := int64(never)
-	ch.eachStart(i, func(c, own int64, _ func() *cursor) { best = min(best, ch.cost(c, own, i)) })
+	ch.eachStart(i, func(c, own int64, _ func(*cursor) *cursor) { best = min(best, ch.cost(c, own, i)) })
 	return best
 }
 
@@ -451,40 +471,49 @@ func (ch *rowChain) startCost(i int64) int64 {
 // 0), the verified row of i's junction, a kept row inside i's block, an
 // anchored row inside i's block, a fresh start of i's own chain (i inside
 // its block), a fresh start one block below.
-func (ch *rowChain) eachStart(i int64, consider func(c, own int64, open func() *cursor)) {
+func (ch *rowChain) eachStart(i int64, consider func(c, own int64, open func(buf *cursor) *cursor)) {
 	cp := ch.checkpointBelow(i)
-	consider(cp.i, 0, func() *cursor { return ch.cursorAt(cp) })
+	consider(cp.i, 0, func(buf *cursor) *cursor { return ch.cursorAtIn(cp, buf) })
 	pl := ch.plan
 	if !pl.enabled() || i < pl.from {
 		if s := ch.anchorIn(cp.i, i); s != nil {
-			consider(s.i, 0, func() *cursor { return ch.cursorAt(s) })
+			consider(s.i, 0, func(buf *cursor) *cursor { return ch.cursorAtIn(s, buf) })
 		}
 		return
 	}
 	a := pl.junctionBelow(i)
 	if s := ch.blockStart(a); s != nil {
-		consider(a, 0, func() *cursor { return ch.cursorAt(s) })
+		consider(a, 0, func(buf *cursor) *cursor { return ch.cursorAtIn(s, buf) })
 	}
 	if pl.inside(i, a) {
 		g := a - pl.warm
 		if s := ch.innerRow(a, i); s != nil {
-			consider(s.i, a, func() *cursor { return ch.insideCursor(s.clone(), a) })
+			consider(s.i, a, func(buf *cursor) *cursor { return ch.insideCursorIn(s, a, buf) })
 		}
 		if s := ch.anchorIn(a, i); s != nil {
-			consider(s.i, a, func() *cursor { return ch.insideCursor(s.clone(), a) })
+			consider(s.i, a, func(buf *cursor) *cursor { return ch.insideCursorIn(s, a, buf) })
 		}
-		consider(g, a, func() *cursor { return ch.insideCursor(ch.guessRow(&rowState{}, g), a) })
+		consider(g, a, func(buf *cursor) *cursor {
+			cur, nxt, sc := buffers(buf)
+			return &cursor{ch: ch, cur: ch.guessRow(cur, g), nxt: nxt, sc: sc, detect: true, warmFrom: g, insideFrom: a + 1}
+		})
 	} else if a > pl.from {
 		g := a - pl.block - pl.warm
-		consider(g, a-pl.block, func() *cursor {
-			return &cursor{ch: ch, cur: ch.guessRow(&rowState{}, g), nxt: &rowState{}, detect: true, warmFrom: g}
+		consider(g, a-pl.block, func(buf *cursor) *cursor {
+			cur, nxt, sc := buffers(buf)
+			return &cursor{ch: ch, cur: ch.guessRow(cur, g), nxt: nxt, sc: sc, detect: true, warmFrom: g}
 		})
 	}
 }
 
 // cursorAt returns a cursor at start, a verified row of the table.
-func (ch *rowChain) cursorAt(start *rowState) *cursor {
-	return &cursor{ch: ch, cur: start.clone(), nxt: &rowState{}, detect: true, trusted: true}
+func (ch *rowChain) cursorAt(start *rowState) *cursor { return ch.cursorAtIn(start, nil) }
+
+// cursorAtIn is cursorAt in the row buffers of buf (buffers).
+func (ch *rowChain) cursorAtIn(start *rowState, buf *cursor) *cursor {
+	cur, nxt, sc := buffers(buf)
+	cur.copyFrom(start)
+	return &cursor{ch: ch, cur: cur, nxt: nxt, sc: sc, detect: true, trusted: true}
 }
 
 // insideCursor returns a cursor at cur, the guess row of the chain of
@@ -492,6 +521,16 @@ func (ch *rowChain) cursorAt(start *rowState) *cursor {
 // second on may be used.
 func (ch *rowChain) insideCursor(cur *rowState, a int64) *cursor {
 	return &cursor{ch: ch, cur: cur, nxt: &rowState{}, detect: true, warmFrom: a - ch.plan.warm, insideFrom: a + 1}
+}
+
+// insideCursorIn is insideCursor at a copy of start, a kept row inside the
+// block of junction a, in the row buffers of buf (buffers).
+func (ch *rowChain) insideCursorIn(start *rowState, a int64, buf *cursor) *cursor {
+	cur, nxt, sc := buffers(buf)
+	cur.copyFrom(start)
+	cu := ch.insideCursor(cur, a)
+	cu.nxt, cu.sc = nxt, sc
+	return cu
 }
 
 // cursor computes rows one after the other with two reused buffers,

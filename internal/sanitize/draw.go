@@ -262,11 +262,22 @@ func (t *Table) drawAllRef(freqs []int64, rng *rand.Rand, out []Outcome) ([]Outc
 type rowWalker struct {
 	t  *Table
 	cu *cursor
+	// spare is a cursor the walker has done with, whose row buffers the
+	// next start takes (startFor), or nil.
+	spare *cursor
 	// keepNear: a walk that starts from a row of the table near the
 	// frequency (within two checkpoint spacings) caches the rows on its way
 	// while the cache has room for them: draws for nearby frequencies
 	// (Zipf-like data hits most of them) are then hits.
 	keepNear bool
+}
+
+// retire makes the walker's cursor its spare: the next frequency starts
+// afresh.
+func (w *rowWalker) retire() {
+	if w.cu != nil {
+		w.spare, w.cu = w.cu, nil
+	}
 }
 
 // sampler returns the sampler of frequency f (at or above the frequencies
@@ -286,7 +297,10 @@ func (w *rowWalker) sampler(f int64, keep bool) (*sampler, int64, error) {
 	if s := t.cache.get(f); s != nil {
 		return s, 0, nil
 	}
-	cu := t.startFor(f, w.cu)
+	cu := t.startFor(f, w.cu, w.spare)
+	if cu != w.cu && w.cu == nil {
+		w.spare = nil // its buffers are cu's now
+	}
 	w.cu = cu
 	from, keepAll := f, false
 	if w.keepNear && cu.usable() && f-cu.cur.i <= 2*t.currentSpacing() {
@@ -500,13 +514,15 @@ func (dr *Drawer) Prepare(freqs []int64, workers int) {
 	todo = slices.Compact(todo)
 	clusters := dr.t.clusters(todo)
 	results := make([][]drawRow, len(clusters))
-	run := func(c int) {
+	// Each cluster starts afresh (w.cu nil), in the row buffers of the
+	// cursor the one before it on the same goroutine ended with.
+	run := func(w *rowWalker, c int) {
 		rows := make([]drawRow, len(clusters[c]))
-		w := rowWalker{t: dr.t}
+		w.retire()
 		for k, f := range clusters[c] {
 			s, d, err := w.sampler(f, true)
 			if err != nil {
-				w.cu = nil // the next frequency starts afresh (Draw reports this one's error)
+				w.retire() // the next frequency starts afresh (Draw reports this one's error)
 				continue
 			}
 			rows[k] = dr.rowOf(f, s, d)
@@ -514,8 +530,9 @@ func (dr *Drawer) Prepare(freqs []int64, workers int) {
 		results[c] = rows
 	}
 	if workers < 2 || len(clusters) < 2 {
+		w := rowWalker{t: dr.t}
 		for c := range clusters {
-			run(c)
+			run(&w, c)
 		}
 	} else {
 		next := make(chan int)
@@ -524,8 +541,9 @@ func (dr *Drawer) Prepare(freqs []int64, workers int) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				w := rowWalker{t: dr.t}
 				for c := range next {
-					run(c)
+					run(&w, c)
 				}
 			}()
 		}
