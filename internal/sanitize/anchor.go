@@ -28,11 +28,13 @@ const anchorBreakPoints = 1 << 21
 
 // Anchor computes the rows of the distinct frequencies in freqs (below the
 // stationary cycle, which needs none) in ascending order along one walk,
-// and keeps them as the Table's anchored rows in place of any kept before,
-// at most anchorBreakPoints break points of them (the lowest frequencies
-// first). It returns how many rows it kept. It stops with ctx's error, or
+// and keeps them as the Table's anchored rows in place of any kept before:
+// the lowest frequencies first, until the rows kept hold anchorBreakPoints
+// break points or the walk has stepped maxSteps rows (it then stops after
+// the row under way: one walk to a row steps at most about RestartCost
+// rows). It returns how many rows it kept. It stops with ctx's error, or
 // with a row's JunctionError, keeping nothing.
-func (t *Table) Anchor(ctx context.Context, freqs []int64) (int, error) {
+func (t *Table) Anchor(ctx context.Context, freqs []int64, maxSteps int64) (int, error) {
 	todo := make([]int64, 0, len(freqs))
 	for _, f := range freqs {
 		if checkFreq(f) == nil {
@@ -44,8 +46,9 @@ func (t *Table) Anchor(ctx context.Context, freqs []int64) (int, error) {
 	var kept []*rowState
 	points := 0
 	var cu *cursor
+	start := t.stepped.Load()
 	for _, f := range todo {
-		if st := t.stationary(); st != nil && f >= st.from() {
+		if st := t.stationary(); (st != nil && f >= st.from()) || t.stepped.Load()-start >= maxSteps {
 			break
 		}
 		cu = t.startFor(f, cu, nil)

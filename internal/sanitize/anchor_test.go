@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -18,8 +19,8 @@ import (
 // of the previous frequency, the nearest kept row below it and the nearest
 // anchored row below it in its own block, or on the chain from row 0 below
 // the first restart), fewer than without the anchors; the draws are those
-// of a table that computed every row itself, bit for bit; a cancelled
-// Anchor keeps nothing.
+// of a table that computed every row itself, bit for bit; a bounded Anchor
+// stops soon after its bound; a cancelled one keeps nothing.
 func TestAnchoredRows(t *testing.T) {
 	t.Parallel()
 	if referenceOnly {
@@ -87,7 +88,7 @@ func TestAnchoredRows(t *testing.T) {
 		if err := tb.RestoreKeptRows(data); err != nil {
 			t.Fatal(err)
 		}
-		n, err := tb.Anchor(context.Background(), anchors)
+		n, err := tb.Anchor(context.Background(), anchors, math.MaxInt64)
 		if err != nil || n != len(sortedAnchors) || tb.Anchored() != n {
 			t.Fatalf("Anchor kept %d rows (%v), Anchored %d; want %d", n, err, tb.Anchored(), len(sortedAnchors))
 		}
@@ -106,10 +107,23 @@ func TestAnchoredRows(t *testing.T) {
 		}
 		sameDraws(t, fmt.Sprintf("%d workers", workers), freqs, got, wantOut)
 	}
+	// The step bound: the walk stops after the row under way once it has
+	// stepped maxSteps rows, keeping the rows it reached.
+	bounded := newTable(c.p, c.s, c.m, c.plan)
+	if err := bounded.RestoreKeptRows(data); err != nil {
+		t.Fatal(err)
+	}
+	before := bounded.RowsStepped()
+	if n, err := bounded.Anchor(context.Background(), anchors, 200); err != nil || n == 0 || n >= len(sortedAnchors) {
+		t.Fatalf("Anchor with 200 steps kept %d of %d rows (%v)", n, len(sortedAnchors), err)
+	}
+	if n := bounded.RowsStepped() - before; n > 200+RestartCost(c.p) {
+		t.Fatalf("Anchor with 200 steps stepped %d rows", n)
+	}
 	tb := newTable(c.p, c.s, c.m, c.plan)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if n, err := tb.Anchor(ctx, anchors); !errors.Is(err, context.Canceled) || n != 0 || tb.Anchored() != 0 {
+	if n, err := tb.Anchor(ctx, anchors, math.MaxInt64); !errors.Is(err, context.Canceled) || n != 0 || tb.Anchored() != 0 {
 		t.Fatalf("a cancelled Anchor kept %d rows (%v)", tb.Anchored(), err)
 	}
 }

@@ -518,7 +518,7 @@ func BenchmarkDrawsAfterRestore(b *testing.B) {
 				if err := tb.RestoreKeptRows(data); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := tb.Anchor(context.Background(), places); err != nil {
+				if _, err := tb.Anchor(context.Background(), places, math.MaxInt64); err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()

@@ -41,6 +41,11 @@ const anchorsMagic = "PWSANCH"
 // per key of a release of about 16,000 reported keys).
 const maxAnchorPlaces = 1 << 16
 
+// anchorSteps bounds the rows one Anchor steps (a quiet core's 0.3-0.8
+// s): the places come from released estimates, which a client's data
+// sets. The Zipf release at eps 0.1 needs about 45,000.
+const anchorSteps = 1 << 18
+
 // anchorOffsets are the places below a key's MLE frequency where its rows
 // are anchored, in units of L/8: a key's frequency lies within about L/4
 // of its MLE frequency (eps 0.1 on the Zipf workload: 90% within -0.24 L
@@ -145,12 +150,14 @@ func decodeAnchors(data []byte) ([]int64, error) {
 	return places, nil
 }
 
-// anchorTable computes, in the background, the anchored rows of t at the
-// places stored for its parameters, when t was restored from kept rows and
-// the store holds sound places; a stored encoding that fails its checks is
-// deleted. It reports how many rows it anchored.
-func (c *Cache) anchorTable(ctx context.Context, t *sanitize.Table) (int, error) {
-	if !t.Restored() {
+// anchorTable computes the anchored rows of t at the places stored for
+// its parameters, when t was restored from kept rows, holds no anchored
+// rows yet and the store holds sound places; a stored encoding that fails
+// its checks is deleted. In the background (the warm start) it yields to
+// the requests first; a prebuild anchors in its own request. It reports
+// how many rows it anchored.
+func (c *Cache) anchorTable(ctx context.Context, t *sanitize.Table, background bool) (int, error) {
+	if !t.Restored() || t.Anchored() > 0 {
 		return 0, nil
 	}
 	key := c.AnchorsKey(t.Privacy(), t.Sampling(), t.Method())
@@ -171,10 +178,10 @@ func (c *Cache) anchorTable(ctx context.Context, t *sanitize.Table) (int, error)
 		}
 		return 0, nil
 	}
-	if err := c.yield(ctx); err != nil {
+	if err := c.yieldIf(ctx, background); err != nil {
 		return 0, err
 	}
-	n, err := t.Anchor(ctx, places)
+	n, err := t.Anchor(ctx, places, anchorSteps)
 	c.warm.anchored.Add(int64(n))
 	return n, err
 }

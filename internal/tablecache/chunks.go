@@ -716,6 +716,11 @@ func (c *Cache) Prebuild(ctx context.Context, t *sanitize.Table, gs []estimate.G
 			return Prebuilt{}, err
 		}
 	}
+	// The rows the release's draws start from, below the last release's
+	// published estimates (anchors.go), as the warm start computes them.
+	if _, err := c.anchorTable(ctx, t, false); err != nil {
+		return Prebuilt{}, err
+	}
 	return Prebuilt{ChunkSize: size, Chunks: n, Built: missing}, nil
 }
 

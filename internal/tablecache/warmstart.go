@@ -130,7 +130,7 @@ func (c *Cache) warmStart(ctx context.Context, lister store.TableLister, batcher
 		if err := c.warmChunks(ctx, lister, batcher, t, gs, budget, true); err != nil {
 			return err
 		}
-		if _, err := c.anchorTable(ctx, t); err != nil {
+		if _, err := c.anchorTable(ctx, t, true); err != nil {
 			return err
 		}
 	}
