@@ -207,3 +207,31 @@ func TestFirstEstimateAfterRestart(t *testing.T) {
 		}
 	})
 }
+
+// TestWarmStartRefusesDamagedAnchors (issue 37): stored anchor places
+// that fail their checks (one bit flipped) are deleted by the warm start
+// and never used: it anchors no row, and the release after it answers bit
+// for bit as before the restart.
+func TestWarmStartRefusesDamagedAnchors(t *testing.T) {
+	t.Parallel()
+	keys, freqs := spreadKeys(5, 200, 90_000)
+	keptStores(t, func(t *testing.T, st store.Store, corrupt func(key, edit string)) {
+		spec := keptSpec(t, ReleaseFrequencies, sanitize.MethodMaxSeparation)
+		want := releasedBefore(t, st, spec, keys, freqs)
+		key := keptService(t, st).cache.(*tablecache.Cache).AnchorsKey(spec.Privacy, spec.Sampling, spec.Method)
+		if _, ok, err := st.GetTable(context.Background(), key); err != nil || !ok {
+			t.Fatalf("the release stored no anchor places (%v)", err)
+		}
+		corrupt(key, "flip")
+		b, _ := warmService(t, st, DefaultWarmStartSets)
+		b.Wait()
+		if w := warmStats(b); w.Sets != 1 || w.Anchored != 0 {
+			t.Fatalf("the warm start warmed %d sets and anchored %d rows from damaged places, want 1 and 0", w.Sets, w.Anchored)
+		}
+		if _, ok, err := st.GetTable(context.Background(), key); err != nil || ok {
+			t.Fatalf("the damaged anchor places are still stored (%v)", err)
+		}
+		got, _ := keptRelease(t, b, spec, keys, freqs)
+		sameElements(t, "release after damaged anchor places", want, got)
+	})
+}
