@@ -23,12 +23,7 @@ import (
 // stops soon after its bound; a cancelled one keeps nothing.
 func TestAnchoredRows(t *testing.T) {
 	t.Parallel()
-	if referenceOnly {
-		t.Skip("the reference Prepare prepares nothing: it counts the rows Prepare steps")
-	}
-	c := keptCases(t)[0]
-	warm := c.warmTable(t)
-	data := warm.KeptRows(1 << 30)
+	c, warm, data := prepareCase(t)
 	top := slices.Max(keptStarts(warm))
 	rng := rand.New(rand.NewPCG(38, 2))
 	freqs := make([]int64, 300)

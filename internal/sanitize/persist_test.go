@@ -610,6 +610,20 @@ func keptStarts(tb *Table) []int64 {
 	return kept
 }
 
+// prepareCase is the setup of the tests that count the rows Drawer.Prepare
+// steps on a restored table (skipped under pwsd_reference, whose Prepare
+// prepares nothing): the rows-by-restart kept case, a table warmed up over
+// it and its kept rows.
+func prepareCase(t *testing.T) (keptCase, *Table, []byte) {
+	t.Helper()
+	if referenceOnly {
+		t.Skip("the reference Prepare prepares nothing: it counts the rows Prepare steps")
+	}
+	c := keptCases(t)[0]
+	warm := c.warmTable(t)
+	return c, warm, warm.KeptRows(1 << 30)
+}
+
 // TestPrepareAfterRestoreSteps: on a restored table, Drawer.Prepare steps
 // exactly the rows a brute-force count gives (each distinct frequency in
 // ascending order walked from the nearer of the previous frequency and the
@@ -620,12 +634,7 @@ func keptStarts(tb *Table) []int64 {
 // bit.
 func TestPrepareAfterRestoreSteps(t *testing.T) {
 	t.Parallel()
-	if referenceOnly {
-		t.Skip("the reference Prepare prepares nothing: it counts the rows Prepare steps")
-	}
-	c := keptCases(t)[0]
-	warm := c.warmTable(t)
-	data := warm.KeptRows(1 << 30)
+	c, warm, data := prepareCase(t)
 	kept := keptStarts(warm)
 	top := slices.Max(kept)
 	rng := rand.New(rand.NewPCG(37, 2))
