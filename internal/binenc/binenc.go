@@ -1,6 +1,8 @@
 package binenc
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,11 +13,37 @@ import (
 // ErrCorrupt is wrapped by every decoding error.
 var ErrCorrupt = errors.New("corrupt encoding")
 
+// SumSize is the size of the SHA-256 checksum that ends a sealed encoding
+// (Writer.Seal, Unseal).
+const SumSize = sha256.Size
+
+// Unseal returns the body of data, a sealed encoding (Writer.Seal), or an
+// error ("truncated", "checksum mismatch") when data is shorter than a
+// checksum or its checksum does not match the body.
+func Unseal(data []byte) ([]byte, error) {
+	if len(data) < SumSize {
+		return nil, errors.New("truncated")
+	}
+	body, sum := data[:len(data)-SumSize], data[len(data)-SumSize:]
+	if want := sha256.Sum256(body); !bytes.Equal(sum, want[:]) {
+		return nil, errors.New("checksum mismatch")
+	}
+	return body, nil
+}
+
 // Writer appends an encoding to a byte slice.
 type Writer struct{ b []byte }
 
 // NewWriter returns a Writer appending to buf.
 func NewWriter(buf []byte) *Writer { return &Writer{b: buf} }
+
+// Seal appends the SHA-256 checksum of the encoding written so far and
+// returns the sealed encoding (read back by Unseal).
+func (w *Writer) Seal() []byte {
+	sum := sha256.Sum256(w.b)
+	w.b = append(w.b, sum[:]...)
+	return w.b
+}
 
 // Bytes returns the encoding written so far.
 func (w *Writer) Bytes() []byte { return w.b }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -83,6 +84,30 @@ func TestWidthFor(t *testing.T) {
 	}{{0, 0}, {1, 0}, {2, 1}, {3, 2}, {4, 2}, {5, 3}, {1 << 20, 20}, {1<<20 + 1, 21}} {
 		if got := WidthFor(tc.limit); got != tc.want {
 			t.Errorf("WidthFor(%d) = %d, want %d", tc.limit, got, tc.want)
+		}
+	}
+}
+
+// TestSeal: a sealed encoding unseals to its body; one that is truncated,
+// shorter than a checksum, or has any bit flipped is refused.
+func TestSeal(t *testing.T) {
+	w := NewWriter(nil)
+	w.Uvarint(300)
+	w.String("body")
+	body := slices.Clone(w.Bytes())
+	sealed := w.Seal()
+	if got, err := Unseal(sealed); err != nil || !slices.Equal(got, body) {
+		t.Fatalf("Unseal: %q, %v; want %q", got, err, body)
+	}
+	for name, data := range map[string][]byte{
+		"empty":     nil,
+		"short":     sealed[:SumSize-1],
+		"truncated": sealed[:len(sealed)-1],
+		"body bit":  append([]byte{sealed[0] ^ 1}, sealed[1:]...),
+		"sum bit":   append(slices.Clone(sealed[:len(sealed)-1]), sealed[len(sealed)-1]^1),
+	} {
+		if _, err := Unseal(data); err == nil {
+			t.Errorf("%s: unsealed", name)
 		}
 	}
 }

@@ -1,9 +1,7 @@
 package sanitize
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math"
@@ -44,9 +42,6 @@ const keptMagic = "PWSKEPT"
 // or the rows it holds (a corrupted, truncated, foreign or outdated
 // encoding).
 var ErrKeptRows = errors.New("sanitize: kept rows")
-
-// keptRowsSum is the size of the checksum that ends an encoding.
-const keptRowsSum = sha256.Size
 
 // RowsStepped returns how many rows the table has computed from their
 // predecessors (one step of Algorithm 4 or 5 each, warm-ups and the
@@ -174,7 +169,7 @@ func (t *Table) KeptRows(maxBytes int) []byte {
 	starts, mids, inner, warms := sortedKept(k.starts), sortedKept(k.mids), sortedKept(k.inner), sortedKept(k.warms)
 	spacing, stat := k.spacing, k.cycle
 
-	budget := maxBytes - len(t.keptHeader(nil, spacing).Bytes()) - keptRowsSum - keptKinds*binary10
+	budget := maxBytes - len(t.keptHeader(nil, spacing).Bytes()) - binenc.SumSize - keptKinds*binary10
 	if budget < 0 {
 		return nil
 	}
@@ -238,9 +233,7 @@ func (t *Table) encodeKept(e *keptRowsOfEncoding) []byte {
 			prev = r
 		}
 	}
-	sum := sha256.Sum256(w.Bytes())
-	w.Raw(sum[:])
-	return w.Bytes()
+	return w.Seal()
 }
 
 // binary10 is the most bytes a uvarint takes.
@@ -559,12 +552,9 @@ func (e *keptRowsOfEncoding) kinds() [keptKinds][]*rowState {
 // decodeKeptRows checks data's checksum, header and parameters against t,
 // and decodes its rows.
 func (t *Table) decodeKeptRows(data []byte) (*keptRowsOfEncoding, error) {
-	if len(data) < keptRowsSum {
-		return nil, errors.New("truncated")
-	}
-	body, sum := data[:len(data)-keptRowsSum], data[len(data)-keptRowsSum:]
-	if want := sha256.Sum256(body); !bytes.Equal(sum, want[:]) {
-		return nil, errors.New("checksum mismatch")
+	body, err := binenc.Unseal(data)
+	if err != nil {
+		return nil, err
 	}
 	r := binenc.NewReader(body, ErrKeptRows)
 	if v := r.Header(keptMagic); r.Err() == nil && v != KeptRowsFormat {

@@ -1,9 +1,7 @@
 package tablecache
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math"
@@ -102,13 +100,7 @@ func encodeAnchors(places []int64) []byte {
 		w.Uvarint(uint64(i - prev))
 		prev = i
 	}
-	return sealAnchors(w.Bytes())
-}
-
-// sealAnchors appends the SHA-256 checksum of body to it.
-func sealAnchors(body []byte) []byte {
-	sum := sha256.Sum256(body)
-	return append(body, sum[:]...)
+	return w.Seal()
 }
 
 // errAnchors is wrapped by every decodeAnchors error.
@@ -118,12 +110,9 @@ var errAnchors = errors.New("tablecache: stored anchor places")
 // checksum, header, count or any place (ascending, distinct, 1 to
 // MaxFrequency) is wrong.
 func decodeAnchors(data []byte) ([]int64, error) {
-	if len(data) < sha256.Size {
-		return nil, fmt.Errorf("%w: truncated", errAnchors)
-	}
-	body, sum := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
-	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
-		return nil, fmt.Errorf("%w: checksum", errAnchors)
+	body, err := binenc.Unseal(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errAnchors, err)
 	}
 	r := binenc.NewReader(body, errAnchors)
 	if v := r.Header(anchorsMagic); r.Err() == nil && v != AnchorsFormat {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/pwsd/pwsd/internal/binenc"
 	"github.com/pwsd/pwsd/internal/sanitize"
 )
 
@@ -46,7 +47,7 @@ func TestAnchorsEncoding(t *testing.T) {
 	if err != nil || !slices.Equal(got, places) {
 		t.Fatalf("decoded %v (%v), want %v", got, err, places)
 	}
-	resum := sealAnchors
+	resum := func(body []byte) []byte { return binenc.NewWriter(body).Seal() }
 	bad := map[string][]byte{
 		"empty":     nil,
 		"truncated": data[:len(data)-1],

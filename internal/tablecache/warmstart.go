@@ -37,13 +37,13 @@ import (
 //
 // It reads only what the store holds (public parameters, tables built from
 // them, chunks at sanitized values' places, places below published
-// estimates) and writes nothing. It runs on
-// one goroutine, and yields to the requests (yield) before every unit of
-// its work: a listing, one restore, one SupportedFrom, one batch of
-// chunks, one Anchor. A request never waits for it: it reads what the warm start has
-// not yet read itself, as it would without it, and the Tables and chunks it
-// finds are those it would have read (their rows and values are the same
-// bit for bit). StopOptional cancels it; Wait waits for it.
+// estimates) and writes nothing. It runs on one goroutine, and yields to
+// the requests (yield) before every unit of its work: a listing, one
+// restore, one SupportedFrom, one batch of chunks, one Anchor. A request
+// never waits for it: it reads what the warm start has not yet read
+// itself, as it would without it, and the Tables and chunks it finds are
+// those it would have read (their rows and values are the same bit for
+// bit). StopOptional cancels it; Wait waits for it.
 
 // warmListFactor is how many stored kept-rows entries the warm start lists
 // per parameter set it warms: entries of other settings of the kept rows
