@@ -2,6 +2,7 @@ package sanitize
 
 import (
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -163,51 +164,11 @@ func (c *consts) step5(prev *rowState, q float64, dst *rowState, sc *scratch5, q
 
 	// Build row i: pieces of row i-1 above lowEnd, cut at c, plus the top.
 	dst.i, dst.pi = i, pi
-	dst.x = append(dst.x[:0], lowEnd)
-	dst.m = dst.m[:0]
 	var sum, sum2 ddSum
-	for k := 0; k < M; k++ {
-		lo, hi := x[k], x[k+1]
-		if hi <= lowEnd {
-			continue
-		}
-		s := lo
-		if lowEnd > lo {
-			s = lowEnd
-			sc.newPts = append(sc.newPts, s)
-		}
-		if cpos > s && cpos < hi {
-			sc.newPts = append(sc.newPts, cpos)
-			v := c.ceilDiv(portion(pm[k], s, cpos, lo, hi))
-			dst.x = append(dst.x, cpos)
-			dst.m = append(dst.m, v)
-			sum2.add(v)
-			s = cpos
-		}
-		var v float64
-		switch {
-		case s == lo && hi <= cpos:
-			v = pm[k] * c.einvUp
-			if v < 0x1p-1000 {
-				v = c.ceilDivTiny(pm[k], v)
-			}
-		case hi <= cpos:
-			v = c.ceilDiv(portion(pm[k], s, hi, lo, hi))
-		case s == lo:
-			v = pm[k] * c.eDown
-			if v < 0x1p-1000 {
-				v = c.floorMulTiny(pm[k], v)
-			}
-		default:
-			v = c.floorMul(portion(pm[k], s, hi, lo, hi))
-		}
-		dst.x = append(dst.x, hi)
-		dst.m = append(dst.m, v)
-		if k&1 == 0 {
-			sum.add(v)
-		} else {
-			sum2.add(v)
-		}
+	if referenceOnly {
+		sum, sum2 = c.build5Plain(prev, lowEnd, cpos, dst, sc)
+	} else {
+		sum, sum2 = c.build5(prev, lowEnd, cpos, dst, sc)
 	}
 	dst.x = append(dst.x, float64(i))
 	dst.m = append(dst.m, A)
@@ -272,6 +233,144 @@ func (c *consts) step5(prev *rowState, q float64, dst *rowState, sc *scratch5, q
 	}
 	dst.total = sum.dd()
 	updateFreeze(prev, dst, qConst)
+}
+
+// build5 writes the pieces of row i-1 (prev) above lowEnd into dst, cut at
+// cpos, with their values: e^-eps times the mass below cpos rounded up,
+// e^eps times the mass above it rounded down (step5). It appends the
+// points it cuts at to sc.newPts and returns the values' sums: piece k's
+// value in the first for even k and in the second for odd k, the piece
+// cut off below cpos in the second in its place (two compensated
+// accumulators halve the dependency chain). Whole pieces below cpos and
+// whole pieces above it go in runs of their own. Its plain reference is
+// build5Plain, one loop with a case per piece; both give the same rows
+// and sums bit for bit (TestBuild5MatchesPlain).
+func (c *consts) build5(prev *rowState, lowEnd, cpos float64, dst *rowState, sc *scratch5) (sum, sum2 ddSum) {
+	x, pm := prev.x, prev.m
+	M := len(pm)
+	xs := slices.Grow(dst.x[:0], M+3)
+	ms := slices.Grow(dst.m[:0], M+2)
+	xs = append(xs, lowEnd)
+	k := 0
+	for k < M && x[k+1] <= lowEnd {
+		k++
+	}
+	for k < M {
+		lo, hi := x[k], x[k+1]
+		switch {
+		case lowEnd <= lo && hi <= cpos:
+			// The e^-eps run: whole pieces up to c.
+			for ; k < M && x[k+1] <= cpos; k++ {
+				v := pm[k] * c.einvUp
+				if v < 0x1p-1000 {
+					v = c.ceilDivTiny(pm[k], v)
+				}
+				xs = append(xs, x[k+1])
+				ms = append(ms, v)
+				if k&1 == 0 {
+					sum.add(v)
+				} else {
+					sum2.add(v)
+				}
+			}
+			continue
+		case lowEnd <= lo && cpos <= lo:
+			// The e^eps run: whole pieces above c, to the top.
+			for ; k < M; k++ {
+				v := pm[k] * c.eDown
+				if v < 0x1p-1000 {
+					v = c.floorMulTiny(pm[k], v)
+				}
+				xs = append(xs, x[k+1])
+				ms = append(ms, v)
+				if k&1 == 0 {
+					sum.add(v)
+				} else {
+					sum2.add(v)
+				}
+			}
+			continue
+		}
+		// A piece cut at lowEnd or at c.
+		v, cut, cv := c.piece5(prev, k, lowEnd, cpos, sc)
+		if cut {
+			xs = append(xs, cpos)
+			ms = append(ms, cv)
+			sum2.add(cv)
+		}
+		xs = append(xs, hi)
+		ms = append(ms, v)
+		if k&1 == 0 {
+			sum.add(v)
+		} else {
+			sum2.add(v)
+		}
+		k++
+	}
+	dst.x, dst.m = xs, ms
+	return sum, sum2
+}
+
+// build5Plain is build5's plain reference: one loop over the pieces of row
+// i-1, each taken by piece5.
+func (c *consts) build5Plain(prev *rowState, lowEnd, cpos float64, dst *rowState, sc *scratch5) (sum, sum2 ddSum) {
+	x := prev.x
+	dst.x = append(dst.x[:0], lowEnd)
+	dst.m = dst.m[:0]
+	for k := range len(prev.m) {
+		if x[k+1] <= lowEnd {
+			continue
+		}
+		v, cut, cv := c.piece5(prev, k, lowEnd, cpos, sc)
+		if cut {
+			dst.x = append(dst.x, cpos)
+			dst.m = append(dst.m, cv)
+			sum2.add(cv)
+		}
+		dst.x = append(dst.x, x[k+1])
+		dst.m = append(dst.m, v)
+		if k&1 == 0 {
+			sum.add(v)
+		} else {
+			sum2.add(v)
+		}
+	}
+	return sum, sum2
+}
+
+// piece5 returns the value in row i of the part of piece k of row i-1 (a
+// piece ending above lowEnd) above max(lowEnd, cpos) and, when cpos cuts
+// the piece, cut and the value of its part from lowEnd up to cpos; it
+// appends the points it cuts at to sc.newPts.
+func (c *consts) piece5(prev *rowState, k int, lowEnd, cpos float64, sc *scratch5) (v float64, cut bool, cv float64) {
+	lo, hi, m := prev.x[k], prev.x[k+1], prev.m[k]
+	s := lo
+	if lowEnd > lo {
+		s = lowEnd
+		sc.newPts = append(sc.newPts, s)
+	}
+	if cpos > s && cpos < hi {
+		sc.newPts = append(sc.newPts, cpos)
+		cut, cv = true, c.ceilDiv(portion(m, s, cpos, lo, hi))
+		s = cpos
+	}
+	switch {
+	case s == lo && hi <= cpos:
+		v = m * c.einvUp
+		if v < 0x1p-1000 {
+			v = c.ceilDivTiny(m, v)
+		}
+	case hi <= cpos:
+		v = c.ceilDiv(portion(m, s, hi, lo, hi))
+	case s == lo:
+		v = m * c.eDown
+		if v < 0x1p-1000 {
+			v = c.floorMulTiny(m, v)
+		}
+	default:
+		v = c.floorMul(portion(m, s, hi, lo, hi))
+	}
+	return v, cut, cv
 }
 
 func sumDD(v []float64) dd {
