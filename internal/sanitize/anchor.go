@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync/atomic"
 )
 
 // Anchored rows (issue 37; docs/store.md, "Anchored rows after a restart").
@@ -23,7 +24,8 @@ import (
 // business, and this package stores nothing.
 
 // anchorBreakPoints bounds the break points of a Table's anchored rows
-// (16 bytes each with its mass: 32 MiB).
+// (16 bytes each with its mass: 32 MiB; 24 with the cumulative mass of
+// the rows drawn at, anchoredSampler: 48 MiB at most).
 const anchorBreakPoints = 1 << 21
 
 // Anchor computes the rows of the distinct frequencies in freqs (below the
@@ -43,7 +45,7 @@ func (t *Table) Anchor(ctx context.Context, freqs []int64, maxSteps int64) (int,
 	}
 	slices.Sort(todo)
 	todo = slices.Compact(todo)
-	var kept []*rowState
+	var kept []*anchored
 	points := 0
 	var cu *cursor
 	start := t.stepped.Load()
@@ -68,7 +70,7 @@ func (t *Table) Anchor(ctx context.Context, freqs []int64, maxSteps int64) (int,
 		if points += len(row.x); points > anchorBreakPoints {
 			break
 		}
-		kept = append(kept, row)
+		kept = append(kept, &anchored{row: row})
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -88,9 +90,41 @@ func (t *Table) Anchored() int {
 func (ch *rowChain) anchorIn(lo, i int64) *rowState {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	k := sort.Search(len(ch.anchors), func(k int) bool { return ch.anchors[k].i > i })
-	if k == 0 || ch.anchors[k-1].i <= lo {
+	k := sort.Search(len(ch.anchors), func(k int) bool { return ch.anchors[k].row.i > i })
+	if k == 0 || ch.anchors[k-1].row.i <= lo {
 		return nil
 	}
-	return ch.anchors[k-1]
+	return ch.anchors[k-1].row
+}
+
+// anchoredSampler returns the sampler of the anchored row i, built over the
+// row's own break points and masses the first time a draw asks for it, or
+// nil when row i is not anchored.
+func (ch *rowChain) anchoredSampler(i int64) *sampler {
+	ch.mu.Lock()
+	k := sort.Search(len(ch.anchors), func(k int) bool { return ch.anchors[k].row.i >= i })
+	var a *anchored
+	if k < len(ch.anchors) && ch.anchors[k].row.i == i {
+		a = ch.anchors[k]
+	}
+	ch.mu.Unlock()
+	if a == nil {
+		return nil
+	}
+	if s := a.s.Load(); s != nil {
+		return s
+	}
+	s := samplerOver(a.row)
+	if !a.s.CompareAndSwap(nil, s) {
+		return a.s.Load() // another goroutine built it first
+	}
+	return s
+}
+
+// anchored is an anchored row and, once a draw has asked for it, its
+// sampler, which shares the row's break points and masses (neither is ever
+// modified): only the cumulative masses are added, 8 bytes a break point.
+type anchored struct {
+	row *rowState
+	s   atomic.Pointer[sampler]
 }

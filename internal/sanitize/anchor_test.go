@@ -12,6 +12,75 @@ import (
 	"testing"
 )
 
+// TestAnchoredSamplers: an anchored row gets its sampler when a draw first
+// asks for it (none before), built over the row's own break points and
+// masses (no copy) and equal bit for bit to the sampler a walk to that row
+// builds; a Drawer preparing exactly the
+// anchored frequencies takes those samplers and steps no row, and its draws
+// are those of a table that computed every row itself; a frequency that is
+// not anchored has no anchored sampler.
+func TestAnchoredSamplers(t *testing.T) {
+	t.Parallel()
+	c, warm, data := prepareCase(t)
+	rng := rand.New(rand.NewPCG(39, 4))
+	top := slices.Max(keptStarts(warm))
+	places := make([]int64, 200)
+	for k := range places {
+		places[k] = 1 + rng.Int64N(top)
+	}
+	tb := newTable(c.p, c.s, c.m, c.plan)
+	if err := tb.RestoreKeptRows(data); err != nil {
+		t.Fatal(err)
+	}
+	n, err := tb.Anchor(context.Background(), places, math.MaxInt64)
+	if err != nil || n == 0 {
+		t.Fatalf("Anchor kept %d rows (%v)", n, err)
+	}
+	for _, a := range tb.anchors {
+		if a.s.Load() != nil {
+			t.Fatalf("row %d: a sampler before any draw asked for it", a.row.i)
+		}
+	}
+	plain := newTable(c.p, c.s, c.m, c.plan)
+	var anchoredAt []int64
+	for _, a := range tb.anchors {
+		s := tb.anchoredSampler(a.row.i)
+		if s == nil || &s.x[0] != &a.row.x[0] || &s.m[0] != &a.row.m[0] {
+			t.Fatalf("row %d: the anchored sampler is missing or copies the row", a.row.i)
+		}
+		ref, _, err := plain.samplerFor(a.row.i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.i != ref.i || s.pi != ref.pi || !slices.Equal(s.x, ref.x) || !slices.Equal(s.m, ref.m) || !slices.Equal(s.cum, ref.cum) {
+			t.Fatalf("row %d: the anchored sampler differs from the walked one", a.row.i)
+		}
+		anchoredAt = append(anchoredAt, a.row.i)
+	}
+	for _, a := range tb.anchors {
+		if _, ok := slices.BinarySearch(anchoredAt, a.row.i+1); !ok && tb.anchoredSampler(a.row.i+1) != nil {
+			t.Fatalf("row %d: an anchored sampler for a row that is not anchored", a.row.i+1)
+		}
+	}
+	before := tb.RowsStepped()
+	dr := tb.NewDrawer(rand.New(rand.NewPCG(1, 1)))
+	dr.Prepare(anchoredAt, 2)
+	if n := tb.RowsStepped() - before; n != 0 {
+		t.Errorf("preparing the anchored frequencies stepped %d rows, want 0", n)
+	}
+	for _, f := range anchoredAt {
+		r := dr.sparse[f]
+		if f < denseDraws {
+			r = dr.dense[f]
+		}
+		if r.s != tb.anchoredSampler(f) {
+			t.Fatalf("row %d: the Drawer did not take the anchored sampler", f)
+		}
+	}
+	got := seededDraws(t, tb, anchoredAt, 2)
+	sameDraws(t, "anchored", anchoredAt, got, seededDraws(t, newTable(c.p, c.s, c.m, c.plan), anchoredAt, 0))
+}
+
 // TestAnchoredRows: on a table restored from kept rows and then anchored
 // near the frequencies to be drawn (some anchors below a frequency, some
 // above it, some inside blocks), Drawer.Prepare steps exactly the rows a

@@ -74,7 +74,7 @@ type rowChain struct {
 	inner   keptRows              // rows inside blocks, every innerSpacing, by row
 	mids    keptRows              // by row: blocks' middle rows a warm-up keeps (midRow, persist.go)
 	warms   keptRows              // by junction a: row a-1 of chain a, its warm-up's last row
-	anchors []*rowState           // anchored rows, ascending (Table.Anchor, anchor.go); never stored
+	anchors []*anchored           // anchored rows, ascending (Table.Anchor, anchor.go); never stored
 	stat    atomic.Pointer[cycle] // stationary rows, nil until detected
 
 	coalesced, audited, failed atomic.Int64 // junctions verified (Table.Junctions)

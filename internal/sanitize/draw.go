@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // Outcome is the sanitized report for one sampled key.
@@ -33,15 +34,19 @@ type sampler struct {
 }
 
 func newSampler(r *rowState) *sampler {
-	s := &sampler{
-		i:   r.i,
-		pi:  r.pi,
-		x:   append([]float64(nil), r.x...),
-		m:   append([]float64(nil), r.m...),
-		cum: make([]float64, len(r.m)),
-	}
+	return samplerOf(r.i, r.pi, append([]float64(nil), r.x...), append([]float64(nil), r.m...))
+}
+
+// samplerOver returns the sampler of row r, sharing r's break points and
+// masses: r must never be modified (a kept row).
+func samplerOver(r *rowState) *sampler { return samplerOf(r.i, r.pi, r.x, r.m) }
+
+// samplerOf returns the sampler of row i with reporting probability pi,
+// break points x and masses m, which it keeps.
+func samplerOf(i int64, pi float64, x, m []float64) *sampler {
+	s := &sampler{i: i, pi: pi, x: x, m: m, cum: make([]float64, len(m))}
 	var acc ddSum
-	for k, v := range r.m {
+	for k, v := range m {
 		acc.add(v)
 		s.cum[k] = acc.dd().float()
 	}
@@ -297,6 +302,9 @@ func (w *rowWalker) sampler(f int64, keep bool) (*sampler, int64, error) {
 	if s := t.cache.get(f); s != nil {
 		return s, 0, nil
 	}
+	if s := t.anchoredSampler(f); s != nil {
+		return s, 0, nil
+	}
 	cu := t.startFor(f, w.cu, w.spare)
 	if cu != w.cu && w.cu == nil {
 		w.spare = nil // its buffers are cu's now
@@ -535,22 +543,22 @@ func (dr *Drawer) Prepare(freqs []int64, workers int) {
 			run(&w, c)
 		}
 	} else {
-		next := make(chan int)
+		// The workers take the clusters in order by an atomic counter (a
+		// channel's hand-off, a wake-up per cluster, cost more than most
+		// clusters when the rows are near kept or anchored ones); the
+		// caller is one of them.
+		var next atomic.Int64
+		work := func() {
+			w := rowWalker{t: dr.t}
+			for c := next.Add(1) - 1; c < int64(len(clusters)); c = next.Add(1) - 1 {
+				run(&w, int(c))
+			}
+		}
 		var wg sync.WaitGroup
-		for range min(workers, len(clusters)) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				w := rowWalker{t: dr.t}
-				for c := range next {
-					run(&w, c)
-				}
-			}()
+		for range min(workers, len(clusters)) - 1 {
+			wg.Go(work)
 		}
-		for c := range clusters {
-			next <- c
-		}
-		close(next)
+		work()
 		wg.Wait()
 	}
 	for c, rows := range results {
