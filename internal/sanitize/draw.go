@@ -33,6 +33,8 @@ type sampler struct {
 	cum []float64
 }
 
+// newSampler returns the sampler of row r over copies of its break points
+// and masses (a cursor's row buffers are reused as it steps).
 func newSampler(r *rowState) *sampler {
 	return samplerOf(r.i, r.pi, append([]float64(nil), r.x...), append([]float64(nil), r.m...))
 }
