@@ -712,7 +712,7 @@ func (c *Cache) Prebuild(ctx context.Context, t *sanitize.Table, gs []estimate.G
 	// them, at most half the chunk cache, so that the release after a
 	// scheduled prebuild reads nothing from the store.
 	if lister, batcher, ok := c.chunkLister(); ok {
-		if err := c.warmChunks(ctx, lister, batcher, t, gs, c.chunkBytes/2, false); err != nil {
+		if _, err := c.warmChunks(ctx, lister, batcher, t, gs, c.chunkBytes/2, false); err != nil {
 			return Prebuilt{}, err
 		}
 	}

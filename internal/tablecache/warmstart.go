@@ -29,9 +29,12 @@ import (
 //     request's path) and caches it as Sanitizer would;
 //   - finds the Table's SupportedFrom (rows 1 to a few L);
 //   - reads the set's most recently used stored chunks of the given gs into
-//     the memory cache, 512 keys a statement, at most a share
-//     Config.Bytes/(2 sets) of the chunk cache's bound per set (counted in
-//     stored bytes, and in the decoded chunks' memory cost);
+//     the memory cache, 512 keys a statement, within its share of half the
+//     chunk cache's bound (Config.Bytes/2, counted in stored bytes and in
+//     the decoded chunks' memory cost): the sets found share it, each an
+//     equal part of what the sets before it left (warmShare), so that one
+//     set found takes all of it and N sets at most Config.Bytes/(2 N) each
+//     when each fills its part;
 //   - computes the Table's anchored rows at the places the set's last
 //     release stored (anchors.go), in memory.
 //
@@ -102,17 +105,23 @@ func (c *Cache) warmStart(ctx context.Context, lister store.TableLister, batcher
 	if err != nil {
 		return fmt.Errorf("listing kept sanitizer rows: %w", err)
 	}
-	budget := c.chunkBytes / int64(2*sets)
-	warmed := 0
+	type set struct {
+		p sanitize.Privacy
+		s sanitize.Sampling
+		m sanitize.Method
+	}
+	var found []set
 	for _, u := range uses {
-		if warmed == sets {
+		if len(found) == sets {
 			break
 		}
-		p, s, m, ok := c.keptParams(u.Key)
-		if !ok {
-			continue
+		if p, s, m, ok := c.keptParams(u.Key); ok {
+			found = append(found, set{p, s, m})
 		}
-		warmed++
+	}
+	left := c.chunkBytes / 2
+	for n, f := range found {
+		p, s, m := f.p, f.s, f.m
 		if err := c.yield(ctx); err != nil {
 			return err
 		}
@@ -127,14 +136,24 @@ func (c *Cache) warmStart(ctx context.Context, lister store.TableLister, batcher
 		if _, err := c.SupportedFrom(ctx, t); err != nil {
 			return err
 		}
-		if err := c.warmChunks(ctx, lister, batcher, t, gs, budget, true); err != nil {
+		read, err := c.warmChunks(ctx, lister, batcher, t, gs, warmShare(left, len(found)-n), true)
+		if err != nil {
 			return err
 		}
+		left -= read
 		if _, err := c.anchorTable(ctx, t, true); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// warmShare returns the chunk bytes the warm start reads for the next of
+// sets parameter sets still to warm when left bytes of its half of the
+// chunk cache are left: an equal part, so that what one set does not use
+// goes to those after it.
+func warmShare(left int64, sets int) int64 {
+	return left / int64(max(sets, 1))
 }
 
 // keptParams returns the parameters of key, the key of stored kept rows,
@@ -169,17 +188,17 @@ func (c *Cache) warmTable(p sanitize.Privacy, s sanitize.Sampling, m sanitize.Me
 
 // warmChunks reads into memory the most recently used stored chunks of gs
 // over t's parameters that memory lacks, a batch at a time, at most budget
-// bytes of them (stored, and decoded). In the background (the warm start)
-// it yields to the requests before each batch; a prebuild reads them in
-// its own request.
-func (c *Cache) warmChunks(ctx context.Context, lister store.TableLister, batcher store.TableBatcher, t *sanitize.Table, gs []estimate.G, budget int64, background bool) error {
+// bytes of them (stored, and decoded), and returns the memory cost of those
+// it read. In the background (the warm start) it yields to the requests
+// before each batch; a prebuild reads them in its own request.
+func (c *Cache) warmChunks(ctx context.Context, lister store.TableLister, batcher store.TableBatcher, t *sanitize.Table, gs []estimate.G, budget int64, background bool) (int64, error) {
 	if err := c.yieldIf(ctx, background); err != nil {
-		return err
+		return 0, err
 	}
 	p, s, m := t.Privacy(), t.Sampling(), t.Method()
 	uses, err := lister.RecentTables(ctx, c.Key("chunk", p, s, m, Int("format", estimate.ChunkFormat))+"|", maxWarmChunks)
 	if err != nil {
-		return fmt.Errorf("listing chunks: %w", err)
+		return 0, fmt.Errorf("listing chunks: %w", err)
 	}
 	size := estimate.ChunkSize(p)
 	keyers := c.chunkKeysOfAll(t, gs, size)
@@ -202,12 +221,12 @@ func (c *Cache) warmChunks(ctx context.Context, lister store.TableLister, batche
 	loaded := int64(0)
 	for lo := 0; lo < len(wants); lo += c.chunkBatch {
 		if err := c.yieldIf(ctx, background); err != nil {
-			return err
+			return loaded, err
 		}
 		part := wants[lo:min(lo+c.chunkBatch, len(wants))]
 		n, cost, full, err := c.readChunks(ctx, batcher, size, part, budget-loaded)
 		if err != nil {
-			return err
+			return loaded, err
 		}
 		loaded += cost
 		c.warm.chunks.Add(int64(n))
@@ -216,7 +235,7 @@ func (c *Cache) warmChunks(ctx context.Context, lister store.TableLister, batche
 			break
 		}
 	}
-	return nil
+	return loaded, nil
 }
 
 // chunkWantOf returns the chunk whose key is key (chunkKeys.at of one of

@@ -15,54 +15,63 @@ import (
 // parameter set's kept rows and 40 chunks; the last 10 were then read (so
 // used last), and an entry under a kept-rows key of other settings was
 // stored after everything (used last of all). A new cache whose chunk cache
-// holds about the 40 chunks' cost warms one set: it restores the real one
-// (the other entry is not one of its keys and is left alone), reads chunks
-// of at most half its chunk cache (the share of one set), and among them the
-// 10 used last; with WarmStart not called it reads nothing.
+// holds about the 40 chunks' cost warms one set, asked for one set and for
+// four: it restores the real one (the other entry is not one of its keys
+// and is left alone), reads chunks of at most half its chunk cache (the
+// whole share of the sets found, however many were asked for: warmShare),
+// and among them the 10 used last; with WarmStart not called it reads
+// nothing.
 func TestWarmStartReadsTheLastUsedChunksWithinItsShare(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	p, smp := keptParamsOf(t)
 	m := sanitize.MethodDiscrete
 	gs := []estimate.G{identityG}
-	st := store.NewMemory()
-	first, err := New(Config{Store: st, KeptRowsSteps: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tb, err := first.Sanitizer(p, smp, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks := make([]int64, 40)
-	for k := range ks {
-		ks[k] = int64(k)
-	}
-	if _, err := first.ChunkSets(ctx, tb, gs, ks, Read{}); err != nil {
-		t.Fatal(err)
-	}
-	first.Wait()
 	size := estimate.ChunkSize(p)
-	var last []string
-	for k := int64(30); k < 40; k++ {
-		last = append(last, first.chunkKey(tb, identityG, size, k, false))
+	// stored returns a store as the test's first cache left it (each case
+	// has its own: reading chunks marks them used), the kept-rows key of
+	// other settings and the chunks' cost in memory.
+	stored := func(t *testing.T) (*store.Memory, string, int64) {
+		st := store.NewMemory()
+		first, err := New(Config{Store: st, KeptRowsSteps: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb, err := first.Sanitizer(p, smp, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ks := make([]int64, 40)
+		for k := range ks {
+			ks[k] = int64(k)
+		}
+		if _, err := first.ChunkSets(ctx, tb, gs, ks, Read{}); err != nil {
+			t.Fatal(err)
+		}
+		first.Wait()
+		var last []string
+		for k := int64(30); k < 40; k++ {
+			last = append(last, first.chunkKey(tb, identityG, size, k, false))
+		}
+		if got, err := st.GetTables(ctx, last); err != nil || len(got) != 10 || got[9] == nil {
+			t.Fatalf("reading the last 10 chunks: %v", err)
+		}
+		other := strings.Replace(first.KeptRowsKey(p, smp, m), "|bytes=", "|bytes=1", 1)
+		if err := st.PutTable(ctx, other, []byte("not kept rows")); err != nil {
+			t.Fatal(err)
+		}
+		return st, other, first.chunks.Cost()
 	}
-	if got, err := st.GetTables(ctx, last); err != nil || len(got) != 10 || got[9] == nil {
-		t.Fatalf("reading the last 10 chunks: %v", err)
-	}
-	other := strings.Replace(first.KeptRowsKey(p, smp, m), "|bytes=", "|bytes=1", 1)
-	if err := st.PutTable(ctx, other, []byte("not kept rows")); err != nil {
-		t.Fatal(err)
-	}
-	all := first.chunks.Cost()
 
-	for _, warm := range []bool{true, false} {
+	for _, sets := range []int{1, 4, 0} {
+		warm := sets > 0
+		st, other, all := stored(t)
 		c, err := New(Config{Store: st, KeptRowsSteps: 1 << 20, Bytes: all})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if warm {
-			c.WarmStart(1, gs)
+			c.WarmStart(sets, gs)
 		}
 		c.Wait()
 		w := c.WarmStartStats()
@@ -73,10 +82,10 @@ func TestWarmStartReadsTheLastUsedChunksWithinItsShare(t *testing.T) {
 			continue
 		}
 		if w.Sets != 1 || c.KeptRowsStats().Restored != 1 || c.KeptRowsStats().Refused != 0 {
-			t.Fatalf("warm start %+v, kept rows %+v: want the one set restored, nothing refused", w, c.KeptRowsStats())
+			t.Fatalf("%d sets asked: warm start %+v, kept rows %+v: want the one set restored, nothing refused", sets, w, c.KeptRowsStats())
 		}
 		if w.Chunks == 0 || w.Chunks >= 40 || w.ChunkBytes > all/2 || c.chunks.Cost() != w.ChunkBytes {
-			t.Fatalf("read %d chunks of %d bytes (memory holds %d), want some, fewer than 40, at most %d", w.Chunks, w.ChunkBytes, c.chunks.Cost(), all/2)
+			t.Fatalf("%d sets asked: read %d chunks of %d bytes (memory holds %d), want some, fewer than 40, at most %d", sets, w.Chunks, w.ChunkBytes, c.chunks.Cost(), all/2)
 		}
 		if _, ok, _ := st.GetTable(ctx, other); !ok {
 			t.Fatal("the entry of other settings was deleted")
@@ -87,7 +96,7 @@ func TestWarmStartReadsTheLastUsedChunksWithinItsShare(t *testing.T) {
 		}
 		for k := int64(30); k < 40; k++ {
 			if ch, err := c.storedChunk(ctx, c.chunkKeysOf(tw, identityG, size), identityG, size, k, false, true); err != nil || ch == nil {
-				t.Fatalf("chunk %d, used last, is not in memory (%v)", k, err)
+				t.Fatalf("%d sets asked: chunk %d, used last, is not in memory (%v)", sets, k, err)
 			}
 		}
 	}
