@@ -257,29 +257,17 @@ func (c *consts) build5(prev *rowState, lowEnd, cpos float64, dst *rowState, sc 
 	}
 	for k < M {
 		lo, hi := x[k], x[k+1]
-		switch {
-		case lowEnd <= lo && hi <= cpos:
-			// The e^-eps run: whole pieces up to c.
-			for ; k < M && x[k+1] <= cpos; k++ {
-				v := pm[k] * c.einvUp
-				if v < 0x1p-1000 {
-					v = c.ceilDivTiny(pm[k], v)
-				}
-				xs = append(xs, x[k+1])
-				ms = append(ms, v)
-				if k&1 == 0 {
-					sum.add(v)
-				} else {
-					sum2.add(v)
-				}
+		if lowEnd <= lo && (hi <= cpos || cpos <= lo) {
+			// A run of whole pieces: those up to c (e^-eps, rounded up),
+			// or those above it to the top (e^eps, rounded down).
+			below, end, mul := hi <= cpos, M, c.eDown
+			if below {
+				end, mul = k+sort.Search(M-k, func(j int) bool { return x[k+j+1] > cpos }), c.einvUp
 			}
-			continue
-		case lowEnd <= lo && cpos <= lo:
-			// The e^eps run: whole pieces above c, to the top.
-			for ; k < M; k++ {
-				v := pm[k] * c.eDown
+			for ; k < end; k++ {
+				v := pm[k] * mul
 				if v < 0x1p-1000 {
-					v = c.floorMulTiny(pm[k], v)
+					v = c.tiny5(pm[k], v, below)
 				}
 				xs = append(xs, x[k+1])
 				ms = append(ms, v)
@@ -309,6 +297,16 @@ func (c *consts) build5(prev *rowState, lowEnd, cpos float64, dst *rowState, sc 
 	}
 	dst.x, dst.m = xs, ms
 	return sum, sum2
+}
+
+// tiny5 is the value in row i of a whole piece of row i-1 of mass m whose
+// product v = e^-eps m rounded up (below the cut c) or e^eps m rounded
+// down (above it) is tiny: ceilDivTiny or floorMulTiny.
+func (c *consts) tiny5(m, v float64, below bool) float64 {
+	if below {
+		return c.ceilDivTiny(m, v)
+	}
+	return c.floorMulTiny(m, v)
 }
 
 // build5Plain is build5's plain reference: one loop over the pieces of row
