@@ -1,6 +1,8 @@
 package sanitize
 
 import (
+	"cmp"
+	"container/heap"
 	"context"
 	"fmt"
 	"slices"
@@ -30,13 +32,28 @@ const anchorBreakPoints = 1 << 21
 
 // Anchor computes the rows of the distinct frequencies in freqs (below the
 // stationary cycle, which needs none) in ascending order along one walk,
-// and keeps them as the Table's anchored rows in place of any kept before:
-// the lowest frequencies first, until the rows kept hold anchorBreakPoints
-// break points or the walk has stepped maxSteps rows (it then stops after
-// the row under way: one walk to a row steps at most about RestartCost
-// rows). It returns how many rows it kept. It stops with ctx's error, or
-// with a row's JunctionError, keeping nothing.
+// and keeps them as the Table's anchored rows in place of any kept before,
+// until the walk has stepped maxSteps rows (it then stops after the row
+// under way: one walk to a row steps at most about RestartCost rows). The
+// rows kept hold at most anchorBreakPoints break points: past that, those
+// that save a walk the fewest rows per break point are dropped (anchor).
+// It returns how many rows it kept. It stops with ctx's error, or with a
+// row's JunctionError, keeping nothing.
 func (t *Table) Anchor(ctx context.Context, freqs []int64, maxSteps int64) (int, error) {
+	return t.anchor(ctx, freqs, maxSteps, anchorBreakPoints)
+}
+
+// anchor is Anchor with at most maxPoints break points kept. Each row
+// computed is ranked by its saving (anchorRank): the rows a walk to it
+// steps from the starts the table holds when anchor is called, anchored
+// rows aside (skeletonCost: a checkpoint every 64 rows below 2^16, the kept
+// rows of blocks above), per break point it holds. While the rows held exceed maxPoints, the lowest ranked is
+// dropped, and so is every later row ranked at most as high as one
+// dropped: every row kept ranks above every row dropped. (Keeping the
+// lowest places first, as a walk meets them, kept the rows next to
+// checkpoints, where a walk steps 32 rows on average, and dropped those of
+// the largest keys, hundreds of rows from a kept row.)
+func (t *Table) anchor(ctx context.Context, freqs []int64, maxSteps int64, maxPoints int) (int, error) {
 	todo := make([]int64, 0, len(freqs))
 	for _, f := range freqs {
 		if checkFreq(f) == nil {
@@ -45,11 +62,16 @@ func (t *Table) Anchor(ctx context.Context, freqs []int64, maxSteps int64) (int,
 	}
 	slices.Sort(todo)
 	todo = slices.Compact(todo)
-	var kept []*anchored
-	points := 0
+	// What each row saves, over the starts the table holds now (a walk
+	// may keep more checkpoints on its way).
+	costs := make([]int64, len(todo))
+	for k, f := range todo {
+		costs[k] = t.skeletonCost(f)
+	}
+	keep := anchorKeeper{maxPoints: maxPoints}
 	var cu *cursor
 	start := t.stepped.Load()
-	for _, f := range todo {
+	for k, f := range todo {
 		if st := t.stationary(); (st != nil && f >= st.from()) || t.stepped.Load()-start >= maxSteps {
 			break
 		}
@@ -67,15 +89,78 @@ func (t *Table) Anchor(ctx context.Context, freqs []int64, maxSteps int64) (int,
 			cu = nil
 			continue
 		}
-		if points += len(row.x); points > anchorBreakPoints {
-			break
-		}
-		kept = append(kept, &anchored{row: row})
+		keep.offer(&anchored{row: row, rank: anchorRank{saving: float64(costs[k]) / float64(len(row.x)), i: f}})
 	}
+	kept := keep.kept()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.anchors = kept
 	return len(kept), nil
+}
+
+// anchorRank orders the rows Anchor computes by what keeping one saves:
+// the rows a walk to it would step without it per break point, and among
+// equal savings the lower row first.
+type anchorRank struct {
+	saving float64
+	i      int64
+}
+
+// below reports whether r ranks below s.
+func (r anchorRank) below(s anchorRank) bool {
+	return r.saving < s.saving || (r.saving == s.saving && r.i > s.i)
+}
+
+// anchorKeeper holds the anchored rows offered to it within maxPoints
+// break points: past them it drops the lowest ranked, and every row
+// offered later ranked at most as high as one dropped, so that every row
+// it keeps ranks above every row it dropped.
+type anchorKeeper struct {
+	maxPoints int
+	held      anchorHeap
+	points    int        // the break points held
+	floor     anchorRank // the highest rank dropped, once dropped
+	dropped   bool
+}
+
+// offer adds a, unless it ranks at most as high as a row dropped before,
+// and drops the lowest ranked rows while the rows held exceed maxPoints.
+func (k *anchorKeeper) offer(a *anchored) {
+	if k.dropped && !k.floor.below(a.rank) {
+		return
+	}
+	heap.Push(&k.held, a)
+	for k.points += len(a.row.x); k.points > k.maxPoints; {
+		out := heap.Pop(&k.held).(*anchored)
+		k.points -= len(out.row.x)
+		k.floor, k.dropped = out.rank, true
+	}
+}
+
+// kept returns the rows held, ascending.
+func (k *anchorKeeper) kept() []*anchored {
+	kept := []*anchored(k.held)
+	slices.SortFunc(kept, func(a, b *anchored) int { return cmp.Compare(a.row.i, b.row.i) })
+	return kept
+}
+
+// anchorHeap holds anchored rows with the lowest ranked on top
+// (container/heap).
+type anchorHeap []*anchored
+
+func (h anchorHeap) Len() int           { return len(h) }
+func (h anchorHeap) Less(a, b int) bool { return h[a].rank.below(h[b].rank) }
+func (h anchorHeap) Swap(a, b int)      { h[a], h[b] = h[b], h[a] }
+
+// Push adds x, an *anchored (container/heap).
+func (h *anchorHeap) Push(x any) { *h = append(*h, x.(*anchored)) }
+
+// Pop removes the last row (container/heap).
+func (h *anchorHeap) Pop() any {
+	old := *h
+	a := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return a
 }
 
 // Anchored returns how many anchored rows the table holds.
@@ -125,6 +210,7 @@ func (ch *rowChain) anchoredSampler(i int64) *sampler {
 // sampler, which shares the row's break points and masses (neither is ever
 // modified): only the cumulative masses are added, 8 bytes a break point.
 type anchored struct {
-	row *rowState
-	s   atomic.Pointer[sampler]
+	row  *rowState
+	rank anchorRank // what keeping it saves (Anchor)
+	s    atomic.Pointer[sampler]
 }

@@ -81,6 +81,147 @@ func TestAnchoredSamplers(t *testing.T) {
 	sameDraws(t, "anchored", anchoredAt, got, seededDraws(t, newTable(c.p, c.s, c.m, c.plan), anchoredAt, 0))
 }
 
+// TestAnchorKeepsTheRowsThatSaveMost: Anchor bounded to about half the
+// break points its places' rows hold keeps rows holding at most the bound,
+// each ranked above every row it dropped, the rank being what the row
+// saves a walk to its place per break point it holds: the rows the cheapest
+// start of the restored table's skeleton computes to reach it
+// (skeletonCost, worked out here on a restored table that holds no anchor),
+// over the row's break points (from a table that computed every row
+// itself). Anchoring again ranks by the table's starts then, the anchors
+// it holds aside (an anchored place's startCost is 0, its saving is not);
+// under a bound that holds every row, every place is kept.
+func TestAnchorKeepsTheRowsThatSaveMost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, warm, data := prepareCase(t)
+	restored := func() *Table {
+		tb := newTable(c.p, c.s, c.m, c.plan)
+		if err := tb.RestoreKeptRows(data); err != nil {
+			t.Fatal(err)
+		}
+		return tb
+	}
+	skeleton, plain := restored(), newTable(c.p, c.s, c.m, c.plan)
+	rng := rand.New(rand.NewPCG(40, 5))
+	top := slices.Max(keptStarts(warm))
+	var places []int64
+	for range 150 {
+		places = append(places, 1+rng.Int64N(top))
+	}
+	places = slices.Compact(slices.Sorted(slices.Values(places)))
+	width := map[int64]int{}
+	total := 0
+	for _, f := range places {
+		r, d, err := plain.stateFor(f)
+		if err != nil || d != 0 {
+			t.Fatalf("row %d: %v (shift %d)", f, err, d)
+		}
+		width[f] = len(r.x)
+		total += len(r.x)
+	}
+	ranks := func(tb *Table) map[int64]anchorRank {
+		rank := map[int64]anchorRank{}
+		for _, f := range places {
+			rank[f] = anchorRank{saving: float64(tb.skeletonCost(f)) / float64(width[f]), i: f}
+		}
+		return rank
+	}
+	for _, bound := range []int{total, total / 2, total / 3, total / 5, 2 * total / 3} {
+		tb := restored()
+		var kept []int64
+		rank := ranks(skeleton)
+		for call := range 2 {
+			if call == 1 {
+				// The anchors of the first call aside, on the starts
+				// its walk left: some anchored place costs a walk
+				// nothing now, but saves one.
+				rank = ranks(tb)
+				if !slices.ContainsFunc(kept, func(f int64) bool { return tb.startCost(f) == 0 && rank[f].saving > 0 }) {
+					t.Fatalf("bound %d: no anchored place ranks above 0", bound)
+				}
+			}
+			if _, err := tb.anchor(ctx, places, math.MaxInt64, bound); err != nil {
+				t.Fatal(err)
+			}
+			var again []int64
+			points := 0
+			for _, a := range tb.anchors {
+				again = append(again, a.row.i)
+				points += len(a.row.x)
+				if a.rank != rank[a.row.i] {
+					t.Fatalf("bound %d, call %d: row %d ranked %+v, want %+v", bound, call, a.row.i, a.rank, rank[a.row.i])
+				}
+			}
+			if points > bound || !slices.IsSorted(again) {
+				t.Fatalf("bound %d, call %d: the rows kept hold %d break points (ascending: %v)", bound, call, points, slices.IsSorted(again))
+			}
+			kept = again
+		}
+		var dropped []int64
+		for _, f := range places {
+			if _, ok := slices.BinarySearch(kept, f); !ok {
+				dropped = append(dropped, f)
+			}
+		}
+		if (bound == total) != (len(dropped) == 0) {
+			t.Fatalf("bound %d of %d: %d of %d places dropped", bound, total, len(dropped), len(places))
+		}
+		for _, d := range dropped {
+			for _, k := range kept {
+				if !rank[d].below(rank[k]) {
+					t.Fatalf("bound %d: row %d (rank %+v) dropped, row %d (rank %+v) kept", bound, d, rank[d], k, rank[k])
+				}
+			}
+		}
+	}
+}
+
+// TestAnchorKeeperRanks: rows of random widths and ranks offered to an
+// anchorKeeper in random order: the rows it keeps hold at most its bound,
+// and each ranks above every row it dropped; under a bound that holds them
+// all it keeps them all.
+func TestAnchorKeeperRanks(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(41, 6))
+	for round := range 200 {
+		n := 1 + rng.IntN(40)
+		rows := make([]*anchored, n)
+		total := 0
+		for k := range rows {
+			w := 2 + rng.IntN(50)
+			rows[k] = &anchored{row: &rowState{i: int64(k + 1), x: make([]float64, w)}, rank: anchorRank{saving: float64(rng.IntN(8)), i: int64(k + 1)}}
+			total += w
+		}
+		bound := total
+		if round%4 != 0 {
+			bound = rng.IntN(total + 1)
+		}
+		keep := anchorKeeper{maxPoints: bound}
+		for _, a := range rows {
+			keep.offer(a)
+		}
+		kept := keep.kept()
+		points := 0
+		for _, a := range kept {
+			points += len(a.row.x)
+		}
+		if points > bound || (bound == total && len(kept) != n) {
+			t.Fatalf("round %d: kept %d of %d rows holding %d break points, bound %d of %d", round, len(kept), n, points, bound, total)
+		}
+		for _, d := range rows {
+			if slices.Contains(kept, d) {
+				continue
+			}
+			for _, a := range kept {
+				if !d.rank.below(a.rank) {
+					t.Fatalf("round %d: row %d (rank %+v) dropped, row %d (rank %+v) kept", round, d.row.i, d.rank, a.row.i, a.rank)
+				}
+			}
+		}
+	}
+}
+
 // TestAnchoredRows: on a table restored from kept rows and then anchored
 // near the frequencies to be drawn (some anchors below a frequency, some
 // above it, some inside blocks), Drawer.Prepare steps exactly the rows a

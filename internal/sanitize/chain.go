@@ -426,7 +426,7 @@ func (ch *rowChain) startFor(i int64, cu, spare *cursor) *cursor {
 		bestCost = ch.cost(cu.cur.i, cu.own(), i)
 	}
 	var bestOpen func(buf *cursor) *cursor
-	ch.eachStart(i, func(c, own int64, open func(buf *cursor) *cursor) {
+	ch.eachStart(i, true, func(c, own int64, open func(buf *cursor) *cursor) {
 		if n := ch.cost(c, own, i); (!usable && bestOpen == nil) || n < bestCost {
 			bestOpen, bestCost = open, n
 		}
@@ -455,12 +455,19 @@ func buffers(buf *cursor) (cur, nxt *rowState, sc scratch5) {
 // startCost returns the rows the cheapest start of row i computes under
 // the cost model (startFor without a cursor), 0 once the stationary cycle
 // covers i.
-func (ch *rowChain) startCost(i int64) int64 {
+func (ch *rowChain) startCost(i int64) int64 { return ch.startCostOver(i, true) }
+
+// skeletonCost is startCost without the anchored rows: what an anchored
+// row at i saves a walk to i (Anchor ranks rows by it).
+func (ch *rowChain) skeletonCost(i int64) int64 { return ch.startCostOver(i, false) }
+
+// startCostOver is startCost, over the anchored rows too when anchors.
+func (ch *rowChain) startCostOver(i int64, anchors bool) int64 {
 	if st := ch.stationary(); st != nil && i >= st.from() {
 		return 0
 	}
 	best := int64(never)
-	ch.eachStart(i, func(c, own int64, _ func(*cursor) *cursor) { best = min(best, ch.cost(c, own, i)) })
+	ch.eachStart(i, anchors, func(c, own int64, _ func(*cursor) *cursor) { best = min(best, ch.cost(c, own, i)) })
 	return best
 }
 
@@ -470,13 +477,14 @@ func (ch *rowChain) startCost(i int64) int64 {
 // checkpoint below i, an anchored row above it (rows of the chain from row
 // 0), the verified row of i's junction, a kept row inside i's block, an
 // anchored row inside i's block, a fresh start of i's own chain (i inside
-// its block), a fresh start one block below.
-func (ch *rowChain) eachStart(i int64, consider func(c, own int64, open func(buf *cursor) *cursor)) {
+// its block), a fresh start one block below; without the anchored rows
+// unless anchors.
+func (ch *rowChain) eachStart(i int64, anchors bool, consider func(c, own int64, open func(buf *cursor) *cursor)) {
 	cp := ch.checkpointBelow(i)
 	consider(cp.i, 0, func(buf *cursor) *cursor { return ch.cursorAtIn(cp, buf) })
 	pl := ch.plan
 	if !pl.enabled() || i < pl.from {
-		if s := ch.anchorIn(cp.i, i); s != nil {
+		if s := ch.anchorIn(cp.i, i); s != nil && anchors {
 			consider(s.i, 0, func(buf *cursor) *cursor { return ch.cursorAtIn(s, buf) })
 		}
 		return
@@ -490,7 +498,7 @@ func (ch *rowChain) eachStart(i int64, consider func(c, own int64, open func(buf
 		if s := ch.innerRow(a, i); s != nil {
 			consider(s.i, a, func(buf *cursor) *cursor { return ch.insideCursorIn(s, a, buf) })
 		}
-		if s := ch.anchorIn(a, i); s != nil {
+		if s := ch.anchorIn(a, i); anchors && s != nil {
 			consider(s.i, a, func(buf *cursor) *cursor { return ch.insideCursorIn(s, a, buf) })
 		}
 		consider(g, a, func(buf *cursor) *cursor {
