@@ -539,6 +539,61 @@ func BenchmarkDrawsAfterRestore(b *testing.B) {
 	}
 }
 
+// BenchmarkAnchorsOverTheBound draws the Zipf workload's client sample at
+// tau 1e-4, 2e-4 and 4e-4 (about 5,900, 10,700 and 18,700 keys; eps 0.1,
+// delta 1e-6, max_separation) on a restored table anchored below simulated
+// MLE frequencies, as BenchmarkDrawsAfterRestore's anchored-draws: from 2e-4
+// on, the places' rows exceed the anchored rows' bound (anchorBreakPoints),
+// and Anchor keeps those that save the most steps per break point
+// (anchorKeeper). rows is the rows the draws stepped, anchored the rows
+// kept, anchor-rows the rows Anchor stepped. Run with -benchtime 1x.
+func BenchmarkAnchorsOverTheBound(b *testing.B) {
+	p := benchPrivacy(b)
+	for _, tau := range []float64{1e-4, 2e-4, 4e-4} {
+		b.Run(fmt.Sprintf("tau=%g", tau), func(b *testing.B) {
+			sample, err := workload.DefaultZipf().SamplePPSWOR(tau, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			freqs := make([]int64, len(sample))
+			for i, e := range sample {
+				freqs[i] = e.Frequency
+			}
+			s := mustSampling(b, SchemePPSWOR, tau, 1, nil)
+			warm := mustTable(b, p, s, MethodMaxSeparation)
+			if _, err := warm.WarmUp(context.Background(), 1<<20); err != nil {
+				b.Fatal(err)
+			}
+			data := warm.KeptRows(12 << 20)
+			places := simulatedAnchors(freqs, p)
+			for b.Loop() {
+				b.StopTimer()
+				tb := mustTable(b, p, s, MethodMaxSeparation)
+				if err := tb.RestoreKeptRows(data); err != nil {
+					b.Fatal(err)
+				}
+				before := tb.RowsStepped()
+				n, err := tb.Anchor(context.Background(), places, math.MaxInt64)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(n), "anchored")
+				b.ReportMetric(float64(tb.RowsStepped()-before), "anchor-rows")
+				before = tb.RowsStepped()
+				b.StartTimer()
+				dr := tb.NewDrawer(rand.New(rand.NewPCG(1, 2)))
+				dr.Prepare(freqs, 2)
+				for _, f := range freqs {
+					if _, err := dr.Draw(f); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(tb.RowsStepped()-before), "rows")
+			}
+		})
+	}
+}
+
 // TestKeptMiddleRows: a warm-up keeps the middle row (midRow) of every
 // block it walked through, at a place fixed by the plan alone; after a
 // restore a row d rows above a block's middle row steps exactly d rows
