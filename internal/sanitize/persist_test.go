@@ -451,6 +451,35 @@ func simulatedAnchors(freqs []int64, p Privacy) []int64 {
 	return places
 }
 
+// zipfFreqs returns the frequencies of the Zipf workload's client sample
+// at tau (docs/performance.md, "The Zipf workload").
+func zipfFreqs(t testing.TB, tau float64) []int64 {
+	t.Helper()
+	sample, err := workload.DefaultZipf().SamplePPSWOR(tau, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	freqs := make([]int64, len(sample))
+	for i, e := range sample {
+		freqs[i] = e.Frequency
+	}
+	return freqs
+}
+
+// drawAll draws freqs on tb with a Drawer, as a release does (Prepare on
+// two goroutines, then Draw), and reports the rows tb stepped as rows.
+func drawAll(b *testing.B, tb *Table, freqs []int64) {
+	before := tb.RowsStepped()
+	dr := tb.NewDrawer(rand.New(rand.NewPCG(1, 2)))
+	dr.Prepare(freqs, 2)
+	for _, f := range freqs {
+		if _, err := dr.Draw(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(tb.RowsStepped()-before), "rows")
+}
+
 // BenchmarkDrawsAfterRestore draws the Zipf workload's client sample at tau
 // 1e-4 (docs/performance.md, about 5,400 keys; eps 0.1, delta 1e-6) with a
 // Drawer, as a release does (Prepare on two goroutines, then Draw), on a
@@ -462,26 +491,9 @@ func simulatedAnchors(freqs []int64, p Privacy) []int64 {
 // rows is the rows the table stepped; kept-bytes the encoding. Run with
 // -benchtime 1x.
 func BenchmarkDrawsAfterRestore(b *testing.B) {
-	sample, err := workload.DefaultZipf().SamplePPSWOR(1e-4, 1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	freqs := make([]int64, len(sample))
-	for i, e := range sample {
-		freqs[i] = e.Frequency
-	}
+	freqs := zipfFreqs(b, 1e-4)
 	p, s := benchPrivacy(b), mustSampling(b, SchemePPSWOR, 1e-4, 1, nil)
-	draw := func(b *testing.B, tb *Table) {
-		before := tb.RowsStepped()
-		dr := tb.NewDrawer(rand.New(rand.NewPCG(1, 2)))
-		dr.Prepare(freqs, 2)
-		for _, f := range freqs {
-			if _, err := dr.Draw(f); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64(tb.RowsStepped()-before), "rows")
-	}
+	draw := func(b *testing.B, tb *Table) { drawAll(b, tb, freqs) }
 	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
 		warm := mustTable(b, p, s, m)
 		if _, err := warm.WarmUp(context.Background(), 1<<20); err != nil {
@@ -551,14 +563,7 @@ func BenchmarkAnchorsOverTheBound(b *testing.B) {
 	p := benchPrivacy(b)
 	for _, tau := range []float64{1e-4, 2e-4, 4e-4} {
 		b.Run(fmt.Sprintf("tau=%g", tau), func(b *testing.B) {
-			sample, err := workload.DefaultZipf().SamplePPSWOR(tau, 1)
-			if err != nil {
-				b.Fatal(err)
-			}
-			freqs := make([]int64, len(sample))
-			for i, e := range sample {
-				freqs[i] = e.Frequency
-			}
+			freqs := zipfFreqs(b, tau)
 			s := mustSampling(b, SchemePPSWOR, tau, 1, nil)
 			warm := mustTable(b, p, s, MethodMaxSeparation)
 			if _, err := warm.WarmUp(context.Background(), 1<<20); err != nil {
@@ -579,16 +584,8 @@ func BenchmarkAnchorsOverTheBound(b *testing.B) {
 				}
 				b.ReportMetric(float64(n), "anchored")
 				b.ReportMetric(float64(tb.RowsStepped()-before), "anchor-rows")
-				before = tb.RowsStepped()
 				b.StartTimer()
-				dr := tb.NewDrawer(rand.New(rand.NewPCG(1, 2)))
-				dr.Prepare(freqs, 2)
-				for _, f := range freqs {
-					if _, err := dr.Draw(f); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(float64(tb.RowsStepped()-before), "rows")
+				drawAll(b, tb, freqs)
 			}
 		})
 	}

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"testing"
 	"unsafe"
-
-	"github.com/pwsd/pwsd/internal/workload"
 )
 
 // What a public skeleton of kept rows leaves to step (issue 37;
@@ -81,13 +79,7 @@ func skeletonSteps(sk skeleton, pl restartPlan, statFrom int64, freqs []int64) i
 // background warm-up does, with its kept rows.
 func zipfRestore(t testing.TB, m Method) (freqs []int64, warm *Table, kept []byte) {
 	t.Helper()
-	sample, err := workload.DefaultZipf().SamplePPSWOR(1e-4, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range sample {
-		freqs = append(freqs, e.Frequency)
-	}
+	freqs = zipfFreqs(t, 1e-4)
 	warm = mustTable(t, benchPrivacy(t), mustSampling(t, SchemePPSWOR, 1e-4, 1, nil), m)
 	if _, err := warm.WarmUp(context.Background(), 1<<20); err != nil {
 		t.Fatal(err)
