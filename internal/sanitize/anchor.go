@@ -46,13 +46,12 @@ func (t *Table) Anchor(ctx context.Context, freqs []int64, maxSteps int64) (int,
 // anchor is Anchor with at most maxPoints break points kept. Each row
 // computed is ranked by its saving (anchorRank): the rows a walk to it
 // steps from the starts the table holds when anchor is called, anchored
-// rows aside (skeletonCost: a checkpoint every 64 rows below 2^16, the kept
-// rows of blocks above), per break point it holds. While the rows held exceed maxPoints, the lowest ranked is
-// dropped, and so is every later row ranked at most as high as one
-// dropped: every row kept ranks above every row dropped. (Keeping the
-// lowest places first, as a walk meets them, kept the rows next to
-// checkpoints, where a walk steps 32 rows on average, and dropped those of
-// the largest keys, hundreds of rows from a kept row.)
+// rows aside (skeletonCost: a checkpoint every 64 rows below 2^16, the
+// kept rows of blocks above), per break point it holds. anchorKeeper keeps
+// the rows within maxPoints, every row kept ranked above every row
+// dropped. (Keeping the lowest places first, as a walk meets them, kept
+// the rows next to checkpoints, where a walk steps 32 rows on average, and
+// dropped those of the largest keys, hundreds of rows from a kept row.)
 func (t *Table) anchor(ctx context.Context, freqs []int64, maxSteps int64, maxPoints int) (int, error) {
 	todo := make([]int64, 0, len(freqs))
 	for _, f := range freqs {

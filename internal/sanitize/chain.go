@@ -484,7 +484,7 @@ func (ch *rowChain) eachStart(i int64, anchors bool, consider func(c, own int64,
 	consider(cp.i, 0, func(buf *cursor) *cursor { return ch.cursorAtIn(cp, buf) })
 	pl := ch.plan
 	if !pl.enabled() || i < pl.from {
-		if s := ch.anchorIn(cp.i, i); s != nil && anchors {
+		if s := ch.anchorIn(cp.i, i); anchors && s != nil {
 			consider(s.i, 0, func(buf *cursor) *cursor { return ch.cursorAtIn(s, buf) })
 		}
 		return
