@@ -120,49 +120,49 @@ func BenchmarkReleaseAfterRestart(b *testing.B) {
 					first.Wait()
 				}
 				var warmStarts []float64
-				for _, phase := range []struct {
-					name            string
-					steps           int64
-					prebuild, start bool
-					rounds          int
-				}{{"restart", DefaultKeptRowsSteps, false, false, 1}, {"prebuilt", DefaultKeptRowsSteps, true, false, 1},
-					{"warmstart", DefaultKeptRowsSteps, false, true, restartRounds}, {"nokept", -1, false, false, 1}} {
-					for range phase.rounds {
-						ts := &timedTables{Store: st}
-						sets := 0
-						if phase.start {
-							sets = DefaultWarmStartSets
+				// restart releases on a new service over the same store,
+				// after its warm start (start) or a prebuild (prebuild).
+				restart := func(name string, steps int64, prebuild, start bool) {
+					ts := &timedTables{Store: st}
+					sets := 0
+					if start {
+						sets = DefaultWarmStartSets
+					}
+					started := time.Now()
+					s, err := New(Config{Store: ts, KeptRowsSteps: steps, WarmStartSets: sets})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if start {
+						s.Wait()
+						warmStarts = append(warmStarts, time.Since(started).Seconds())
+						b.ReportMetric(float64(warmStats(s).Chunks), "warmstart-chunks")
+						b.ReportMetric(float64(warmStats(s).Anchored), "warmstart-anchored")
+						if data, ok, err := st.GetTable(context.Background(), s.cache.(*tablecache.Cache).AnchorsKey(spec.Privacy, spec.Sampling, spec.Method)); err == nil && ok {
+							b.ReportMetric(float64(len(data)), "anchors-bytes")
 						}
-						started := time.Now()
-						s, err := New(Config{Store: ts, KeptRowsSteps: phase.steps, WarmStartSets: sets})
-						if err != nil {
+						ts.n.Store(0)
+						ts.d.Store(0)
+					}
+					if prebuild {
+						if _, err := s.Tables.Prebuild(context.Background(), spec, 1000); err != nil {
 							b.Fatal(err)
 						}
-						if phase.start {
-							s.Wait()
-							warmStarts = append(warmStarts, time.Since(started).Seconds())
-							b.ReportMetric(float64(warmStats(s).Chunks), "warmstart-chunks")
-							b.ReportMetric(float64(warmStats(s).Anchored), "warmstart-anchored")
-							if data, ok, err := st.GetTable(context.Background(), s.cache.(*tablecache.Cache).AnchorsKey(spec.Privacy, spec.Sampling, spec.Method)); err == nil && ok {
-								b.ReportMetric(float64(len(data)), "anchors-bytes")
-							}
-							ts.n.Store(0)
-							ts.d.Store(0)
-						}
-						if phase.prebuild {
-							if _, err := s.Tables.Prebuild(context.Background(), spec, 1000); err != nil {
-								b.Fatal(err)
-							}
-							ts.n.Store(0)
-							ts.d.Store(0)
-						}
-						release(s, phase.name)
-						b.ReportMetric(float64(ts.n.Load()), phase.name+"-gets")
-						b.ReportMetric(float64(ts.d.Load())/1e6, phase.name+"-gets-ms")
-						s.StopOptional()
-						s.Wait()
+						ts.n.Store(0)
+						ts.d.Store(0)
 					}
+					release(s, name)
+					b.ReportMetric(float64(ts.n.Load()), name+"-gets")
+					b.ReportMetric(float64(ts.d.Load())/1e6, name+"-gets-ms")
+					s.StopOptional()
+					s.Wait()
 				}
+				restart("restart", DefaultKeptRowsSteps, false, false)
+				restart("prebuilt", DefaultKeptRowsSteps, true, false)
+				for range restartRounds {
+					restart("warmstart", DefaultKeptRowsSteps, false, true)
+				}
+				restart("nokept", -1, false, false)
 				closeStore(st)
 				// The cold release again, on a fresh store with kept rows
 				// off: what the warm-up running beside it costs it.
