@@ -451,6 +451,17 @@ func simulatedAnchors(freqs []int64, p Privacy) []int64 {
 	return places
 }
 
+// mustRestored returns a new table of (p, s, m) restored from data, kept
+// rows (Table.KeptRows).
+func mustRestored(t testing.TB, p Privacy, s Sampling, m Method, data []byte) *Table {
+	t.Helper()
+	tb := mustTable(t, p, s, m)
+	if err := tb.RestoreKeptRows(data); err != nil {
+		t.Fatal(err)
+	}
+	return tb
+}
+
 // zipfFreqs returns the frequencies of the Zipf workload's client sample
 // at tau (docs/performance.md, "The Zipf workload").
 func zipfFreqs(t testing.TB, tau float64) []int64 {
@@ -514,10 +525,7 @@ func BenchmarkDrawsAfterRestore(b *testing.B) {
 		})
 		b.Run(string(m)+"/restored", func(b *testing.B) {
 			for b.Loop() {
-				tb := mustTable(b, p, s, m)
-				if err := tb.RestoreKeptRows(data); err != nil {
-					b.Fatal(err)
-				}
+				tb := mustRestored(b, p, s, m, data)
 				draw(b, tb)
 			}
 			b.ReportMetric(float64(len(data)), "kept-bytes")
@@ -526,10 +534,7 @@ func BenchmarkDrawsAfterRestore(b *testing.B) {
 			places := simulatedAnchors(freqs, p)
 			for b.Loop() {
 				b.StopTimer()
-				tb := mustTable(b, p, s, m)
-				if err := tb.RestoreKeptRows(data); err != nil {
-					b.Fatal(err)
-				}
+				tb := mustRestored(b, p, s, m, data)
 				if _, err := tb.Anchor(context.Background(), places, math.MaxInt64); err != nil {
 					b.Fatal(err)
 				}
@@ -540,10 +545,7 @@ func BenchmarkDrawsAfterRestore(b *testing.B) {
 		b.Run(string(m)+"/restored-draws", func(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
-				tb := mustTable(b, p, s, m)
-				if err := tb.RestoreKeptRows(data); err != nil {
-					b.Fatal(err)
-				}
+				tb := mustRestored(b, p, s, m, data)
 				b.StartTimer()
 				draw(b, tb)
 			}
@@ -573,10 +575,7 @@ func BenchmarkAnchorsOverTheBound(b *testing.B) {
 			places := simulatedAnchors(freqs, p)
 			for b.Loop() {
 				b.StopTimer()
-				tb := mustTable(b, p, s, MethodMaxSeparation)
-				if err := tb.RestoreKeptRows(data); err != nil {
-					b.Fatal(err)
-				}
+				tb := mustRestored(b, p, s, MethodMaxSeparation, data)
 				before := tb.RowsStepped()
 				n, err := tb.Anchor(context.Background(), places, math.MaxInt64)
 				if err != nil {
