@@ -81,33 +81,20 @@ func (c *consts) step4(prev *rowState, q float64, dst *rowState, qConst int64) {
 		m[k] = lower(k)
 		rest.add(m[k])
 	}
-	for ; k+1 < jb; k += 2 {
-		m[k] = pm[k] * c.einvUp
-		if m[k] < 0x1p-1000 {
-			m[k] = c.ceilDivTiny(pm[k], m[k])
-		}
-		m[k+1] = pm[k+1] * c.einvUp
-		if m[k+1] < 0x1p-1000 {
-			m[k+1] = c.ceilDivTiny(pm[k+1], m[k+1])
-		}
-		rest.add(m[k])
-		rest2.add(m[k+1])
+	// Pairs of tokens above js (lower(k) is ceilDiv1 there), then pairs
+	// of saturated tokens above jb (floorMul1): scaleRun, one to each sum.
+	if n := (jb - k) &^ 1; n > 0 {
+		rest, rest2 = c.scaleRun(m[k:k+n], pm[k:k+n], true, rest, rest2)
+		k += n
 	}
 	for ; k < jb; k++ {
 		m[k] = lower(k)
 		rest.add(m[k])
 	}
-	for k = jb + 1; k+1 < M; k += 2 {
-		m[k] = pm[k] * c.eDown
-		if m[k] < 0x1p-1000 {
-			m[k] = c.floorMulTiny(pm[k], m[k])
-		}
-		m[k+1] = pm[k+1] * c.eDown
-		if m[k+1] < 0x1p-1000 {
-			m[k+1] = c.floorMulTiny(pm[k+1], m[k+1])
-		}
-		rest.add(m[k])
-		rest2.add(m[k+1])
+	k = jb + 1
+	if n := (M - k) &^ 1; n > 0 {
+		rest, rest2 = c.scaleRun(m[k:k+n], pm[k:k+n], false, rest, rest2)
+		k += n
 	}
 	for ; k < M; k++ {
 		m[k] = c.floorMul1(pm[k])

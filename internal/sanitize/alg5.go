@@ -60,7 +60,54 @@ func cutGrid(lo, hi, m, P, target, limit, tol float64) (float64, dd) {
 // times the tail lost), so exact integral break points stay put. Working
 // from the top keeps small tails (huge e^eps) exact; the result is exact
 // and moves with the row when the row is shifted.
+//
+// The tail sum is held in registers; locateTailPlain, its plain reference
+// with a ddSum, gives the same position bit for bit
+// (TestLocateTailMatchesPlain).
 func locateTail(prev *rowState, need dd, e float64) float64 {
+	if referenceOnly {
+		return locateTailPlain(prev, need, e)
+	}
+	M := len(prev.m)
+	if need.sign() <= 0 {
+		return prev.x[M]
+	}
+	// The tail above piece k, T - F(x[k+1]), is the compensated sum
+	// (s, c): ddSum.add's operations, held in registers (a ddSum added to
+	// in a loop stays in memory).
+	var s, c float64
+	needF := need.float()
+	sure := needF*(1-1e-12) - 1e-300
+	pm := prev.m[:M]
+	for k := M - 1; k >= 0; k-- {
+		pk := pm[k]
+		if pk <= 0 || s+pk < sure {
+			var err float64
+			s, err = twoSum(s, pk) // certainly not this piece
+			c += err
+			continue
+		}
+		tail := ddSum{s, c}
+		rem := need.sub(tail.dd()).float() // need minus the tail above piece k
+		if pk >= rem {
+			lo, hi := prev.x[k], prev.x[k+1]
+			w := (rem / pk) * (hi - lo)
+			g := math.Ceil(w*gridScale) / gridScale
+			if d := g - gridStep; d >= 0 && (w-d)*gridScale < 1e-6 && e*pk*(w-d)/(hi-lo) < 1e-13 {
+				g = d
+			}
+			return clamp(hi-g, lo, hi)
+		}
+		var err float64
+		s, err = twoSum(s, pk)
+		c += err
+	}
+	return prev.x[0]
+}
+
+// locateTailPlain is locateTail's plain reference: the tail above piece k
+// in a ddSum.
+func locateTailPlain(prev *rowState, need dd, e float64) float64 {
 	M := len(prev.m)
 	if need.sign() <= 0 {
 		return prev.x[M]
@@ -260,23 +307,19 @@ func (c *consts) build5(prev *rowState, lowEnd, cpos float64, dst *rowState, sc 
 		if lowEnd <= lo && (hi <= cpos || cpos <= lo) {
 			// A run of whole pieces: those up to c (e^-eps, rounded up),
 			// or those above it to the top (e^eps, rounded down).
-			below, end, mul := hi <= cpos, M, c.eDown
+			below, end := hi <= cpos, M
 			if below {
-				end, mul = k+sort.Search(M-k, func(j int) bool { return x[k+j+1] > cpos }), c.einvUp
+				end = k + sort.Search(M-k, func(j int) bool { return x[k+j+1] > cpos })
 			}
-			for ; k < end; k++ {
-				v := pm[k] * mul
-				if v < 0x1p-1000 {
-					v = c.tiny5(pm[k], v, below)
-				}
-				xs = append(xs, x[k+1])
-				ms = append(ms, v)
-				if k&1 == 0 {
-					sum.add(v)
-				} else {
-					sum2.add(v)
-				}
+			xs = append(xs, x[k+1:end+1]...)
+			n0 := len(ms)
+			ms = slices.Grow(ms, end-k)[:n0+end-k]
+			if k&1 == 0 {
+				sum, sum2 = c.scaleRun(ms[n0:], pm[k:end], below, sum, sum2)
+			} else {
+				sum2, sum = c.scaleRun(ms[n0:], pm[k:end], below, sum2, sum)
 			}
+			k = end
 			continue
 		}
 		// A piece cut at lowEnd or at c.
@@ -297,16 +340,6 @@ func (c *consts) build5(prev *rowState, lowEnd, cpos float64, dst *rowState, sc 
 	}
 	dst.x, dst.m = xs, ms
 	return sum, sum2
-}
-
-// tiny5 is the value in row i of a whole piece of row i-1 of mass m whose
-// product v = e^-eps m rounded up (below the cut c) or e^eps m rounded
-// down (above it) is tiny: ceilDivTiny or floorMulTiny.
-func (c *consts) tiny5(m, v float64, below bool) float64 {
-	if below {
-		return c.ceilDivTiny(m, v)
-	}
-	return c.floorMulTiny(m, v)
 }
 
 // build5Plain is build5's plain reference: one loop over the pieces of row

@@ -277,6 +277,111 @@ func TestConcordanceHelper(t *testing.T) {
 // regimes (small and large epsilon, the stationary cycle, tiny delta) and
 // for every cut (lowEnd, cpos) at a break point, on the grid inside a
 // piece, or at the ends, lowEnd <= cpos as step5 has them.
+// TestScaleRunMatchesPlain: scaleRun (registers, pairs, no call in its
+// loop) gives the values and both sums of scaleRunPlain (ceilDiv1 or
+// floorMul1 and ddSum.add, one piece at a time) bit for bit, on runs of
+// every length up to 41, from sums already under way, on both sides of the
+// cut, at four epsilons; a run with a product below 2^-1000 (masses down to
+// the subnormals, and zeros) takes the plain loop, one without takes the
+// fast one, and both kinds occur.
+func TestScaleRunMatchesPlain(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(11, 12))
+	bits := func(v []float64) []uint64 {
+		out := make([]uint64, len(v))
+		for k, x := range v {
+			out[k] = math.Float64bits(x)
+		}
+		return out
+	}
+	sumBits := func(a, b ddSum) [4]uint64 {
+		return [4]uint64{math.Float64bits(a.s), math.Float64bits(a.c), math.Float64bits(b.s), math.Float64bits(b.c)}
+	}
+	for _, eps := range []float64{0.1, 0.5, 1, 4} {
+		c := mustTable(t, mustPrivacy(t, eps, 1e-6), mustSampling(t, SchemePPSWOR, 1e-4, 1, nil), MethodMaxSeparation).c
+		tinyRuns, plainRuns := 0, 0
+		for n := range 42 {
+			for trial := range 40 {
+				pm := make([]float64, n)
+				tiny := trial%4 == 3
+				for k := range pm {
+					pm[k] = rng.Float64() * math.Ldexp(1, -rng.IntN(60))
+					if tiny && rng.IntN(4) == 0 {
+						// Down to the subnormals (and zero): products below 2^-1000.
+						pm[k] = math.Ldexp(rng.Float64(), -990-rng.IntN(90))
+					}
+				}
+				a := ddSum{s: rng.Float64(), c: rng.Float64() * 0x1p-60}
+				b := ddSum{s: rng.Float64() * 0.5, c: -rng.Float64() * 0x1p-61}
+				for _, below := range []bool{true, false} {
+					fast, plain := make([]float64, n), make([]float64, n)
+					fa, fb := c.scaleRun(fast, pm, below, a, b)
+					pa, pb := c.scaleRunPlain(plain, pm, below, a, b)
+					if !slices.Equal(bits(fast), bits(plain)) || sumBits(fa, fb) != sumBits(pa, pb) {
+						t.Fatalf("eps %g, %d masses, below %v: scaleRun and scaleRunPlain differ", eps, n, below)
+					}
+					if slices.ContainsFunc(plain, func(v float64) bool { return v < 0x1p-1000 }) {
+						tinyRuns++
+					} else {
+						plainRuns++
+					}
+				}
+			}
+		}
+		if tinyRuns == 0 || plainRuns == 0 {
+			t.Fatalf("eps %g: %d runs with a tiny product, %d without: the test must take both paths", eps, tinyRuns, plainRuns)
+		}
+	}
+}
+
+// TestLocateTailMatchesPlain: locateTail (its tail sum in registers)
+// returns locateTailPlain's position (a ddSum) bit for bit, on the rows of
+// tables at four epsilons, for needs at every piece's tail (the tail
+// above it, plus a random part of the piece, plus or minus an ulp or two)
+// and for a need beyond the row's mass.
+func TestLocateTailMatchesPlain(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, eps := range []float64{0.1, 0.5, 1, 4} {
+		tb := mustTable(t, mustPrivacy(t, eps, 1e-6), mustSampling(t, SchemePPSWOR, 1e-4, 1, nil), MethodMaxSeparation)
+		e := tb.c.e
+		cu := tb.startFor(1, nil, nil)
+		compared := 0
+		if err := tb.walk(t.Context(), cu, 1, 300, func(r *rowState, d int64) bool {
+			if d != 0 {
+				return false
+			}
+			if r.i%7 != 0 {
+				return true
+			}
+			var tail ddSum
+			for k := len(r.m) - 1; k >= 0; k-- {
+				for _, u := range []float64{0, rng.Float64(), 1} {
+					at := tail.dd().addF(u * r.m[k])
+					for _, ulps := range []float64{-2, 0, 1} {
+						need := at.addF(ulps * 0x1p-52 * at.hi)
+						if got, want := locateTail(r, need, e), locateTailPlain(r, need, e); math.Float64bits(got) != math.Float64bits(want) {
+							t.Fatalf("eps %g row %d piece %d: locateTail %v, plain %v", eps, r.i, k, got, want)
+						}
+						compared++
+					}
+				}
+				tail.add(r.m[k])
+			}
+			beyond := tail.dd().mulF(2)
+			if got, want := locateTail(r, beyond, e), locateTailPlain(r, beyond, e); got != want {
+				t.Fatalf("eps %g row %d: beyond the mass, locateTail %v, plain %v", eps, r.i, got, want)
+			}
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if compared < 1000 {
+			t.Fatalf("eps %g: only %d needs compared", eps, compared)
+		}
+	}
+}
+
 func TestBuild5MatchesPlain(t *testing.T) {
 	t.Parallel()
 	cases := []struct {

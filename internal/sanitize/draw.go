@@ -44,8 +44,31 @@ func newSampler(r *rowState) *sampler {
 func samplerOver(r *rowState) *sampler { return samplerOf(r.i, r.pi, r.x, r.m) }
 
 // samplerOf returns the sampler of row i with reporting probability pi,
-// break points x and masses m, which it keeps.
+// break points x and masses m, which it keeps. The cumulative masses are
+// the compensated prefix sums rounded to float64, as samplerOfPlain's: the
+// sum is held in registers (a ddSum's add in a loop keeps it in memory),
+// and fl(s + c) is what ddSum.dd().float() returns, since twoSum's hi is
+// already fl(s + c) and adding its error term back rounds to hi again
+// (TestSamplerOfMatchesPlain).
 func samplerOf(i int64, pi float64, x, m []float64) *sampler {
+	if referenceOnly {
+		return samplerOfPlain(i, pi, x, m)
+	}
+	cum := make([]float64, len(m))
+	cum = cum[:len(m)]
+	var s, c float64
+	for k, v := range m {
+		var e float64
+		s, e = twoSum(s, v)
+		c += e
+		cum[k] = s + c
+	}
+	return &sampler{i: i, pi: pi, x: x, m: m, cum: cum}
+}
+
+// samplerOfPlain is samplerOf's plain reference: a ddSum, each prefix
+// rounded by dd().float().
+func samplerOfPlain(i int64, pi float64, x, m []float64) *sampler {
 	s := &sampler{i: i, pi: pi, x: x, m: m, cum: make([]float64, len(m))}
 	var acc ddSum
 	for k, v := range m {

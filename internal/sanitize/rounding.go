@@ -92,3 +92,69 @@ func (c *consts) lowerTarget(prevPi, pi float64) float64 {
 	}
 	return s0
 }
+
+// scaleRun writes into out (as long as pm) the values of whole pieces of
+// masses pm on one side of the cut: ceilDiv1 (e^-eps, rounded up) when
+// below, floorMul1 (e^eps, rounded down) otherwise, and adds them to two
+// compensated sums in turn, out[0] to a, out[1] to b, out[2] to a, and so
+// on. It is the loop most of a row's pieces go through (Algorithm 5's runs
+// in build5, Algorithm 4's saturated tokens in step4). Its sums live in
+// registers (a ddSum whose add is called in a loop stays in memory, and
+// the store and load on each add doubled the dependency chain) and the loop
+// calls nothing: a run with a tiny product (below 2^-1000, whose rounding
+// needs its exact check) is done again by scaleRunPlain, its plain
+// reference, which gives the same values and sums bit for bit
+// (TestScaleRunMatchesPlain): the same operations, in the same order.
+func (c *consts) scaleRun(out, pm []float64, below bool, a, b ddSum) (ddSum, ddSum) {
+	if referenceOnly {
+		return c.scaleRunPlain(out, pm, below, a, b)
+	}
+	out = out[:len(pm)]
+	mul := c.eDown
+	if below {
+		mul = c.einvUp
+	}
+	s0, c0, s1, c1 := a.s, a.c, b.s, b.c
+	tiny := false
+	j := 0
+	for ; j+1 < len(pm); j += 2 {
+		v0, v1 := pm[j]*mul, pm[j+1]*mul
+		tiny = tiny || v0 < 0x1p-1000 || v1 < 0x1p-1000
+		out[j], out[j+1] = v0, v1
+		var e0, e1 float64
+		s0, e0 = twoSum(s0, v0)
+		c0 += e0
+		s1, e1 = twoSum(s1, v1)
+		c1 += e1
+	}
+	if j < len(pm) {
+		v := pm[j] * mul
+		tiny = tiny || v < 0x1p-1000
+		out[j] = v
+		var e float64
+		s0, e = twoSum(s0, v)
+		c0 += e
+	}
+	if tiny {
+		return c.scaleRunPlain(out, pm, below, a, b)
+	}
+	return ddSum{s0, c0}, ddSum{s1, c1}
+}
+
+// scaleRunPlain is scaleRun's plain reference: one piece at a time through
+// ceilDiv1 or floorMul1 and ddSum.add.
+func (c *consts) scaleRunPlain(out, pm []float64, below bool, a, b ddSum) (ddSum, ddSum) {
+	for j, m := range pm {
+		v := c.floorMul1(m)
+		if below {
+			v = c.ceilDiv1(m)
+		}
+		out[j] = v
+		if j&1 == 0 {
+			a.add(v)
+		} else {
+			b.add(v)
+		}
+	}
+	return a, b
+}
