@@ -34,9 +34,18 @@ type sampler struct {
 }
 
 // newSampler returns the sampler of row r over copies of its break points
-// and masses (a cursor's row buffers are reused as it steps).
+// and masses (a cursor's row buffers are reused as it steps), held with the
+// cumulative masses in one allocation: a release after a restart builds a
+// sampler for each of thousands of frequencies, and three allocations
+// each were half of that work (docs/performance.md, "Restart draws, sixth
+// round").
 func newSampler(r *rowState) *sampler {
-	return samplerOf(r.i, r.pi, append([]float64(nil), r.x...), append([]float64(nil), r.m...))
+	nx, n := len(r.x), len(r.m)
+	buf := make([]float64, nx+2*n)
+	x, m := buf[:nx:nx], buf[nx:nx+n:nx+n]
+	copy(x, r.x)
+	copy(m, r.m)
+	return samplerIn(r.i, r.pi, x, m, buf[nx+n:])
 }
 
 // samplerOver returns the sampler of row r, sharing r's break points and
@@ -54,7 +63,15 @@ func samplerOf(i int64, pi float64, x, m []float64) *sampler {
 	if referenceOnly {
 		return samplerOfPlain(i, pi, x, m)
 	}
-	cum := make([]float64, len(m))
+	return samplerIn(i, pi, x, m, make([]float64, len(m)))
+}
+
+// samplerIn is samplerOf with the cumulative masses written into cum (of
+// len(m) at least).
+func samplerIn(i int64, pi float64, x, m, cum []float64) *sampler {
+	if referenceOnly {
+		return samplerOfPlain(i, pi, x, m)
+	}
 	cum = cum[:len(m)]
 	var s, c float64
 	for k, v := range m {
