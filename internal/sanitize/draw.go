@@ -37,8 +37,8 @@ type sampler struct {
 // and masses (a cursor's row buffers are reused as it steps), held with the
 // cumulative masses in one allocation: a release after a restart builds a
 // sampler for each of thousands of frequencies, and three allocations
-// each were half of that work (docs/performance.md, "Restart draws, sixth
-// round").
+// each were half of that work (docs/performance.md, "Restart draws (issue
+// 37, sixth round)").
 func newSampler(r *rowState) *sampler {
 	nx, n := len(r.x), len(r.m)
 	buf := make([]float64, nx+2*n)
