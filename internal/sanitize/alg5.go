@@ -90,13 +90,7 @@ func locateTail(prev *rowState, need dd, e float64) float64 {
 		tail := ddSum{s, c}
 		rem := need.sub(tail.dd()).float() // need minus the tail above piece k
 		if pk >= rem {
-			lo, hi := prev.x[k], prev.x[k+1]
-			w := (rem / pk) * (hi - lo)
-			g := math.Ceil(w*gridScale) / gridScale
-			if d := g - gridStep; d >= 0 && (w-d)*gridScale < 1e-6 && e*pk*(w-d)/(hi-lo) < 1e-13 {
-				g = d
-			}
-			return clamp(hi-g, lo, hi)
+			return tailPoint(prev, k, rem, e)
 		}
 		var err float64
 		s, err = twoSum(s, pk)
@@ -122,17 +116,25 @@ func locateTailPlain(prev *rowState, need dd, e float64) float64 {
 		}
 		rem := need.sub(S.dd()).float() // need minus the tail above piece k
 		if pk >= rem {
-			lo, hi := prev.x[k], prev.x[k+1]
-			w := (rem / pk) * (hi - lo)
-			g := math.Ceil(w*gridScale) / gridScale
-			if d := g - gridStep; d >= 0 && (w-d)*gridScale < 1e-6 && e*pk*(w-d)/(hi-lo) < 1e-13 {
-				g = d
-			}
-			return clamp(hi-g, lo, hi)
+			return tailPoint(prev, k, rem, e)
 		}
 		S.add(pk)
 	}
 	return prev.x[0]
+}
+
+// tailPoint returns where in piece k of prev the tail's mass reaches what
+// the step needs, rem of it lying in the piece (rem <= its mass): the
+// point rem / P_k of its width below its top, snapped to the 2^-20 grid
+// (locateTail's doc comment says how).
+func tailPoint(prev *rowState, k int, rem, e float64) float64 {
+	pk, lo, hi := prev.m[k], prev.x[k], prev.x[k+1]
+	w := (rem / pk) * (hi - lo)
+	g := math.Ceil(w*gridScale) / gridScale
+	if d := g - gridStep; d >= 0 && (w-d)*gridScale < 1e-6 && e*pk*(w-d)/(hi-lo) < 1e-13 {
+		g = d
+	}
+	return clamp(hi-g, lo, hi)
 }
 
 func clamp(v, lo, hi float64) float64 {
