@@ -36,9 +36,8 @@ type sampler struct {
 // newSampler returns the sampler of row r over copies of its break points
 // and masses (a cursor's row buffers are reused as it steps), held with the
 // cumulative masses in one allocation: a release after a restart builds a
-// sampler for each of thousands of frequencies, and three allocations
-// each were half of that work (docs/performance.md, "Restart draws (issue
-// 37, sixth round)").
+// sampler for each of thousands of frequencies (docs/performance.md,
+// "Restart draws (issue 37, sixth round)").
 func newSampler(r *rowState) *sampler {
 	nx, n := len(r.x), len(r.m)
 	buf := make([]float64, nx+2*n)
@@ -60,9 +59,6 @@ func samplerOver(r *rowState) *sampler { return samplerOf(r.i, r.pi, r.x, r.m) }
 // already fl(s + c) and adding its error term back rounds to hi again
 // (TestSamplerOfMatchesPlain).
 func samplerOf(i int64, pi float64, x, m []float64) *sampler {
-	if referenceOnly {
-		return samplerOfPlain(i, pi, x, m)
-	}
 	return samplerIn(i, pi, x, m, make([]float64, len(m)))
 }
 
