@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"sync/atomic"
 )
 
 // Anchored rows (issue 37; docs/store.md, "Anchored rows after a restart").
@@ -26,8 +25,8 @@ import (
 // business, and this package stores nothing.
 
 // anchorBreakPoints bounds the break points of a Table's anchored rows
-// (16 bytes each with its mass: 32 MiB; 24 with the cumulative mass of
-// the rows drawn at, anchoredSampler: 48 MiB at most).
+// (24 bytes each with its mass and cumulative mass, anchoredOf: 48 MiB at
+// most).
 const anchorBreakPoints = 1 << 21
 
 // Anchor computes the rows of the distinct frequencies in freqs (below the
@@ -75,20 +74,21 @@ func (t *Table) anchor(ctx context.Context, freqs []int64, maxSteps int64, maxPo
 			break
 		}
 		cu = t.startFor(f, cu, nil)
-		var row *rowState
+		var a *anchored
 		if err := t.walk(ctx, cu, f, f, func(r *rowState, d int64) bool {
 			if d == 0 && r.i == f {
-				row = r.clone()
+				a = anchoredOf(r)
 			}
 			return false
 		}); err != nil {
 			return 0, fmt.Errorf("sanitize: anchor: %w", err)
 		}
-		if row == nil { // the walk met the stationary cycle
+		if a == nil { // the walk met the stationary cycle
 			cu = nil
 			continue
 		}
-		keep.offer(&anchored{row: row, rank: anchorRank{saving: float64(costs[k]) / float64(len(row.x)), i: f}})
+		a.rank = anchorRank{saving: float64(costs[k]) / float64(len(a.row.x)), i: f}
+		keep.offer(a)
 	}
 	kept := keep.kept()
 	t.mu.Lock()
@@ -181,35 +181,33 @@ func (ch *rowChain) anchorIn(lo, i int64) *rowState {
 	return ch.anchors[k-1].row
 }
 
-// anchoredSampler returns the sampler of the anchored row i, built over the
-// row's own break points and masses the first time a draw asks for it, or
-// nil when row i is not anchored.
+// anchoredSampler returns the sampler of the anchored row i, or nil when
+// row i is not anchored.
 func (ch *rowChain) anchoredSampler(i int64) *sampler {
 	ch.mu.Lock()
+	defer ch.mu.Unlock()
 	k := sort.Search(len(ch.anchors), func(k int) bool { return ch.anchors[k].row.i >= i })
-	var a *anchored
 	if k < len(ch.anchors) && ch.anchors[k].row.i == i {
-		a = ch.anchors[k]
+		return ch.anchors[k].s
 	}
-	ch.mu.Unlock()
-	if a == nil {
-		return nil
-	}
-	if s := a.s.Load(); s != nil {
-		return s
-	}
-	s := samplerOver(a.row)
-	if !a.s.CompareAndSwap(nil, s) {
-		return a.s.Load() // another goroutine built it first
-	}
-	return s
+	return nil
 }
 
-// anchored is an anchored row and, once a draw has asked for it, its
-// sampler, which shares the row's break points and masses (neither is ever
-// modified): only the cumulative masses are added, 8 bytes a break point.
+// anchored is an anchored row and its sampler, which shares the row's
+// break points and masses (neither is ever modified).
 type anchored struct {
 	row  *rowState
+	s    *sampler
 	rank anchorRank // what keeping it saves (Anchor)
-	s    atomic.Pointer[sampler]
+}
+
+// anchoredOf returns r, a cursor's row, as an anchored row with its
+// sampler: the break points, masses and cumulative masses in one
+// allocation (24 bytes a break point), the cumulative masses computed now,
+// in Anchor's background walk, and not by the first draw at the row.
+func anchoredOf(r *rowState) *anchored {
+	s := newSampler(r)
+	row := *r
+	row.x, row.m, row.adj = s.x, s.m, slices.Clone(r.adj)
+	return &anchored{row: &row, s: s}
 }
