@@ -546,8 +546,52 @@ func keepThreshold(pi, q float64) uint64 {
 // frequency that is invalid or whose row fails (a JunctionError) is left to
 // Draw, which returns the error in its place.
 func (dr *Drawer) Prepare(freqs []int64, workers int) {
+	p := dr.preparation(freqs)
+	p.compute(workers)
+	p.commit()
+}
+
+// StartPrepare is Prepare running beside the caller: it returns at once,
+// and the rows are computed on up to workers goroutines of their own while
+// the caller goes on drawing (a release draws one batch of keys while the
+// next batch's rows are computed). The Drawer takes the rows when the
+// caller calls Wait; until then Draw computes what it needs itself, as
+// without Prepare, so the outcomes are the same either way. The
+// Preparation must be waited for before the Drawer is dropped.
+func (dr *Drawer) StartPrepare(freqs []int64, workers int) *Preparation {
+	p := dr.preparation(freqs)
+	p.done = make(chan struct{})
+	go func() {
+		defer close(p.done)
+		p.compute(workers)
+	}()
+	return p
+}
+
+// Preparation is a Prepare under way (Drawer.StartPrepare).
+type Preparation struct {
+	dr       *Drawer
+	clusters [][]int64
+	results  [][]drawRow
+	done     chan struct{} // closed when compute returns (StartPrepare)
+}
+
+// Wait waits for the rows and gives them to the Drawer. It is called on
+// the Drawer's goroutine; a second call does nothing.
+func (p *Preparation) Wait() {
+	if p.done != nil {
+		<-p.done
+	}
+	p.commit()
+}
+
+// preparation returns the Preparation of the distinct frequencies in
+// freqs that the Drawer has not prepared yet, cut into clusters (on the
+// Drawer's goroutine: it reads what the Drawer holds).
+func (dr *Drawer) preparation(freqs []int64) *Preparation {
+	p := &Preparation{dr: dr}
 	if referenceOnly {
-		return // Draw computes each row when it needs it
+		return p // Draw computes each row when it needs it
 	}
 	var todo []int64
 	for _, f := range freqs {
@@ -558,8 +602,16 @@ func (dr *Drawer) Prepare(freqs []int64, workers int) {
 	}
 	slices.Sort(todo)
 	todo = slices.Compact(todo)
-	clusters := dr.t.clusters(todo)
-	results := make([][]drawRow, len(clusters))
+	p.clusters = dr.t.clusters(todo)
+	p.results = make([][]drawRow, len(p.clusters))
+	return p
+}
+
+// compute computes the clusters' rows on up to workers goroutines (the
+// caller is one of them); it touches only the Table, which is safe for
+// concurrent use, and p.results.
+func (p *Preparation) compute(workers int) {
+	t, clusters := p.dr.t, p.clusters
 	// Each cluster starts afresh (w.cu nil), in the row buffers of the
 	// cursor the one before it on the same goroutine ended with.
 	run := func(w *rowWalker, c int) {
@@ -571,41 +623,46 @@ func (dr *Drawer) Prepare(freqs []int64, workers int) {
 				w.retire() // the next frequency starts afresh (Draw reports this one's error)
 				continue
 			}
-			rows[k] = dr.rowOf(f, s, d)
+			rows[k] = p.dr.rowOf(f, s, d)
 		}
-		results[c] = rows
+		p.results[c] = rows
 	}
 	if workers < 2 || len(clusters) < 2 {
-		w := rowWalker{t: dr.t}
+		w := rowWalker{t: t}
 		for c := range clusters {
 			run(&w, c)
 		}
-	} else {
-		// The workers take the clusters in order by an atomic counter (a
-		// channel's hand-off, a wake-up per cluster, cost more than most
-		// clusters when the rows are near kept or anchored ones); the
-		// caller is one of them.
-		var next atomic.Int64
-		work := func() {
-			w := rowWalker{t: dr.t}
-			for c := next.Add(1) - 1; c < int64(len(clusters)); c = next.Add(1) - 1 {
-				run(&w, int(c))
-			}
-		}
-		var wg sync.WaitGroup
-		for range min(workers, len(clusters)) - 1 {
-			wg.Go(work)
-		}
-		work()
-		wg.Wait()
+		return
 	}
-	for c, rows := range results {
+	// The workers take the clusters in order by an atomic counter (a
+	// channel's hand-off, a wake-up per cluster, cost more than most
+	// clusters when the rows are near kept or anchored ones); the caller
+	// is one of them.
+	var next atomic.Int64
+	work := func() {
+		w := rowWalker{t: t}
+		for c := next.Add(1) - 1; c < int64(len(clusters)); c = next.Add(1) - 1 {
+			run(&w, int(c))
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(workers, len(clusters)) - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+}
+
+// commit gives the computed rows to the Drawer, once.
+func (p *Preparation) commit() {
+	for c, rows := range p.results {
 		for k, r := range rows {
-			if r.ready {
-				dr.remember(clusters[c][k], r)
+			if r.ready && !p.dr.prepared(p.clusters[c][k]) {
+				p.dr.remember(p.clusters[c][k], r)
 			}
 		}
 	}
+	p.results = nil
 }
 
 // clusters cuts todo (distinct frequencies, ascending) into the runs that

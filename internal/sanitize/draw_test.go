@@ -426,6 +426,59 @@ func TestDrawerPrepareMatchesDraw(t *testing.T) {
 	}
 }
 
+// TestDrawerStartPrepareMatchesDraw checks that StartPrepare, each batch's
+// rows computed while the batch before it is drawn (as a release does),
+// changes nothing a Drawer outputs: the outcomes and the generator's words
+// are those of a Drawer without it, bit for bit, on a fresh table with
+// restarts (isolated keys far up, a dense cluster low down, repeats across
+// batches, invalid frequencies), and each batch's frequencies are ready
+// once its Preparation is waited for. Run under -race (make test), it also
+// checks that the rows under way touch nothing the draws use.
+func TestDrawerStartPrepareMatchesDraw(t *testing.T) {
+	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
+		p, s := mustPrivacy(t, 0.5, 1e-6), mustSampling(t, SchemePPSWOR, 2e-6, 1, nil)
+		zr := newRand(7)
+		a, b := mustTable(t, p, s, m), mustTable(t, p, s, m)
+		pl := b.plan
+		freqs := make([]int64, 3000)
+		for k := range freqs {
+			switch k % 10 {
+			case 0:
+				freqs[k] = pl.from + int64(k/10)*3*pl.block + []int64{-1, 0, 1, pl.block / 2}[k/10%4]
+			default:
+				freqs[k] = 1 + int64(zr.IntN(5000))
+			}
+		}
+		freqs[7], freqs[1208] = 0, MaxFrequency+1 // invalid: left to Draw
+		const size = 500
+		plain, ahead := a.NewDrawer(newRand(3)), b.NewDrawer(newRand(3))
+		ahead.Prepare(freqs[:size], 2)
+		for lo := 0; lo < len(freqs); lo += size {
+			var next *Preparation
+			if hi := lo + size; hi < len(freqs) {
+				next = ahead.StartPrepare(freqs[hi:min(hi+size, len(freqs))], 2)
+			}
+			for k, f := range freqs[lo : lo+size] {
+				want, werr := plain.Draw(f)
+				got, gerr := ahead.Draw(f)
+				if (werr == nil) != (gerr == nil) || got != want {
+					t.Fatalf("%s: element %d (frequency %d): %+v, %v with StartPrepare, %+v, %v without", m, lo+k, f, got, gerr, want, werr)
+				}
+			}
+			if next == nil {
+				continue
+			}
+			next.Wait()
+			next.Wait() // a second Wait does nothing
+			for _, f := range freqs[lo+size : min(lo+2*size, len(freqs))] {
+				if f >= 1 && f <= MaxFrequency && !ahead.prepared(f) && !referenceOnly {
+					t.Fatalf("%s: frequency %d not ready after Wait", m, f)
+				}
+			}
+		}
+	}
+}
+
 // TestDrawerPrepareLeavesErrors checks that a row Prepare cannot compute (a
 // junction that fails) is left to Draw, which returns its error in place,
 // while the rows inside the block above it are prepared and drawn.

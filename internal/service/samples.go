@@ -147,18 +147,30 @@ func (s *Samples) Create(ctx context.Context, spec SampleSpec, maxElements int, 
 	defer ra.stop()
 	stretches := newReleaseStretches(spec.Privacy)
 	n := 0
+	// Each batch's rows are computed ahead of its draws, two goroutines at
+	// a time (the draws then take the randomness in input order): while a
+	// batch is drawn, on the core the draws leave idle, when the next batch
+	// is read by then (sanitize.Drawer.StartPrepare), and otherwise before
+	// that batch's draws.
+	b := ra.next()
+	draw.Prepare(b.aheadOf(limit), rowWorkers)
+	var next *sanitize.Preparation
+	defer func() {
+		if next != nil {
+			next.Wait() // an early return: the rows under way touch the Drawer
+		}
+	}()
 	for done := false; !done; {
-		b := ra.next()
-		// The batch's rows are computed ahead, two goroutines at a time
-		// (the draws below then take the randomness in input order).
-		ahead := b.ahead[:0]
-		for _, f := range b.freqs {
-			if f <= limit {
-				ahead = append(ahead, f)
+		if next != nil {
+			next.Wait()
+			next = nil
+		}
+		var nb *elementBatch
+		if b.err == nil { // more elements follow
+			if nb = ra.ready(); nb != nil {
+				next = draw.StartPrepare(nb.aheadOf(limit), rowWorkers)
 			}
 		}
-		b.ahead = ahead
-		draw.Prepare(ahead, rowWorkers)
 		for e := range b.freqs {
 			if n >= maxElements {
 				return nil, &LimitError{Msg: fmt.Sprintf("a sample may hold at most %d elements (PWSD_MAX_ELEMENTS)", maxElements)}
@@ -195,6 +207,11 @@ func (s *Samples) Create(ctx context.Context, spec SampleSpec, maxElements int, 
 			return nil, b.err
 		}
 		ra.recycle(b)
+		if !done && nb == nil { // the next batch was not read when b's draws began
+			nb = ra.next()
+			draw.Prepare(nb.aheadOf(limit), rowWorkers)
+		}
+		b = nb
 	}
 	ra.stop()
 	if i, dup := seen.firstRepeat(); dup {
@@ -489,6 +506,18 @@ type elementBatch struct {
 // runs of chunks it builds (chunkSetsOf).
 const rowWorkers = 2
 
+// aheadOf returns the batch's frequencies whose rows are computed ahead
+// of its draws: those at most limit (in b.ahead, a buffer of the batch).
+func (b *elementBatch) aheadOf(limit int64) []int64 {
+	b.ahead = b.ahead[:0]
+	for _, f := range b.freqs {
+		if f <= limit {
+			b.ahead = append(b.ahead, f)
+		}
+	}
+	return b.ahead
+}
+
 // key returns element e's key, aliasing the batch (valid until it is
 // recycled).
 func (b *elementBatch) key(e int) []byte {
@@ -578,6 +607,17 @@ func (ra *readAhead) next() *elementBatch {
 		default:
 		}
 		panic(ra.panicked)
+	}
+}
+
+// ready returns the next batch if the source has read it, or nil (then
+// next waits for it).
+func (ra *readAhead) ready() *elementBatch {
+	select {
+	case b := <-ra.full:
+		return b
+	default:
+		return nil
 	}
 }
 
