@@ -378,6 +378,24 @@ func TestBinomialDetectsWrongTable(t *testing.T) {
 	}
 }
 
+// restartFreqs returns 3,000 frequencies of keys on a table with restart
+// plan pl: every tenth isolated far up, some on either side of a junction,
+// the others a dense cluster low down with repeats (drawn from seed).
+func restartFreqs(pl restartPlan, seed uint64) []int64 {
+	zr := newRand(seed)
+	freqs := make([]int64, 3000)
+	for k := range freqs {
+		switch k % 10 {
+		case 0: // isolated keys far up, some on either side of a junction
+			j := pl.from + int64(k/10)*3*pl.block
+			freqs[k] = j + []int64{-1, 0, 1, pl.block / 2}[k/10%4]
+		default: // a dense cluster low down
+			freqs[k] = 1 + int64(zr.IntN(5000))
+		}
+	}
+	return freqs
+}
+
 // TestDrawerPrepareMatchesDraw checks that Drawer.Prepare (rows computed
 // ahead on two goroutines, in clusters) changes nothing a Drawer outputs:
 // the outcomes and the generator's words are those of a Drawer without it,
@@ -386,22 +404,11 @@ func TestBinomialDetectsWrongTable(t *testing.T) {
 func TestDrawerPrepareMatchesDraw(t *testing.T) {
 	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
 		p, s := mustPrivacy(t, 0.5, 1e-6), mustSampling(t, SchemePPSWOR, 2e-6, 1, nil)
-		zr := newRand(5)
 		a, b := mustTable(t, p, s, m), mustTable(t, p, s, m)
-		pl := b.plan
-		if !pl.enabled() {
+		if !b.plan.enabled() {
 			t.Fatal("the table has no restarts")
 		}
-		freqs := make([]int64, 3000)
-		for k := range freqs {
-			switch k % 10 {
-			case 0: // isolated keys far up, some on either side of a junction
-				j := pl.from + int64(k/10)*3*pl.block
-				freqs[k] = j + []int64{-1, 0, 1, pl.block / 2}[k/10%4]
-			default: // a dense cluster low down
-				freqs[k] = 1 + int64(zr.IntN(5000))
-			}
-		}
+		freqs := restartFreqs(b.plan, 5)
 		freqs[7], freqs[8] = 0, MaxFrequency+1 // invalid: left to Draw
 		plain, ahead := a.NewDrawer(newRand(3)), b.NewDrawer(newRand(3))
 		for lo := 0; lo < len(freqs); lo += 500 {
@@ -437,18 +444,8 @@ func TestDrawerPrepareMatchesDraw(t *testing.T) {
 func TestDrawerStartPrepareMatchesDraw(t *testing.T) {
 	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
 		p, s := mustPrivacy(t, 0.5, 1e-6), mustSampling(t, SchemePPSWOR, 2e-6, 1, nil)
-		zr := newRand(7)
 		a, b := mustTable(t, p, s, m), mustTable(t, p, s, m)
-		pl := b.plan
-		freqs := make([]int64, 3000)
-		for k := range freqs {
-			switch k % 10 {
-			case 0:
-				freqs[k] = pl.from + int64(k/10)*3*pl.block + []int64{-1, 0, 1, pl.block / 2}[k/10%4]
-			default:
-				freqs[k] = 1 + int64(zr.IntN(5000))
-			}
-		}
+		freqs := restartFreqs(b.plan, 7)
 		freqs[7], freqs[1208] = 0, MaxFrequency+1 // invalid: left to Draw
 		const size = 500
 		plain, ahead := a.NewDrawer(newRand(3)), b.NewDrawer(newRand(3))
