@@ -47,10 +47,6 @@ func newSampler(r *rowState) *sampler {
 	return samplerIn(r.i, r.pi, x, m, buf[nx+n:])
 }
 
-// samplerOver returns the sampler of row r, sharing r's break points and
-// masses: r must never be modified (a kept row).
-func samplerOver(r *rowState) *sampler { return samplerOf(r.i, r.pi, r.x, r.m) }
-
 // samplerOf returns the sampler of row i with reporting probability pi,
 // break points x and masses m, which it keeps. The cumulative masses are
 // the compensated prefix sums rounded to float64, as samplerOfPlain's: the
