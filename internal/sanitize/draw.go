@@ -44,23 +44,18 @@ func newSampler(r *rowState) *sampler {
 	x, m := buf[:nx:nx], buf[nx:nx+n:nx+n]
 	copy(x, r.x)
 	copy(m, r.m)
-	return samplerIn(r.i, r.pi, x, m, buf[nx+n:])
+	return samplerOf(r.i, r.pi, x, m, buf[nx+n:])
 }
 
 // samplerOf returns the sampler of row i with reporting probability pi,
-// break points x and masses m, which it keeps. The cumulative masses are
-// the compensated prefix sums rounded to float64, as samplerOfPlain's: the
-// sum is held in registers (a ddSum's add in a loop keeps it in memory),
-// and fl(s + c) is what ddSum.dd().float() returns, since twoSum's hi is
+// break points x and masses m, which it keeps, and the cumulative masses
+// written into cum (of len(m) at least). The cumulative masses are the
+// compensated prefix sums rounded to float64, as samplerOfPlain's: the sum
+// is held in registers (a ddSum's add in a loop keeps it in memory), and
+// fl(s + c) is what ddSum.dd().float() returns, since twoSum's hi is
 // already fl(s + c) and adding its error term back rounds to hi again
 // (TestSamplerOfMatchesPlain).
-func samplerOf(i int64, pi float64, x, m []float64) *sampler {
-	return samplerIn(i, pi, x, m, make([]float64, len(m)))
-}
-
-// samplerIn is samplerOf with the cumulative masses written into cum (of
-// len(m) at least).
-func samplerIn(i int64, pi float64, x, m, cum []float64) *sampler {
+func samplerOf(i int64, pi float64, x, m, cum []float64) *sampler {
 	if referenceOnly {
 		return samplerOfPlain(i, pi, x, m)
 	}

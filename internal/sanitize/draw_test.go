@@ -571,7 +571,7 @@ func TestSamplerOfMatchesPlain(t *testing.T) {
 	}
 	for n, m := range rows {
 		x := make([]float64, len(m)+1)
-		fast, plain := samplerOf(1, 1, x, m), samplerOfPlain(1, 1, x, m)
+		fast, plain := samplerOf(1, 1, x, m, make([]float64, len(m))), samplerOfPlain(1, 1, x, m)
 		for k := range m {
 			if math.Float64bits(fast.cum[k]) != math.Float64bits(plain.cum[k]) {
 				t.Fatalf("row %d: cumulative mass %d is %v, the plain reference's %v", n, k, fast.cum[k], plain.cum[k])

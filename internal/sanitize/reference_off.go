@@ -6,7 +6,7 @@ package sanitize
 // the draws' fast paths are then replaced by their plain references:
 // DrawAll by drawAllRef (Draw for each key in ascending order of
 // frequency), Drawer.Draw by Table.Draw, and Drawer.Prepare computes
-// nothing ahead, samplerOf and samplerIn by samplerOfPlain, scaleRun (the
+// nothing ahead, samplerOf by samplerOfPlain, scaleRun (the
 // rows' runs of whole pieces) by scaleRunPlain, build5 by build5Plain and
 // locateTail by locateTailPlain. Each pair is tested bit for bit
 // (TestDrawAllMatchesDraw, TestDrawerMatchesDraw,
