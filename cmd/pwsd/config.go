@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pwsd/pwsd/api"
+	"github.com/pwsd/pwsd/internal/hugepages"
 	"github.com/pwsd/pwsd/internal/sanitize"
 	"github.com/pwsd/pwsd/internal/service"
 	"github.com/pwsd/pwsd/internal/store"
@@ -52,12 +53,19 @@ type config struct {
 	// MemoryLimit is the Go runtime's soft memory limit (PWSD_MEMORY_LIMIT;
 	// 0: none): the garbage collector works harder near it.
 	MemoryLimit int64
+	// HugePageHeapBytes is how much heap address space is advised for
+	// transparent huge pages at start (PWSD_HUGEPAGE_HEAP_BYTES; 0: none).
+	HugePageHeapBytes int64
 }
 
 // defaultMemoryLimit is PWSD_MEMORY_LIMIT's default, 1 GiB: with it, 8
 // concurrent largest-admitted prebuilds peaked at 1.03 GB RSS (in-memory
 // store) against 1.47 GB without (issue 31).
 const defaultMemoryLimit = 1 << 30
+
+// maxHugePageHeapBytes bounds PWSD_HUGEPAGE_HEAP_BYTES (64 GiB): the advised
+// range is mapped (not resident) for the process's life.
+const maxHugePageHeapBytes = 64 << 30
 
 // envVar documents one variable; usage() prints the table. Defaults shared
 // with the API (api.DefaultLimits) and the service (its Default constants)
@@ -103,6 +111,7 @@ var envVars = []envVar{
 	{"PWSD_WARM_START_SETS", itoa(service.DefaultWarmStartSets), "how many of the parameter sets used last pwsd warms in the background when it starts (their stored kept sanitizer rows restored, their last-used MLE chunks read into memory; PostgreSQL only), yielding to requests; 0 for none, at most " + itoa(service.DefaultTableCacheSize)},
 	{"PWSD_TABLE_CACHE_BYTES", itoa(store.DefaultTableCacheBytes), "bound in bytes of the store's cache of encoded tables (table_cache in PostgreSQL, shared by replicas and kept across restarts; the memory store's otherwise), least recently used evicted"},
 	{"PWSD_MEMORY_LIMIT", itoa(defaultMemoryLimit), "soft memory limit of the process in bytes (the Go runtime's; 0 for none; GOMEMLIMIT, when set, wins): the garbage collector works harder near it"},
+	{"PWSD_HUGEPAGE_HEAP_BYTES", itoa(hugepages.DefaultHeapBytes), "heap address space in bytes pwsd asks Linux to back with transparent huge pages when first written (madvise at start, nothing resident until used; 0 for none): a fresh process's first releases take one page fault per 2 MB instead of per 4 KB"},
 }
 
 // itoa renders a default number for the environment table.
@@ -226,6 +235,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 		errs = append(errs, "PWSD_MEMORY_LIMIT must be a number of bytes (0 for none)")
 	} else {
 		c.MemoryLimit = n
+	}
+	if n, err := strconv.ParseInt(get("PWSD_HUGEPAGE_HEAP_BYTES"), 10, 64); err != nil || n < 0 || n > maxHugePageHeapBytes {
+		errs = append(errs, fmt.Sprintf("PWSD_HUGEPAGE_HEAP_BYTES must be a number of bytes between 0 and %d", int64(maxHugePageHeapBytes)))
+	} else {
+		c.HugePageHeapBytes = n
 	}
 	if c.Limits.MaxFrequency > sanitize.MaxFrequency {
 		errs = append(errs, fmt.Sprintf("PWSD_MAX_FREQUENCY must be at most %d", sanitize.MaxFrequency))

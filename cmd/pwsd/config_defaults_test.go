@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/pwsd/pwsd/api"
+	"github.com/pwsd/pwsd/internal/hugepages"
 	"github.com/pwsd/pwsd/internal/service"
 	"github.com/pwsd/pwsd/internal/store"
 )
@@ -28,6 +29,7 @@ func TestEnvironmentDefaultsAreTheSharedDefaults(t *testing.T) {
 		{"PWSD_MAX_TABLE_WORK", c.MaxTableWork, service.DefaultMaxTableWork},
 		{"PWSD_TABLE_CACHE_BYTES", c.TableCacheBytes, store.DefaultTableCacheBytes},
 		{"PWSD_MEMORY_LIMIT", c.MemoryLimit, defaultMemoryLimit},
+		{"PWSD_HUGEPAGE_HEAP_BYTES", c.HugePageHeapBytes, hugepages.DefaultHeapBytes},
 		{"PWSD_WARM_START_SETS", int64(c.WarmStartSets), service.DefaultWarmStartSets},
 		{"PWSD_IDEMPOTENCY_TTL", int64(c.IdempotencyTTL), int64(service.DefaultIdempotencyTTL)},
 	} {

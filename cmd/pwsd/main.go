@@ -17,6 +17,7 @@ import (
 
 	"github.com/pwsd/pwsd/api"
 	"github.com/pwsd/pwsd/internal/buildinfo"
+	"github.com/pwsd/pwsd/internal/hugepages"
 	"github.com/pwsd/pwsd/internal/service"
 	"github.com/pwsd/pwsd/internal/store"
 )
@@ -58,6 +59,9 @@ func run(args []string) error {
 // serve runs the server until ctx ends, then drains in-flight requests and
 // closes the store.
 func serve(ctx context.Context, cfg config, log *slog.Logger) error {
+	if n := hugepages.AdviseHeap(int(cfg.HugePageHeapBytes)); n > 0 {
+		log.Debug("heap advised for transparent huge pages", "bytes", n)
+	}
 	if cfg.MemoryLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(cfg.MemoryLimit)
 	}

@@ -19,12 +19,19 @@ func Make[T any](n, c int) []T {
 	s := make([]T, n, c)
 	var zero T
 	if size := uintptr(c) * unsafe.Sizeof(zero); size >= MinBytes {
-		p := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
-		start := (p + hugePage - 1) &^ (hugePage - 1)
-		end := (p + size) &^ (hugePage - 1)
-		if end > start {
-			advise(unsafe.Add(unsafe.Pointer(unsafe.SliceData(s)), start-p), end-start)
-		}
+		adviseInside(unsafe.Pointer(unsafe.SliceData(s)), size)
 	}
 	return s
+}
+
+// adviseInside asks for huge pages on the whole huge pages inside
+// [p, p+size) and returns their bytes.
+func adviseInside(p unsafe.Pointer, size uintptr) int {
+	start := (uintptr(p) + hugePage - 1) &^ (hugePage - 1)
+	end := (uintptr(p) + size) &^ (hugePage - 1)
+	if end <= start {
+		return 0
+	}
+	advise(unsafe.Add(p, start-uintptr(p)), end-start)
+	return int(end - start)
 }
