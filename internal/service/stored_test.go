@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"github.com/pwsd/pwsd/internal/hugepages"
 	"math"
 	"os"
 	"reflect"
@@ -22,7 +23,14 @@ import (
 	"github.com/pwsd/pwsd/internal/storedformat"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+// TestMain advises the heap for huge pages as cmd/pwsd does when it starts
+// (PWSD_HUGEPAGE_HEAP_BYTES' default), so that the in-process benchmarks
+// (BenchmarkReleaseAfterRestart and the others) measure the process pwsd
+// runs; then it runs the tests over pgtest's PostgreSQL.
+func TestMain(m *testing.M) {
+	hugepages.AdviseHeap(hugepages.DefaultHeapBytes)
+	os.Exit(pgtest.Main(m))
+}
 
 // The previous release's writers, frozen here (commit 231c23a): they are
 // what filled the databases the rewrite must upgrade.
