@@ -35,91 +35,91 @@ func TestChunkEqualsTable(t *testing.T) {
 					p := sanitize.Privacy{Epsilon: c.eps, Delta: c.delta}
 					src := tableMaker(t, p, c.s, m)
 					size := ChunkSize(p)
-					// The run k0 .. k0+2 starts above the first 4 L rows,
-					// whose supports reach down to 0 (there the grid path
-					// stands aside for the general one).
-					k0 := max(1, int64(math.Ceil((4*math.Ceil(sanitize.L(p))+16)/float64(size))))
-					n := (k0 + 4) * size
-					full, err := Build(src(), Spec{MaxFrequency: n + 64, G: g, Estimator: MLE})
-					if err != nil {
-						t.Fatal(err)
-					}
-					run, err := BuildChunks(context.Background(), src(), []G{g, {Kind: GCap, Param: 7}}, size, k0, 3)
-					if err != nil {
-						t.Fatal(err)
-					}
-					// The reference token loop on the same rows (BuildChunks
-					// takes the unit-cell or the grid path otherwise).
-					general, err := buildChunksGeneral(context.Background(), src(), newEstimatesOnlyRef, []G{g, {Kind: GCap, Param: 7}}, size, k0, 3, bandOf(t, src(), size, k0))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if m == sanitize.MethodMaxSeparation && !referenceOnly {
-						// The grid path must apply here (positions far below
-						// 953,674) and is what BuildChunks took.
-						grid, ok, err := buildChunksGrid(context.Background(), src(), []G{g, {Kind: GCap, Param: 7}}, size, k0, 3, bandOf(t, src(), size, k0), false, nil)
-						if err != nil || !ok {
-							t.Fatalf("grid path: ok %v, %v", ok, err)
+					// The run k0 .. k0+2 starts at 0, among the first 4 L
+					// rows, whose supports reach down to 0, and above them.
+					for _, k0 := range []int64{0, max(1, int64(math.Ceil((4*math.Ceil(sanitize.L(p))+16)/float64(size))))} {
+						n := (k0 + 4) * size
+						full, err := Build(src(), Spec{MaxFrequency: n + 64, G: g, Estimator: MLE})
+						if err != nil {
+							t.Fatal(err)
 						}
-						if !reflect.DeepEqual(grid, run) {
-							t.Fatal("BuildChunks did not take the grid path")
+						run, err := BuildChunks(context.Background(), src(), []G{g, {Kind: GCap, Param: 7}}, size, k0, 3)
+						if err != nil {
+							t.Fatal(err)
 						}
-					}
-					// Estimates only: the same tokens and estimates, no
-					// statistics (for Algorithm 5 from the rows above the
-					// run alone), and an encoding that keeps them so.
-					est, err := BuildChunkEstimates(context.Background(), src(), []G{g, {Kind: GCap, Param: 7}}, size, k0, 3)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for k := range est {
-						for gi := range est[k] {
-							e, c := est[k][gi], run[k][gi]
-							if !slices.Equal(e.Bounds, c.Bounds) || !slices.Equal(e.A, c.A) || e.Index != c.Index || e.G != c.G {
-								t.Fatalf("chunk %d of %s: estimates only differ from BuildChunks", c.Index, c.G)
+						// The reference token loop on the same rows (BuildChunks
+						// takes the unit-cell or the grid path otherwise).
+						general, err := buildChunksGeneral(context.Background(), src(), newEstimatesOnlyRef, []G{g, {Kind: GCap, Param: 7}}, size, k0, 3, bandOf(t, src(), size, k0))
+						if err != nil {
+							t.Fatal(err)
+						}
+						if m == sanitize.MethodMaxSeparation && !referenceOnly {
+							// The grid path must apply here (positions far below
+							// 953,674) and is what BuildChunks took.
+							grid, ok, err := buildChunksGrid(context.Background(), src(), []G{g, {Kind: GCap, Param: 7}}, size, k0, 3, bandOf(t, src(), size, k0), false, nil)
+							if err != nil || !ok {
+								t.Fatalf("grid path: ok %v, %v", ok, err)
 							}
-							if m == sanitize.MethodMaxSeparation && !referenceOnly && e.HasStats() {
-								t.Fatalf("chunk %d of %s: the Algorithm 5 estimates-only chunk holds statistics", c.Index, c.G)
+							if !reflect.DeepEqual(grid, run) {
+								t.Fatal("BuildChunks did not take the grid path")
 							}
 						}
-					}
-					if c := est[0][0]; !c.HasStats() {
-						if _, err := c.Stats(k0*size + 1); err == nil {
-							t.Error("an estimates-only chunk answered Stats")
-						}
-						data, err := c.MarshalBinary()
+						// Estimates only: the same tokens and estimates, no
+						// statistics (for Algorithm 5 from the rows above the
+						// run alone), and an encoding that keeps them so.
+						est, err := BuildChunkEstimates(context.Background(), src(), []G{g, {Kind: GCap, Param: 7}}, size, k0, 3)
 						if err != nil {
 							t.Fatal(err)
 						}
-						var back Chunk
-						if err := back.UnmarshalBinary(data); err != nil || back.HasStats() || !slices.Equal(back.A, c.A) || !slices.Equal(back.Bounds, c.Bounds) {
-							t.Fatalf("estimates-only chunk round trip: %v", err)
+						for k := range est {
+							for gi := range est[k] {
+								e, c := est[k][gi], run[k][gi]
+								if !slices.Equal(e.Bounds, c.Bounds) || !slices.Equal(e.A, c.A) || e.Index != c.Index || e.G != c.G {
+									t.Fatalf("chunk %d of %s: estimates only differ from BuildChunks", c.Index, c.G)
+								}
+								if m == sanitize.MethodMaxSeparation && !referenceOnly && e.HasStats() {
+									t.Fatalf("chunk %d of %s: the Algorithm 5 estimates-only chunk holds statistics", c.Index, c.G)
+								}
+							}
 						}
-					}
-					for k := range run {
-						compareChunk(t, full, run[k][0])
-						compareChunk(t, full, general[k][0])
-						if !reflect.DeepEqual(run[k][1], general[k][1]) {
-							t.Fatalf("chunk %d of cap:7: the fast and general paths differ", k0+int64(k))
+						if c := est[0][0]; !c.HasStats() {
+							if _, err := c.Stats(k0*size + 1); err == nil {
+								t.Error("an estimates-only chunk answered Stats")
+							}
+							data, err := c.MarshalBinary()
+							if err != nil {
+								t.Fatal(err)
+							}
+							var back Chunk
+							if err := back.UnmarshalBinary(data); err != nil || back.HasStats() || !slices.Equal(back.A, c.A) || !slices.Equal(back.Bounds, c.Bounds) {
+								t.Fatalf("estimates-only chunk round trip: %v", err)
+							}
 						}
-					}
-					for k := int64(0); k < k0+4; k++ {
-						ch, err := BuildChunk(context.Background(), src(), g, size, k)
-						if err != nil {
-							t.Fatal(err)
+						for k := range run {
+							compareChunk(t, full, run[k][0])
+							compareChunk(t, full, general[k][0])
+							if !reflect.DeepEqual(run[k][1], general[k][1]) {
+								t.Fatalf("chunk %d of cap:7: the fast and general paths differ", k0+int64(k))
+							}
 						}
-						compareChunk(t, full, ch)
-						data, err := ch.MarshalBinary()
-						if err != nil {
-							t.Fatal(err)
-						}
-						var back Chunk
-						if err := back.UnmarshalBinary(data); err != nil {
-							t.Fatal(err)
-						}
-						compareChunk(t, full, &back)
-						if err := back.UnmarshalBinary(data[:len(data)-1]); err == nil {
-							t.Error("a truncated chunk decoded")
+						for k := int64(0); k < k0+4; k++ {
+							ch, err := BuildChunk(context.Background(), src(), g, size, k)
+							if err != nil {
+								t.Fatal(err)
+							}
+							compareChunk(t, full, ch)
+							data, err := ch.MarshalBinary()
+							if err != nil {
+								t.Fatal(err)
+							}
+							var back Chunk
+							if err := back.UnmarshalBinary(data); err != nil {
+								t.Fatal(err)
+							}
+							compareChunk(t, full, &back)
+							if err := back.UnmarshalBinary(data[:len(data)-1]); err == nil {
+								t.Error("a truncated chunk decoded")
+							}
 						}
 					}
 				})

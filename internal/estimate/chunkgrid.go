@@ -38,8 +38,13 @@ func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, ba
 	var band []sanitize.Row // every row from bandStart that reaches tokens <= hi
 	var slab pieceSlab      // their pieces
 	defer slab.release()
-	pts := []float64{0}
-	var active, spare, scratch []float64 // points not yet final, sorted; spare: mergePoints' other buffer
+	// The points: 0 (the first token's lower end), then every row's end
+	// points. 0 starts among the points not yet final, so that it merges
+	// with the rows whose supports reach down to it (a run from chunk 0)
+	// rather than standing twice.
+	var pts []float64
+	active := []float64{0}
+	var spare, scratch []float64 // points not yet final, sorted (active); spare: mergePoints' other buffer
 	crumbs := false
 	done, stopped := false, false
 	row := func(r sanitize.Row) bool {
