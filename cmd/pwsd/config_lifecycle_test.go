@@ -61,3 +61,28 @@ func TestWarmStartConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestHugePageHeapConfig: PWSD_HUGEPAGE_HEAP_BYTES takes 0 (no advice) up
+// to 64 GiB, 1 GiB by default; anything else is refused naming the variable.
+func TestHugePageHeapConfig(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		value string
+		ok    bool
+		bytes int64
+	}{{"", true, 1 << 30}, {"0", true, 0}, {"4194304", true, 4 << 20}, {"68719476736", true, 64 << 30},
+		{"68719476737", false, 0}, {"-1", false, 0}, {"1GiB", false, 0}, {"1.5", false, 0}} {
+		c, err := loadConfig(func(k string) string {
+			if k == "PWSD_HUGEPAGE_HEAP_BYTES" {
+				return tc.value
+			}
+			return ""
+		})
+		if (err == nil) != tc.ok || (err != nil && !strings.Contains(err.Error(), "PWSD_HUGEPAGE_HEAP_BYTES")) {
+			t.Fatalf("%q: err = %v, want ok=%v", tc.value, err, tc.ok)
+		}
+		if tc.ok && c.HugePageHeapBytes != tc.bytes {
+			t.Fatalf("%q: %d bytes, want %d", tc.value, c.HugePageHeapBytes, tc.bytes)
+		}
+	}
+}

@@ -10,4 +10,9 @@
 // makes it one fault per 2 MB. The hint changes nothing else: the slice is
 // an ordinary Go slice, and where the kernel or the platform does not
 // support the hint, Make is make (README, "Performance").
+//
+// AdviseHeap gives the same hint for the heap as a whole: called once when
+// pwsd starts, it advises address space the Go heap then grows into, so a
+// fresh process's first requests fault once per 2 MB too
+// (docs/performance.md, "A fresh process's heap").
 package hugepages
