@@ -42,47 +42,47 @@ func TestRetentionConfig(t *testing.T) {
 // refused naming the variable.
 func TestWarmStartConfig(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		value string
-		ok    bool
-		sets  int
-	}{{"", true, 4}, {"0", true, 0}, {"1", true, 1}, {"64", true, 64}, {"65", false, 0}, {"-1", false, 0}, {"four", false, 0}, {"1.5", false, 0}} {
-		c, err := loadConfig(func(k string) string {
-			if k == "PWSD_WARM_START_SETS" {
-				return tc.value
-			}
-			return ""
-		})
-		if (err == nil) != tc.ok || (err != nil && !strings.Contains(err.Error(), "PWSD_WARM_START_SETS")) {
-			t.Fatalf("%q: err = %v, want ok=%v", tc.value, err, tc.ok)
-		}
-		if tc.ok && c.WarmStartSets != tc.sets {
-			t.Fatalf("%q: %d sets, want %d", tc.value, c.WarmStartSets, tc.sets)
-		}
-	}
+	checkEnvValues(t, "PWSD_WARM_START_SETS", func(c config) int64 { return int64(c.WarmStartSets) }, []envCase{
+		{"", true, 4}, {"0", true, 0}, {"1", true, 1}, {"64", true, 64},
+		{"65", false, 0}, {"-1", false, 0}, {"four", false, 0}, {"1.5", false, 0},
+	})
 }
 
 // TestHugePageHeapConfig: PWSD_HUGEPAGE_HEAP_BYTES takes 0 (no advice) up
 // to 64 GiB, 1 GiB by default; anything else is refused naming the variable.
 func TestHugePageHeapConfig(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		value string
-		ok    bool
-		bytes int64
-	}{{"", true, 1 << 30}, {"0", true, 0}, {"4194304", true, 4 << 20}, {"68719476736", true, 64 << 30},
-		{"68719476737", false, 0}, {"-1", false, 0}, {"1GiB", false, 0}, {"1.5", false, 0}} {
+	checkEnvValues(t, "PWSD_HUGEPAGE_HEAP_BYTES", func(c config) int64 { return c.HugePageHeapBytes }, []envCase{
+		{"", true, 1 << 30}, {"0", true, 0}, {"4194304", true, 4 << 20}, {"68719476736", true, 64 << 30},
+		{"68719476737", false, 0}, {"-1", false, 0}, {"1GiB", false, 0}, {"1.5", false, 0},
+	})
+}
+
+// envCase is one value of a variable, whether loadConfig accepts it, and
+// the setting it makes when it does.
+type envCase struct {
+	value string
+	ok    bool
+	want  int64
+}
+
+// checkEnvValues loads the configuration with name set to each case's value
+// (every other variable unset): an accepted value must give got == want, a
+// refused one an error that names the variable.
+func checkEnvValues(t *testing.T, name string, got func(config) int64, cases []envCase) {
+	t.Helper()
+	for _, tc := range cases {
 		c, err := loadConfig(func(k string) string {
-			if k == "PWSD_HUGEPAGE_HEAP_BYTES" {
+			if k == name {
 				return tc.value
 			}
 			return ""
 		})
-		if (err == nil) != tc.ok || (err != nil && !strings.Contains(err.Error(), "PWSD_HUGEPAGE_HEAP_BYTES")) {
-			t.Fatalf("%q: err = %v, want ok=%v", tc.value, err, tc.ok)
+		if (err == nil) != tc.ok || (err != nil && !strings.Contains(err.Error(), name)) {
+			t.Fatalf("%s=%q: err = %v, want ok=%v", name, tc.value, err, tc.ok)
 		}
-		if tc.ok && c.HugePageHeapBytes != tc.bytes {
-			t.Fatalf("%q: %d bytes, want %d", tc.value, c.HugePageHeapBytes, tc.bytes)
+		if tc.ok && got(c) != tc.want {
+			t.Fatalf("%s=%q: %d, want %d", name, tc.value, got(c), tc.want)
 		}
 	}
 }
