@@ -42,9 +42,9 @@ func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, ba
 	// points. 0 starts among the points not yet final, so that it merges
 	// with the rows whose supports reach down to it (a run from chunk 0)
 	// rather than standing twice.
-	var pts []float64
-	active := []float64{0}
-	var spare, scratch []float64 // points not yet final, sorted (active); spare: mergePoints' other buffer
+	var pts []float64            // the final points, sorted
+	active := []float64{0}       // the points not yet final, sorted
+	var spare, scratch []float64 // mergePoints' other buffer, and its row's points
 	crumbs := false
 	done, stopped := false, false
 	row := func(r sanitize.Row) bool {

@@ -32,8 +32,7 @@ func AdviseHeap(size int) int {
 	}
 	b := make([]byte, size)
 	n := adviseInside(unsafe.Pointer(unsafe.SliceData(b)), uintptr(size))
-	runtime.KeepAlive(b)
-	b = nil
+	runtime.KeepAlive(b) // advised before the collection below may free it
 	debug.FreeOSMemory()
 	return n
 }
