@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sort"
 	"sync"
 
 	"github.com/pwsd/pwsd/internal/sanitize"
@@ -56,6 +57,11 @@ func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, ba
 		if len(r.Pieces) > 0 && r.Pieces[0].Lo >= fhi {
 			done = true // supports only move up: no later row reaches the run
 			return false
+		}
+		// Only the pieces starting at or below fhi are read (rowPoints,
+		// walkCells and the cells stop there), so only they are copied.
+		if n := len(r.Pieces); n > 0 && r.Pieces[n-1].Lo > fhi {
+			r.Pieces = r.Pieces[:sort.Search(n, func(i int) bool { return r.Pieces[i].Lo > fhi })]
 		}
 		r = slab.clone(r)
 		band = append(band, r)
