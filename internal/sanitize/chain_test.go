@@ -166,6 +166,40 @@ func TestChainWalkerKeepsItsCursor(t *testing.T) {
 	}
 }
 
+// TestChainCheckpointsInAnyOrder checks that the rows of the chain from
+// row 0 become checkpoints also when the final chain (above the last
+// junction) was walked first: Prepare's clusters walk both side by side,
+// and a checkpoint kept only above the last one would leave the chain
+// below the first junction with row 0 alone, so that every later walk
+// there started from row 0.
+func TestChainCheckpointsInAnyOrder(t *testing.T) {
+	t.Parallel()
+	for _, m := range []Method{MethodDiscrete, MethodMaxSeparation} {
+		tb := chainTable(t, m)
+		tb.plan = makeRestartPlan(1000, 100, 200, 2000) // the final chain from 2000 on
+		high := tb.plan.final + 3*initialSpacing + 5
+		if _, err := tb.Row(high); err != nil {
+			t.Fatal(err)
+		}
+		if cp := tb.checkpointBelow(high); cp.i < tb.plan.final {
+			t.Fatalf("%s: the walk to %d kept no checkpoint above the last junction %d (the nearest is %d)", m, high, tb.plan.final, cp.i)
+		}
+		low := tb.plan.from - 7
+		if _, err := tb.Row(low); err != nil {
+			t.Fatal(err)
+		}
+		want := low / initialSpacing * initialSpacing
+		cp := tb.checkpointBelow(low)
+		if cp.i != want {
+			t.Fatalf("%s: after a walk to %d the checkpoint below it is row %d, want %d", m, low, cp.i, want)
+		}
+		// The checkpoint is the table's row there.
+		if r, err := chainTable(t, m).Row(want); err != nil || !equalRows(cp.row(0, nil), r) {
+			t.Errorf("%s: the checkpoint at %d differs from a fresh table's row (%v)", m, want, err)
+		}
+	}
+}
+
 // TestChainKeptRoundTrip checks that the kept rows, restored into a fresh
 // table, give the same rows without verifying any junction again, and that
 // restore refuses rows out of place.
