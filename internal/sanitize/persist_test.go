@@ -798,7 +798,10 @@ func TestMassBitsForms(t *testing.T) {
 // cut between two frequencies exactly where a brute-force scan finds a
 // kept row (checkpoint, verified junction row or middle row) at or above
 // the first and at or below the second, or the two lie more than a block
-// apart; a table that keeps only row 0 cuts only at the gaps.
+// apart above the first junction; a table that keeps only row 0 cuts only
+// at those gaps. Below the first junction, where the only way to a row is
+// the chain from row 0, a gap of more than a block does not cut: a second
+// cluster there would walk that chain again from the checkpoint below.
 func TestPrepareClustersCutAtKeptRows(t *testing.T) {
 	t.Parallel()
 	c := keptCases(t)[0]
@@ -810,10 +813,17 @@ func TestPrepareClustersCutAtKeptRows(t *testing.T) {
 	kept := keptStarts(warm)
 	rng := rand.New(rand.NewPCG(37, 4))
 	var todo []int64
+	pl := restored.plan
 	for f := int64(1); f < slices.Max(kept); f += 1 + rng.Int64N(90) {
 		todo = append(todo, f)
+		if len(todo)%10 == 0 { // gaps of more than a block, below the first junction and above it
+			f += pl.block + rng.Int64N(pl.block)
+		}
 	}
-	gap := restored.plan.block
+	if todo[0] >= pl.from || !slices.ContainsFunc(todo, func(f int64) bool { return f >= pl.from }) {
+		t.Fatalf("the frequencies %d..%d do not straddle the first junction %d", todo[0], todo[len(todo)-1], pl.from)
+	}
+	gapCut := func(a, b int64) bool { return b >= pl.from && b-a > pl.block }
 	for _, tc := range []struct {
 		name string
 		tb   *Table
@@ -821,9 +831,9 @@ func TestPrepareClustersCutAtKeptRows(t *testing.T) {
 	}{
 		{"restored", restored, func(a, b int64) bool {
 			k := sort.Search(len(kept), func(k int) bool { return kept[k] > b }) - 1
-			return b-a > gap || kept[k] >= a
+			return gapCut(a, b) || kept[k] >= a
 		}},
-		{"cold", newTable(c.p, c.s, c.m, c.plan), func(a, b int64) bool { return b-a > gap }},
+		{"cold", newTable(c.p, c.s, c.m, c.plan), gapCut},
 	} {
 		clusters := tc.tb.clusters(todo)
 		if got := slices.Concat(clusters...); !slices.Equal(got, todo) {
