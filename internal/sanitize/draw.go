@@ -662,7 +662,8 @@ func (p *Preparation) commit() {
 // computes no more rows than walking on from the one before. The clusters
 // then step the rows one walk would, on several goroutines. Below the
 // first junction the rows are the chain from row 0, which no fresh start
-// reaches: there only a kept row cuts, whatever the gap. (Cut at gaps of a
+// reaches: there only a kept row cuts, or a gap of more than 2^16
+// (minRestartFrom), as in a table without restarts. (Cut at gaps of a
 // block, a cold table's clusters there each started from the checkpoint
 // that another goroutine's walk of the same chain had just recorded, and
 // walked that chain again beside it: 90,000 rows for the 65,000 below 2^16
