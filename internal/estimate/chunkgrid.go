@@ -48,22 +48,10 @@ func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, ba
 	var spare, scratch []float64 // mergePoints' other buffer, and its row's points
 	crumbs := false
 	done, stopped := false, false
-	row := func(r sanitize.Row) bool {
-		if r.Frequency%1024 == 0 {
-			if err = checkCancelled(ctx, r.Frequency, len(r.Pieces)); err != nil {
-				return false
-			}
-		}
-		if len(r.Pieces) > 0 && r.Pieces[0].Lo >= fhi {
-			done = true // supports only move up: no later row reaches the run
-			return false
-		}
-		// Only the pieces starting at or below fhi are read (rowPoints,
-		// walkCells and the cells stop there), so only they are copied.
-		if n := len(r.Pieces); n > 0 && r.Pieces[n-1].Lo > fhi {
-			r.Pieces = r.Pieces[:sort.Search(n, func(i int) bool { return r.Pieces[i].Lo > fhi })]
-		}
-		r = slab.clone(r)
+	// add takes row r into the band, its pieces in the slab already: only
+	// those starting at or below fhi (rowPoints, walkCells and the cells
+	// stop there), and at least one unless r has none.
+	add := func(r sanitize.Row) {
 		band = append(band, r)
 		if len(r.Pieces) > 0 {
 			// Points below this row's support are final: later supports
@@ -80,15 +68,54 @@ func buildChunksGrid(ctx context.Context, src RowSource, gs []G, size, k0, n, ba
 			pts = append(pts, active[:k]...)
 			active = mergePoints(active[k:], r.Pieces, fhi, &scratch, &spare)
 		}
-		return true
+	}
+	// cancelled checks ctx now and then.
+	cancelled := func(freq int64, width int) bool {
+		if freq%1024 == 0 {
+			err = checkCancelled(ctx, freq, width)
+		}
+		return err != nil
 	}
 	far := min(hi+maxLookahead, sanitize.MaxFrequency)
-	e := readRows(bandStart, walkEnd(src, fhi, far), far, &stopped, func(from, to int64) error {
+	read := func(from, to int64) error {
 		return src.Rows(from, to, func(r sanitize.Row) bool {
-			stopped = !row(r)
-			return !stopped
+			if cancelled(r.Frequency, len(r.Pieces)) {
+				stopped = true
+				return false
+			}
+			if len(r.Pieces) > 0 && r.Pieces[0].Lo >= fhi {
+				done, stopped = true, true // supports only move up: no later row reaches the run
+				return false
+			}
+			if n := len(r.Pieces); n > 0 && r.Pieces[n-1].Lo > fhi {
+				r.Pieces = r.Pieces[:sort.Search(n, func(i int) bool { return r.Pieces[i].Lo > fhi })]
+			}
+			add(slab.clone(r))
+			return true
 		})
-	})
+	}
+	if ps, ok := src.(pieceSource); ok && !referenceOnly {
+		// The table's own rows, their pieces written into the slab at once
+		// (pieceSlab.pieces): the same pieces as Rows and the copy above,
+		// without the copy (the pair of the read above,
+		// TestChunkGridPieceRowsMatchRows).
+		read = func(from, to int64) error {
+			return ps.PieceRows(from, to, func(i int64, pi float64, x, m []float64, d int64, _ bool) bool {
+				if cancelled(i, len(m)) {
+					stopped = true
+					return false
+				}
+				pieces, above := slab.pieces(x, m, d, fhi)
+				if above {
+					done, stopped = true, true
+					return false
+				}
+				add(sanitize.Row{Frequency: i, Pi: pi, Pieces: pieces})
+				return true
+			})
+		}
+	}
+	e := readRows(bandStart, walkEnd(src, fhi, far), far, &stopped, read)
 	pts = append(pts, active...)
 	if crumbs {
 		return nil, false, err
@@ -281,23 +308,67 @@ const pieceSlabSize = 1 << 14
 // clone before it is read).
 var slabBlocks = sync.Pool{New: func() any { b := make([]sanitize.Piece, pieceSlabSize); return &b }}
 
+// grow gives the slab room for n more pieces: a new block (or, past a
+// block's size, a slice of its own).
+func (s *pieceSlab) grow(n int) {
+	if n > pieceSlabSize {
+		s.free = make([]sanitize.Piece, n)
+		return
+	}
+	b := slabBlocks.Get().(*[]sanitize.Piece)
+	s.blocks = append(s.blocks, b)
+	s.free = *b
+}
+
 // clone returns r with its pieces copied into the slab.
 func (s *pieceSlab) clone(r sanitize.Row) sanitize.Row {
 	n := len(r.Pieces)
 	if n > len(s.free) {
-		if n > pieceSlabSize {
-			s.free = make([]sanitize.Piece, n)
-		} else {
-			b := slabBlocks.Get().(*[]sanitize.Piece)
-			s.blocks = append(s.blocks, b)
-			s.free = *b
-		}
+		s.grow(n)
 	}
 	dst := s.free[:n:n]
 	s.free = s.free[n:]
 	copy(dst, r.Pieces)
 	r.Pieces = dst
 	return r
+}
+
+// pieces writes into the slab the pieces of a row in the table's own form
+// (sanitize.Table.PieceRows: break points x and masses m, shifted by d)
+// that Rows would give, those starting at or below top only, and returns
+// them; above reports that the row's first piece starts at or above top
+// (nothing is written then). The pieces are those of Rows bit for bit: the
+// same additions x[k] + d, the pieces of mass <= 0 left out.
+func (s *pieceSlab) pieces(x, m []float64, d int64, top float64) (out []sanitize.Piece, above bool) {
+	fd := float64(d)
+	k0 := 0
+	for k0 < len(m) && !(m[k0] > 0) {
+		k0++
+	}
+	if k0 == len(m) {
+		return nil, false
+	}
+	if x[k0]+fd >= top {
+		return nil, true
+	}
+	if n := len(m) - k0; n > len(s.free) {
+		s.grow(n)
+	}
+	dst := s.free
+	n := 0
+	for k := k0; k < len(m); k++ {
+		lo := x[k] + fd
+		if lo > top {
+			break
+		}
+		if v := m[k]; v > 0 {
+			dst[n] = sanitize.Piece{Lo: lo, Hi: x[k+1] + fd, P: v}
+			n++
+		}
+	}
+	out = dst[:n:n]
+	s.free = s.free[n:]
+	return out, false
 }
 
 // release gives the slab's blocks back: no row cloned into it may be read

@@ -133,3 +133,62 @@ func checkChunkStatsAt(t *testing.T, tc statsAtPoint) {
 		}
 	}
 }
+
+// TestChunkGridPieceRowsMatchRows checks the chunk grid's two readers as a
+// pair: over a sanitize.Table it reads the rows in the table's own form,
+// writing their pieces into its slab at once (pieceSlab.pieces); over a
+// source with Rows alone it copies each Row's pieces (the plain reader).
+// Both must give the same chunks, estimates and statistics collected at
+// values bit for bit, with statistics and estimates only, from chunk 0 and
+// far above it, at three epsilons.
+func TestChunkGridPieceRowsMatchRows(t *testing.T) {
+	t.Parallel()
+	if ReferenceOnly {
+		t.Skip("the reference build reads Rows alone")
+	}
+	ctx := context.Background()
+	gs := []G{{Kind: GIdentity}, {Kind: GCount}}
+	smp := sanitize.Sampling{Scheme: sanitize.SchemePPSWOR, Threshold: 1e-4, Power: 1}
+	for _, tc := range []struct {
+		eps   float64
+		k0, n int64
+	}{{0.1, 0, 2}, {0.1, 3000, 3}, {0.5, 200, 1}, {1, 5, 3}, {1, 70000, 1}} {
+		p := sanitize.Privacy{Epsilon: tc.eps, Delta: 1e-6}
+		newTable := tableMaker(t, p, smp, sanitize.MethodMaxSeparation)
+		size := ChunkSize(p)
+		var values []float64
+		for x := range 12 {
+			values = append(values, float64(tc.k0*size)+(float64(x)+0.37)*float64(tc.n*size)/12)
+		}
+		for _, estimatesOnly := range []bool{false, true} {
+			band := bandOf(t, newTable(), size, tc.k0)
+			if estimatesOnly {
+				band = tc.k0*size + 1
+			}
+			build := func(src RowSource) ([][]*Chunk, map[int64][]FrequencyStats) {
+				var at *statsAt
+				if estimatesOnly {
+					// Of the table itself: a source with Rows alone hides
+					// the privacy parameters statsAt reads.
+					at = newStatsAt(newTable(), &ChunkAsk{Gs: gs, Size: size, First: tc.k0, Count: tc.n, EstimatesOnly: true, StatsAt: values})
+				}
+				out, ok, err := buildChunksGrid(ctx, src, gs, size, tc.k0, tc.n, band, estimatesOnly, at)
+				if err != nil || !ok {
+					t.Fatalf("eps %g, chunks %d+%d: grid path: ok %v, %v", tc.eps, tc.k0, tc.n, ok, err)
+				}
+				if at == nil {
+					return out, nil
+				}
+				return out, at.got
+			}
+			fast, fastAt := build(newTable())
+			plain, plainAt := build(plainSource{newTable()})
+			if !reflect.DeepEqual(fast, plain) {
+				t.Errorf("eps %g, chunks %d+%d, estimates only %v: the chunks over PieceRows differ from those over Rows", tc.eps, tc.k0, tc.n, estimatesOnly)
+			}
+			if !reflect.DeepEqual(fastAt, plainAt) || (estimatesOnly && len(fastAt) == 0) {
+				t.Errorf("eps %g, chunks %d+%d: statistics at values: %d over PieceRows, %d over Rows, or not equal", tc.eps, tc.k0, tc.n, len(fastAt), len(plainAt))
+			}
+		}
+	}
+}
