@@ -211,10 +211,13 @@ func (ch *rowChain) record(r *rowState) {
 	}
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
+	if r.i%ch.spacing != 0 {
+		return
+	}
 	// In place, not only above the last one: walks of the chain from row 0
 	// and of the final chain run side by side (Prepare's clusters).
 	k := sort.Search(len(ch.cps), func(k int) bool { return ch.cps[k].i >= r.i })
-	if r.i%ch.spacing != 0 || (k < len(ch.cps) && ch.cps[k].i == r.i) {
+	if k < len(ch.cps) && ch.cps[k].i == r.i {
 		return
 	}
 	ch.cps = slices.Insert(ch.cps, k, r.clone())
