@@ -76,7 +76,7 @@ type envVar struct {
 
 var envVars = []envVar{
 	{"PWSD_ADDR", ":8080", "listen address"},
-	{"PWSD_DATABASE_URL", "", "PostgreSQL URL; unset means the embedded in-memory store. Migrations are applied at start-up"},
+	{"PWSD_DATABASE_URL", "", "PostgreSQL URL; unset means the embedded in-memory store. Migrations are applied at start-up. pgx's pool settings may be added as parameters (`pool_max_conns`, default the greater of 4 and the CPUs; `pool_min_conns`, default 4 here: pwsd keeps that many connections open, so that the first release after a restart or a quiet night does not wait to connect)"},
 	{"PWSD_API_TOKENS_FILE", "", `JSON {"tokens":[{"token":"...","role":"writer"|"reader"}]}; unset means open access (warned at start)`},
 	{"PWSD_LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"PWSD_LOG_FORMAT", "json", "json or text (slog)"},

@@ -81,14 +81,18 @@ func TestCheckIDAndCursor(t *testing.T) {
 	}
 }
 
-// TestMigrateURL: both libpq schemes become golang-migrate's pgx5 scheme;
-// anything else is passed through.
+// TestMigrateURL: both libpq schemes become golang-migrate's pgx5 scheme,
+// pgx's pool settings are dropped (the driver would send them to the server
+// as unknown parameters) and every other parameter kept; anything else is
+// passed through.
 func TestMigrateURL(t *testing.T) {
 	for in, want := range map[string]string{
 		"postgres://u@h:5432/db?sslmode=disable": "pgx5://u@h:5432/db?sslmode=disable",
 		"postgresql://u@h/db":                    "pgx5://u@h/db",
 		"pgx5://u@h/db":                          "pgx5://u@h/db",
 		"host=h dbname=db":                       "host=h dbname=db",
+		"postgres://u:p@h/db?pool_min_conns=2&sslmode=disable&pool_max_conn_lifetime=1h": "pgx5://u:p@h/db?sslmode=disable",
+		"postgres://u@h/db?pool_max_conns=8":                                             "pgx5://u@h/db",
 	} {
 		if got := migrateURL(in); got != want {
 			t.Errorf("migrateURL(%q) = %q, want %q", in, got, want)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -64,22 +65,57 @@ func runMigrations(url, what string, step func(*migrate.Migrate) error) error {
 	return nil
 }
 
-// migrateURL rewrites a libpq URL to the scheme of golang-migrate's pgx v5 driver.
-func migrateURL(url string) string {
+// migrateURL rewrites a libpq URL to the scheme of golang-migrate's pgx v5
+// driver, without pgx's pool settings (pool_min_conns and the like), which
+// that driver would send to the server as parameters it does not know.
+func migrateURL(raw string) string {
 	for _, p := range []string{"postgresql://", "postgres://"} {
-		if strings.HasPrefix(url, p) {
-			return "pgx5://" + strings.TrimPrefix(url, p)
+		if strings.HasPrefix(raw, p) {
+			raw = "pgx5://" + strings.TrimPrefix(raw, p)
+			break
 		}
 	}
-	return url
+	u, err := neturl.Parse(raw)
+	if err != nil || !strings.Contains(u.RawQuery, "pool_") {
+		return raw
+	}
+	q := u.Query()
+	for k := range q {
+		if strings.HasPrefix(k, "pool_") {
+			q.Del(k)
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
-// OpenPostgres applies pending migrations and connects a pool to url.
+// DefaultPoolMinConns is how many connections the pool keeps open when url
+// does not say (pgx's pool_min_conns; at most the pool's pool_max_conns).
+// pgx's own default is none: a connection is opened when a request finds
+// none idle, and closed after 30 minutes idle. Opening one costs 5-35 ms
+// on this project's machines, which the first release of a restarted pwsd
+// paid, and the nightly release of a running one, while the writes behind
+// the release held the connections the warm start had opened
+// (docs/performance.md, "A restarted pwsd's connections").
+const DefaultPoolMinConns = 4
+
+// OpenPostgres applies pending migrations and connects a pool to url. The
+// pool opens DefaultPoolMinConns connections in the background unless url
+// sets pool_min_conns, and warms each new connection for a release's write
+// (warmSampleWrite).
 func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
 	if err := Migrate(url); err != nil {
 		return nil, err
 	}
-	pool, err := pgxpool.New(ctx, url)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to postgres: %w", err)
+	}
+	if !strings.Contains(url, "pool_min_conns") {
+		cfg.MinConns = min(DefaultPoolMinConns, cfg.MaxConns)
+	}
+	cfg.AfterConnect = warmSampleWrite
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to postgres: %w", err)
 	}

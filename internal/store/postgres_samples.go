@@ -12,6 +12,43 @@ import (
 // Samples in PostgreSQL: tables samples and sample_chunks (elements encoded
 // by codec.go).
 
+// insertSampleSQL is a sample's row: CreateSample's statement, and
+// warmSampleWrite's.
+const insertSampleSQL = `INSERT INTO samples (id, created_at, dataset, header, reported, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`
+
+// copySampleChunks copies rows (sample_id, seq, data) into sample_chunks:
+// CreateSample's COPY, and warmSampleWrite's.
+func copySampleChunks(ctx context.Context, tx pgx.Tx, rows [][]any) error {
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"sample_chunks"}, []string{"sample_id", "seq", "data"}, pgx.CopyFromRows(rows))
+	return err
+}
+
+// warmSampleWrite runs a sample's write (CreateSample's statements) on a
+// new connection, in a transaction it rolls back: nothing is written, but
+// the connection has prepared the statements (pgx's statement cache) and its
+// server process has read the tables' catalog entries before a release
+// needs them. A release's write on a fresh connection took 10-20 ms longer
+// than on a used one on this project's machines (docs/performance.md, "A
+// restarted pwsd's connections"). It is the pool's AfterConnect; an error
+// leaves the connection as it was (rolled back), since a connection that
+// cannot run the warm-up can still serve what it can.
+func warmSampleWrite(ctx context.Context, conn *pgx.Conn) error {
+	_ = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		const id = "00000000000000000000000000000000" // never committed
+		if _, err := tx.Exec(ctx, insertSampleSQL, id, time.Now().UTC(), nil, []byte(`{}`), int64(1), nil); err != nil {
+			return err
+		}
+		if err := copySampleChunks(ctx, tx, [][]any{{id, int32(0), []byte{}}}); err != nil {
+			return err
+		}
+		return errRollBack
+	})
+	return nil
+}
+
+// errRollBack makes pgx.BeginFunc roll its transaction back.
+var errRollBack = errors.New("rolled back on purpose")
+
 // CreateSample implements Samples.
 func (p *Postgres) CreateSample(ctx context.Context, s *Sample, c *Charge) error {
 	return p.chargeTx(ctx, func(pgx.Tx) (*Charge, error) { return c, nil }, func(tx pgx.Tx) error {
@@ -23,8 +60,7 @@ func (p *Postgres) CreateSample(ctx context.Context, s *Sample, c *Charge) error
 		if !s.ExpiresAt.IsZero() {
 			expires = s.ExpiresAt
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO samples (id, created_at, dataset, header, reported, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-			s.ID, s.CreatedAt, dataset, s.Header, int64(len(s.Elements)), expires)
+		_, err := tx.Exec(ctx, insertSampleSQL, s.ID, s.CreatedAt, dataset, s.Header, int64(len(s.Elements)), expires)
 		switch {
 		case isUniqueViolation(err):
 			return ErrExists
@@ -40,7 +76,7 @@ func (p *Postgres) CreateSample(ctx context.Context, s *Sample, c *Charge) error
 			buf = encodeElements(buf[:0], s.Elements[start:end])
 			rows = append(rows, []any{s.ID, int32(seq), append([]byte(nil), buf...)})
 		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"sample_chunks"}, []string{"sample_id", "seq", "data"}, pgx.CopyFromRows(rows)); err != nil {
+		if err := copySampleChunks(ctx, tx, rows); err != nil {
 			return fmt.Errorf("storing sample elements: %w", err)
 		}
 		return nil

@@ -64,6 +64,80 @@ func TestPostgresReady(t *testing.T) {
 	}
 }
 
+// TestPostgresPoolMinConns: the pool opens DefaultPoolMinConns connections
+// by itself (a restarted pwsd's first release finds them open), and a URL's
+// own pool_min_conns (above the default) is obeyed, the migrations running
+// with it in the URL.
+func TestPostgresPoolMinConns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		param string
+		want  int
+	}{{"default", "", store.DefaultPoolMinConns}, {"pool_min_conns=6", "&pool_min_conns=6&pool_max_conns=6", 6}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			url := pgtest.NewDatabase(t)
+			p, err := store.OpenPostgres(ctx, url+c.param)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			conn, err := pgx.Connect(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			// The pool's connections to this database, besides conn; the
+			// pool opens them in the background, so wait (at most a minute).
+			// (Ping may open one of its own beside them.)
+			var n int
+			for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+				if err := conn.QueryRow(ctx, `SELECT count(*) - 1 FROM pg_stat_activity WHERE datname = current_database()`).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				if n >= c.want || time.Now().After(deadline) {
+					break
+				}
+			}
+			if n < c.want {
+				t.Fatalf("the pool holds %d connections, want at least %d", n, c.want)
+			}
+		})
+	}
+}
+
+// TestPostgresConnectionsWarmed: each connection the pool opens runs a
+// sample's write before any request (PostgreSQL counts the rows inserted,
+// committed or not) and writes nothing (its transaction is rolled back).
+func TestPostgresConnectionsWarmed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, conn := openPostgres(t)
+	var ins, chunkIns int64
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		// Server processes report their counts within about a second
+		// once idle.
+		if err := conn.QueryRow(ctx, `SELECT COALESCE(sum(n_tup_ins) FILTER (WHERE relname = 'samples'), 0), COALESCE(sum(n_tup_ins) FILTER (WHERE relname = 'sample_chunks'), 0) FROM pg_stat_user_tables`).Scan(&ins, &chunkIns); err != nil {
+			t.Fatal(err)
+		}
+		if (ins >= store.DefaultPoolMinConns && chunkIns >= store.DefaultPoolMinConns) || time.Now().After(deadline) {
+			break
+		}
+	}
+	if ins < store.DefaultPoolMinConns || chunkIns < store.DefaultPoolMinConns {
+		t.Fatalf("the pool's %d connections inserted %d sample rows and %d chunk rows, want one each per connection", store.DefaultPoolMinConns, ins, chunkIns)
+	}
+	var samples, chunks int
+	if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM samples), (SELECT count(*) FROM sample_chunks)`).Scan(&samples, &chunks); err != nil {
+		t.Fatal(err)
+	}
+	if samples != 0 || chunks != 0 {
+		t.Fatalf("the warm-ups left %d samples and %d chunks behind", samples, chunks)
+	}
+}
+
 // TestPostgresClosedIsUnavailable: every call on a closed store fails with
 // an error IsUnavailable recognises (the API answers 503, not 500).
 func TestPostgresClosedIsUnavailable(t *testing.T) {
