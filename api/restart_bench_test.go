@@ -1,0 +1,172 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pwsd/pwsd/api"
+	"github.com/pwsd/pwsd/internal/service"
+	"github.com/pwsd/pwsd/internal/store"
+	"github.com/pwsd/pwsd/internal/store/pgtest"
+	"github.com/pwsd/pwsd/internal/workload"
+)
+
+// BenchmarkReleaseAfterRestartHTTP is issue 37's case as the issue measured
+// it and a team meets it: the Zipf workload's client sample at tau 1e-4
+// (about 5,400 keys; eps 0.1, delta 1e-6, release frequencies) sent as JSON
+// to POST /v1/samples on the real router over PostgreSQL, pwsd's default
+// configuration (the warm start of PWSD_WARM_START_SETS parameter sets
+// included). BenchmarkReleaseAfterRestart (internal/service) measures the
+// same releases in process, without the request's parsing and answer.
+//
+//   - cold-ms: the first release, on a fresh database;
+//   - warm-ms: the same release again on that server, once its background
+//     work is done;
+//   - warmstart-ms: the same release on a new server (a new service over
+//     the same database: a restart, a deploy, a second instance), once its
+//     warm start is done.
+//
+// Each of restartHTTPRounds rounds takes a warm release and then a
+// warm-started one, so that the two are measured in the same minutes (the
+// machine's speed drifts by more than the ratio's margin), each after a
+// garbage collection (the servers share one heap: without it, a release
+// pays for collecting what the server before it left) and once the closed
+// server's connections are gone from PostgreSQL; the medians are reported, and warmstart-ratio = warmstart-ms / warm-ms, issue 37's
+// measure (at most 1.5). Needs PWSD_TEST_DATABASE_URL; run with
+// -benchtime 1x.
+func BenchmarkReleaseAfterRestartHTTP(b *testing.B) {
+	if os.Getenv(pgtest.EnvURL) == "" {
+		b.Skip("needs PWSD_TEST_DATABASE_URL")
+	}
+	sample, err := workload.DefaultZipf().SamplePPSWOR(1e-4, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, method := range []string{"discrete", "max_separation"} {
+		var buf bytes.Buffer
+		h := workload.Header{Epsilon: 0.1, Delta: 1e-6, Threshold: 1e-4, Method: method}
+		if err := h.WriteJSON(&buf, sample); err != nil {
+			b.Fatal(err)
+		}
+		body := buf.Bytes()
+		b.Run("method="+method, func(b *testing.B) {
+			for b.Loop() {
+				url := pgtest.NewDatabase(b)
+				ms := map[string][]float64{}
+				var logged bool
+				release := func(srv *restartServer, phase string) {
+					// The servers share this process's heap: collect what
+					// the last one left, which a release of another
+					// process would not pay for.
+					runtime.GC()
+					start := time.Now()
+					r := postZipf(b, srv.ts.URL, body)
+					ms[phase] = append(ms[phase], float64(time.Since(start).Microseconds())/1e3)
+					r.check(b, &logged)
+					srv.wait()
+				}
+				first := newRestartServer(b, url)
+				release(first, "cold")
+				watch, err := pgx.Connect(context.Background(), url)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for range restartHTTPRounds {
+					release(first, "warm")
+					next := newRestartServer(b, url+"&application_name="+restartedName)
+					release(next, "warmstart")
+					next.close()
+					gone(b, watch)
+				}
+				watch.Close(context.Background())
+				first.close()
+				for phase, t := range ms {
+					b.ReportMetric(restartMedian(t), phase+"-ms")
+				}
+				b.ReportMetric(restartMedian(ms["warmstart"])/restartMedian(ms["warm"]), "warmstart-ratio")
+			}
+		})
+	}
+}
+
+// restartedName is the application_name of the restarted servers'
+// connections.
+const restartedName = "pwsd-restarted"
+
+// gone waits (at most a minute) until no connection of a restarted server
+// is left on the database: the server processes of a closed pool exit
+// behind it, and their exit would take from the next release's CPU.
+func gone(b *testing.B, watch *pgx.Conn) {
+	b.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		var n int
+		if err := watch.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, restartedName).Scan(&n); err != nil {
+			b.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+	}
+	b.Fatal("the restarted server's connections are still open a minute after it closed")
+}
+
+// restartHTTPRounds is how many warm and warm-started releases
+// BenchmarkReleaseAfterRestartHTTP takes the medians of.
+const restartHTTPRounds = 5
+
+// restartServer is one pwsd over a database: the router as cmd/pwsd serves
+// it, over a service with the default configuration.
+type restartServer struct {
+	ts   *httptest.Server
+	wait func() // the service's background work (the warm start, chunk builds)
+	st   *store.Postgres
+}
+
+// newRestartServer starts a restartServer over the database at url and
+// waits for its warm start.
+func newRestartServer(b *testing.B, url string) *restartServer {
+	b.Helper()
+	st, err := store.OpenPostgres(context.Background(), url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	limits := api.DefaultLimits()
+	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	svc, err := service.New(service.Config{Store: st, Logger: log, IdempotencyWait: limits.RequestTimeout, WarmStartSets: service.DefaultWarmStartSets})
+	if err != nil {
+		b.Fatal(err)
+	}
+	svc.Wait()
+	ts := httptest.NewServer(api.NewRouter(api.Deps{Service: svc, Logger: log, Registry: prometheus.NewRegistry(), Limits: limits}))
+	return &restartServer{ts: ts, wait: svc.Wait, st: st}
+}
+
+// close stops the server, waits for its background work and closes its
+// store, as cmd/pwsd does on shutdown.
+func (s *restartServer) close() {
+	s.ts.Close()
+	s.wait()
+	s.st.Close()
+}
+
+// restartMedian is the median of t.
+func restartMedian(t []float64) float64 {
+	s := slices.Sorted(slices.Values(t))
+	if n := len(s); n%2 == 1 {
+		return s[n/2]
+	} else if n > 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return 0
+}
