@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -35,16 +36,20 @@ import (
 //     work is done;
 //   - warmstart-ms: the same release on a new server (a new service over
 //     the same database: a restart, a deploy, a second instance), once its
-//     warm start is done.
+//     warm start is done;
+//   - prebuilt-ms: the same on a new server without a warm start, after
+//     POST /v1/tables/prebuild (max_frequency 1000), as when a scheduled
+//     prebuild comes before the day's release.
 //
-// Each of restartHTTPRounds rounds takes a warm release and then a
-// warm-started one, so that the two are measured in the same minutes (the
-// machine's speed drifts by more than the ratio's margin), each after a
-// garbage collection (the servers share one heap: without it, a release
-// pays for collecting what the server before it left) and once the closed
-// server's connections are gone from PostgreSQL; the medians are reported, and warmstart-ratio = warmstart-ms / warm-ms, issue 37's
-// measure (at most 1.5). Needs PWSD_TEST_DATABASE_URL; run with
-// -benchtime 1x.
+// Each of 2 restartHTTPRounds rounds takes a warm release and then a
+// warm-started (or prebuilt) one, so that the two are measured in the same
+// minutes (the machine's speed drifts by more than the ratio's margin),
+// each after a garbage collection (the servers share one heap: without it,
+// a release pays for collecting what the server before it left) and once
+// the closed server's connections are gone from PostgreSQL. The medians
+// are reported, with warmstart-ratio = warmstart-ms / warm-ms and
+// prebuilt-ratio = prebuilt-ms / warm-ms, issue 37's measures (at most
+// 1.5). Needs PWSD_TEST_DATABASE_URL; run with -benchtime 1x.
 func BenchmarkReleaseAfterRestartHTTP(b *testing.B) {
 	if os.Getenv(pgtest.EnvURL) == "" {
 		b.Skip("needs PWSD_TEST_DATABASE_URL")
@@ -76,18 +81,26 @@ func BenchmarkReleaseAfterRestartHTTP(b *testing.B) {
 					r.check(b, &logged)
 					srv.wait()
 				}
-				first := newRestartServer(b, url)
+				first := newRestartServer(b, url, true)
 				release(first, "cold")
 				watch, err := pgx.Connect(context.Background(), url)
 				if err != nil {
 					b.Fatal(err)
 				}
-				for range restartHTTPRounds {
-					release(first, "warm")
-					next := newRestartServer(b, url+"&application_name="+restartedName)
-					release(next, "warmstart")
-					next.close()
-					gone(b, watch)
+				prebuild := fmt.Sprintf(`{"privacy":{"epsilon":0.1,"delta":1e-6},"sampling":{"scheme":"ppswor","threshold":1e-4},"method":%q,"max_frequency":1000}`, method)
+				for _, phase := range []string{"warmstart", "prebuilt"} {
+					for range restartHTTPRounds {
+						release(first, "warm")
+						next := newRestartServer(b, url+"&application_name="+restartedName, phase == "warmstart")
+						if phase == "prebuilt" {
+							if r := post(b, next.ts.URL+"/v1/tables/prebuild", "application/json", []byte(prebuild), ""); len(r) == 0 {
+								b.Fatal("empty prebuild answer")
+							}
+						}
+						release(next, phase)
+						next.close()
+						gone(b, watch)
+					}
 				}
 				watch.Close(context.Background())
 				first.close()
@@ -95,6 +108,7 @@ func BenchmarkReleaseAfterRestartHTTP(b *testing.B) {
 					b.ReportMetric(restartMedian(t), phase+"-ms")
 				}
 				b.ReportMetric(restartMedian(ms["warmstart"])/restartMedian(ms["warm"]), "warmstart-ratio")
+				b.ReportMetric(restartMedian(ms["prebuilt"])/restartMedian(ms["warm"]), "prebuilt-ratio")
 			}
 		})
 	}
@@ -133,9 +147,9 @@ type restartServer struct {
 	st   *store.Postgres
 }
 
-// newRestartServer starts a restartServer over the database at url and
-// waits for its warm start.
-func newRestartServer(b *testing.B, url string) *restartServer {
+// newRestartServer starts a restartServer over the database at url, with
+// pwsd's default warm start (waited for) or none.
+func newRestartServer(b *testing.B, url string, warmStart bool) *restartServer {
 	b.Helper()
 	st, err := store.OpenPostgres(context.Background(), url)
 	if err != nil {
@@ -143,7 +157,11 @@ func newRestartServer(b *testing.B, url string) *restartServer {
 	}
 	limits := api.DefaultLimits()
 	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	svc, err := service.New(service.Config{Store: st, Logger: log, IdempotencyWait: limits.RequestTimeout, WarmStartSets: service.DefaultWarmStartSets})
+	sets := 0
+	if warmStart {
+		sets = service.DefaultWarmStartSets
+	}
+	svc, err := service.New(service.Config{Store: st, Logger: log, IdempotencyWait: limits.RequestTimeout, WarmStartSets: sets})
 	if err != nil {
 		b.Fatal(err)
 	}
