@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http/httptest"
 	"os"
 	"runtime"
@@ -14,9 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/pwsd/pwsd/api"
 	"github.com/pwsd/pwsd/internal/service"
 	"github.com/pwsd/pwsd/internal/store"
 	"github.com/pwsd/pwsd/internal/store/pgtest"
@@ -140,7 +136,7 @@ func gone(b *testing.B, watch *pgx.Conn) {
 const restartHTTPRounds = 5
 
 // restartServer is one pwsd over a database: the router as cmd/pwsd serves
-// it, over a service with the default configuration.
+// it, over a service with the default configuration (serveDefault).
 type restartServer struct {
 	ts   *httptest.Server
 	wait func() // the service's background work (the warm start, chunk builds)
@@ -155,19 +151,13 @@ func newRestartServer(b *testing.B, url string, warmStart bool) *restartServer {
 	if err != nil {
 		b.Fatal(err)
 	}
-	limits := api.DefaultLimits()
-	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	sets := 0
 	if warmStart {
 		sets = service.DefaultWarmStartSets
 	}
-	svc, err := service.New(service.Config{Store: st, Logger: log, IdempotencyWait: limits.RequestTimeout, WarmStartSets: sets})
-	if err != nil {
-		b.Fatal(err)
-	}
-	svc.Wait()
-	ts := httptest.NewServer(api.NewRouter(api.Deps{Service: svc, Logger: log, Registry: prometheus.NewRegistry(), Limits: limits}))
-	return &restartServer{ts: ts, wait: svc.Wait, st: st}
+	ts, wait := serveDefault(b, st, func(c *service.Config) { c.WarmStartSets = sets })
+	wait()
+	return &restartServer{ts: ts, wait: wait, st: st}
 }
 
 // close stops the server, waits for its background work and closes its

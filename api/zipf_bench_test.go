@@ -27,19 +27,33 @@ import (
 const allowRefusalEnv = "PWSD_BENCH_ALLOW_REFUSAL"
 
 // newDefaultServer is the real router over a fresh in-memory store with the
-// configuration `make run` serves when no PWSD_* variable is set: default
-// limits, table cache, estimator cache and work bound, production (crypto-
-// seeded) randomness, info-level JSON logs (discarded). It mirrors
-// cmd/pwsd's serve; close stops the server, waits for the service's
+// configuration `make run` serves when no PWSD_* variable is set
+// (serveDefault). close stops the server, waits for the service's
 // background work (as cmd/pwsd does on shutdown) and closes the store, and
 // idle waits for that background work alone.
 func newDefaultServer(tb testing.TB) (ts *httptest.Server, close, idle func()) {
 	tb.Helper()
-	limits := api.DefaultLimits()
 	st := store.NewMemory()
 	st.LimitTableCache(store.DefaultTableCacheBytes)
+	ts, wait := serveDefault(tb, st, nil)
+	return ts, func() { ts.Close(); wait(); st.Close() }, wait
+}
+
+// serveDefault is the real router over st with pwsd's default
+// configuration: default limits, table cache, estimator cache and work
+// bound, production (crypto-seeded) randomness, info-level JSON logs
+// (discarded); config, when not nil, changes the service's configuration
+// first. It mirrors cmd/pwsd's serve. wait waits for the service's
+// background work.
+func serveDefault(tb testing.TB, st store.Store, config func(*service.Config)) (ts *httptest.Server, wait func()) {
+	tb.Helper()
+	limits := api.DefaultLimits()
 	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	svc, err := service.New(service.Config{Store: st, Logger: log, IdempotencyWait: limits.RequestTimeout})
+	cfg := service.Config{Store: st, Logger: log, IdempotencyWait: limits.RequestTimeout}
+	if config != nil {
+		config(&cfg)
+	}
+	svc, err := service.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -47,11 +61,11 @@ func newDefaultServer(tb testing.TB) (ts *httptest.Server, close, idle func()) {
 	// Service.Wait through an interface: scripts/bench_compare.sh builds
 	// this file into older revisions too, whose Service has no background
 	// work and no Wait.
-	wait := func() {}
+	wait = func() {}
 	if w, ok := any(svc).(interface{ Wait() }); ok {
 		wait = w.Wait
 	}
-	return ts, func() { ts.Close(); wait(); st.Close() }, wait
+	return ts, wait
 }
 
 // zipfRelease is the outcome of one POST /v1/samples.

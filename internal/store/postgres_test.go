@@ -93,14 +93,7 @@ func TestPostgresPoolMinConns(t *testing.T) {
 			// pool opens them in the background, so wait (at most a minute).
 			// (Ping may open one of its own beside them.)
 			var n int
-			for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-				if err := conn.QueryRow(ctx, `SELECT count(*) - 1 FROM pg_stat_activity WHERE datname = current_database()`).Scan(&n); err != nil {
-					t.Fatal(err)
-				}
-				if n >= c.want || time.Now().After(deadline) {
-					break
-				}
-			}
+			pollRow(t, conn, `SELECT count(*) - 1 FROM pg_stat_activity WHERE datname = current_database()`, func() bool { return n >= c.want }, &n)
 			if n < c.want {
 				t.Fatalf("the pool holds %d connections, want at least %d", n, c.want)
 			}
@@ -115,17 +108,11 @@ func TestPostgresConnectionsWarmed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	_, conn := openPostgres(t)
+	// Server processes report their counts within about ten seconds once
+	// idle.
 	var ins, chunkIns int64
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		// Server processes report their counts within about a second
-		// once idle.
-		if err := conn.QueryRow(ctx, `SELECT COALESCE(sum(n_tup_ins) FILTER (WHERE relname = 'samples'), 0), COALESCE(sum(n_tup_ins) FILTER (WHERE relname = 'sample_chunks'), 0) FROM pg_stat_user_tables`).Scan(&ins, &chunkIns); err != nil {
-			t.Fatal(err)
-		}
-		if (ins >= store.DefaultPoolMinConns && chunkIns >= store.DefaultPoolMinConns) || time.Now().After(deadline) {
-			break
-		}
-	}
+	pollRow(t, conn, `SELECT COALESCE(sum(n_tup_ins) FILTER (WHERE relname = 'samples'), 0), COALESCE(sum(n_tup_ins) FILTER (WHERE relname = 'sample_chunks'), 0) FROM pg_stat_user_tables`,
+		func() bool { return ins >= store.DefaultPoolMinConns && chunkIns >= store.DefaultPoolMinConns }, &ins, &chunkIns)
 	if ins < store.DefaultPoolMinConns || chunkIns < store.DefaultPoolMinConns {
 		t.Fatalf("the pool's %d connections inserted %d sample rows and %d chunk rows, want one each per connection", store.DefaultPoolMinConns, ins, chunkIns)
 	}
@@ -135,6 +122,22 @@ func TestPostgresConnectionsWarmed(t *testing.T) {
 	}
 	if samples != 0 || chunks != 0 {
 		t.Fatalf("the warm-ups left %d samples and %d chunks behind", samples, chunks)
+	}
+}
+
+// pollRow scans query's row into dest until done reports true or a minute
+// has passed: what PostgreSQL does in the background (the connections a
+// pool opens, the counts a server process reports) is waited for, not
+// timed.
+func pollRow(t *testing.T, conn *pgx.Conn, query string, done func() bool, dest ...any) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if err := conn.QueryRow(context.Background(), query).Scan(dest...); err != nil {
+			t.Fatal(err)
+		}
+		if done() || time.Now().After(deadline) {
+			return
+		}
 	}
 }
 
