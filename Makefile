@@ -3,7 +3,7 @@ GO       ?= go
 BIN      ?= bin/pwsd
 SWAGARGS  = init -g openapi_info.go -d api,internal/service,internal/panprivate,internal/planner,internal/buildinfo -o $(1) --packageName openapi --parseInternal --quiet
 
-.PHONY: run build test vet openapi openapi-check bench bench-zipf bench-compare bench-zipf-phases bench-beam fuzz load clean beam mutants
+.PHONY: run build test vet openapi openapi-check bench bench-zipf bench-compare bench-zipf-phases profile-cold bench-beam fuzz load clean beam mutants
 
 ## run: start pwsd on :8080 with the embedded in-memory store (or PostgreSQL with PWSD_DATABASE_URL)
 run:
@@ -41,6 +41,10 @@ bench-zipf:
 ## bench-compare: bench-zipf side by side with REV (default 3db805d, the revision issue 34 compares with)
 bench-compare:
 	bash scripts/bench_compare.sh $(or $(REV),3db805d)
+
+## profile-cold: CPU profiles of issue 34's two unmet targets (cold eps 0.1 release, the 10^6 frequencies table), split by route and background work (COUNT=n; DIR=... keeps them; docs/performance.md "The profiles behind it")
+profile-cold:
+	bash scripts/profile_cold.sh $(DIR)
 
 ## bench-zipf-phases: issue 22's per-case table of the Zipf matrix (ms, status, keys, peak MB per phase; REV=main beside it)
 bench-zipf-phases:

@@ -135,6 +135,7 @@ func NewRouter(d Deps) http.Handler {
 	queries := queryIndex("/v1", v1)
 	queries["GET /planner"] = plannerPageQuery // a shared link's plan
 	r.Use(checkQuery(r, queries))
+	r.Use(routeLabels(r))
 
 	r.Get("/healthz", h.adapt(h.healthz))
 	r.Get("/version", versionOf(d.Build))

@@ -542,7 +542,7 @@ func (c *Cache) Prefetch(t *sanitize.Table, gs []estimate.G, ks []int64) {
 	c.background.Add(1)
 	go func() {
 		defer func() { <-c.prefetchers; c.background.Done() }()
-		pctx, cancel := context.WithTimeout(c.optional, time.Minute)
+		pctx, cancel := context.WithTimeout(labelWork(c.optional, WorkPrefetch), time.Minute)
 		defer cancel()
 		if _, err := c.ChunkSets(pctx, t, gs, ks, Read{background: true}); err != nil {
 			c.log.Warn("building chunks ahead of estimates", "err", err)
@@ -588,6 +588,7 @@ const writeBatch = 256
 // and drops the rest.
 func (c *Cache) drainWrites() {
 	defer c.background.Done()
+	labelled := labelWork(context.Background(), WorkWriteBehind)
 	for {
 		c.writeMu.Lock()
 		batch := c.writeQueue[:min(len(c.writeQueue), writeBatch)]
@@ -601,7 +602,7 @@ func (c *Cache) drainWrites() {
 			c.writeBytes -= int64(len(e.Key) + len(e.Data))
 		}
 		c.writeMu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(labelled, time.Minute)
 		if err := c.putTables(ctx, batch); err != nil {
 			c.log.Warn("caching chunks", "err", err)
 		}

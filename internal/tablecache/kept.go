@@ -200,6 +200,7 @@ func (c *Cache) keepRowsBehind(t *sanitize.Table) {
 // StopOptional.
 func (c *Cache) drainWarmUps() {
 	defer c.background.Done()
+	ctx := labelWork(c.optional, WorkKeptRows)
 	for {
 		c.keptMu.Lock()
 		if len(c.kept.pending) == 0 || c.optional.Err() != nil {
@@ -211,7 +212,7 @@ func (c *Cache) drainWarmUps() {
 		c.kept.pending = c.kept.pending[1:]
 		c.keptMu.Unlock()
 		c.waitQuiet(w.watch)
-		if err := c.keepRows(c.optional, w.p, w.s, w.m); err != nil && !errors.Is(err, context.Canceled) {
+		if err := c.keepRows(ctx, w.p, w.s, w.m); err != nil && !errors.Is(err, context.Canceled) {
 			c.log.Warn("storing kept sanitizer rows", "err", err)
 		}
 	}
@@ -288,7 +289,7 @@ func (c *Cache) touchKept(tableKey string, p sanitize.Privacy, s sanitize.Sampli
 	c.background.Add(1)
 	go func() {
 		defer c.background.Done()
-		if err := tc.TouchTables(c.optional, []string{key}); err != nil && c.optional.Err() == nil {
+		if err := tc.TouchTables(labelWork(c.optional, WorkTouch), []string{key}); err != nil && c.optional.Err() == nil {
 			c.log.Warn("marking kept sanitizer rows used", "err", err)
 		}
 	}()

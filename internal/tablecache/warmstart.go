@@ -88,7 +88,7 @@ func (c *Cache) WarmStart(sets int, gs []estimate.G) {
 	c.background.Add(1)
 	go func() {
 		defer c.background.Done()
-		if err := c.warmStart(c.optional, lister, batcher, sets, gs); err != nil && !errors.Is(err, context.Canceled) {
+		if err := c.warmStart(labelWork(c.optional, WorkWarmStart), lister, batcher, sets, gs); err != nil && !errors.Is(err, context.Canceled) {
 			c.log.Warn("warm start", "err", err)
 		}
 		w := c.WarmStartStats()
