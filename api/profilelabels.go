@@ -28,11 +28,7 @@ const RouteLabel = "pwsd.route"
 func routeLabels(root chi.Routes) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			method := r.Method
-			if method == http.MethodHead {
-				method = http.MethodGet
-			}
-			pattern := root.Find(chi.NewRouteContext(), method, r.URL.Path)
+			method, pattern := routeOf(root, r)
 			if pattern == "" {
 				next.ServeHTTP(w, r)
 				return

@@ -295,11 +295,7 @@ func checkQuery(root chi.Routes, params map[string]queryParams) func(http.Handle
 				next.ServeHTTP(w, r)
 				return
 			}
-			method := r.Method
-			if method == http.MethodHead {
-				method = http.MethodGet
-			}
-			pattern := root.Find(chi.NewRouteContext(), method, r.URL.Path)
+			method, pattern := routeOf(root, r)
 			if pattern == "" {
 				next.ServeHTTP(w, r)
 				return

@@ -189,3 +189,13 @@ func queryIndex(prefix string, rs []route) map[string]queryParams {
 	}
 	return idx
 }
+
+// routeOf returns the method and the pattern of the route of root that r
+// matches, a HEAD request as its GET; the pattern is "" when none matches.
+func routeOf(root chi.Routes, r *http.Request) (method, pattern string) {
+	method = r.Method
+	if method == http.MethodHead {
+		method = http.MethodGet
+	}
+	return method, root.Find(chi.NewRouteContext(), method, r.URL.Path)
+}
