@@ -7,12 +7,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pwsd/pwsd/internal/benchcmp"
 	"github.com/pwsd/pwsd/internal/service"
 	"github.com/pwsd/pwsd/internal/store"
 	"github.com/pwsd/pwsd/internal/store/pgtest"
@@ -37,7 +37,7 @@ import (
 //     POST /v1/tables/prebuild (max_frequency 1000), as when a scheduled
 //     prebuild comes before the day's release.
 //
-// Each of 2 restartHTTPRounds rounds takes a warm release and then a
+// Each of restartHTTPRounds rounds takes a warm release and then a
 // warm-started (or prebuilt) one, so that the two are measured in the same
 // minutes (the machine's speed drifts by more than the ratio's margin),
 // each after a garbage collection (the servers share one heap: without it,
@@ -101,10 +101,10 @@ func BenchmarkReleaseAfterRestartHTTP(b *testing.B) {
 				watch.Close(context.Background())
 				first.close()
 				for phase, t := range ms {
-					b.ReportMetric(restartMedian(t), phase+"-ms")
+					b.ReportMetric(benchcmp.Median(t), phase+"-ms")
 				}
-				b.ReportMetric(restartMedian(ms["warmstart"])/restartMedian(ms["warm"]), "warmstart-ratio")
-				b.ReportMetric(restartMedian(ms["prebuilt"])/restartMedian(ms["warm"]), "prebuilt-ratio")
+				b.ReportMetric(benchcmp.Median(ms["warmstart"])/benchcmp.Median(ms["warm"]), "warmstart-ratio")
+				b.ReportMetric(benchcmp.Median(ms["prebuilt"])/benchcmp.Median(ms["warm"]), "prebuilt-ratio")
 			}
 		})
 	}
@@ -166,15 +166,4 @@ func (s *restartServer) close() {
 	s.ts.Close()
 	s.wait()
 	s.st.Close()
-}
-
-// restartMedian is the median of t.
-func restartMedian(t []float64) float64 {
-	s := slices.Sorted(slices.Values(t))
-	if n := len(s); n%2 == 1 {
-		return s[n/2]
-	} else if n > 0 {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-	return 0
 }

@@ -277,3 +277,22 @@ func TestWrite(t *testing.T) {
 		t.Errorf("%d table lines after the heading:\n%s", lines, out)
 	}
 }
+
+// TestMedian: the middle value, the mean of the middle two for an even
+// count, 0 for none, whatever the order given, and the input left unsorted.
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		in   []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		in := append([]float64(nil), c.in...)
+		if got := Median(in); got != c.want {
+			t.Errorf("Median(%v) = %v, want %v", c.in, got, c.want)
+		}
+		for i := range in {
+			if in[i] != c.in[i] {
+				t.Fatalf("Median reordered its input: %v, was %v", in, c.in)
+			}
+		}
+	}
+}

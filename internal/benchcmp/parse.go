@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -95,14 +96,24 @@ func (r *Results) stat(name, unit string, scale float64) Stat {
 		return Stat{}
 	}
 	sort.Float64s(vs)
-	med := vs[len(vs)/2]
-	if len(vs)%2 == 0 {
-		med = (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
-	}
 	if status >= 200 && status < 300 {
 		status = 0
 	}
-	return Stat{N: len(vs), Median: med, Min: vs[0], Max: vs[len(vs)-1], Status: status}
+	return Stat{N: len(vs), Median: Median(vs), Min: vs[0], Max: vs[len(vs)-1], Status: status}
+}
+
+// Median returns the median of vs (the mean of the middle two when len(vs)
+// is even), 0 for none; vs is left as it is. The comparison table's medians
+// and the benchmarks that report a median of their own rounds use it.
+func Median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(vs))
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
 }
 
 // worst is the largest median of stats that have one, carrying a failed

@@ -4,11 +4,11 @@ import (
 	"context"
 	"os"
 	"runtime"
-	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/pwsd/pwsd/internal/benchcmp"
 	"github.com/pwsd/pwsd/internal/sanitize"
 	"github.com/pwsd/pwsd/internal/store"
 	"github.com/pwsd/pwsd/internal/store/pgtest"
@@ -190,12 +190,12 @@ func BenchmarkReleaseAfterRestart(b *testing.B) {
 				off.Wait()
 				closeStore(st)
 				for phase, t := range ms {
-					b.ReportMetric(median(t), phase+"-ms")
+					b.ReportMetric(benchcmp.Median(t), phase+"-ms")
 					b.ReportMetric(float64(rows[phase]), phase+"-rows")
 				}
-				b.ReportMetric(median(warmStarts), "warmstart-s")
-				b.ReportMetric(median(ms["warmstart"])/median(ms["warm"]), "warmstart-ratio")
-				b.ReportMetric(median(ms["prebuilt"])/median(ms["warm"]), "prebuilt-ratio")
+				b.ReportMetric(benchcmp.Median(warmStarts), "warmstart-s")
+				b.ReportMetric(benchcmp.Median(ms["warmstart"])/benchcmp.Median(ms["warm"]), "warmstart-ratio")
+				b.ReportMetric(benchcmp.Median(ms["prebuilt"])/benchcmp.Median(ms["warm"]), "prebuilt-ratio")
 			}
 		})
 	}
@@ -244,17 +244,4 @@ func (t *timedTables) RecentTables(ctx context.Context, prefix string, limit int
 // DeleteTable deletes as the store does.
 func (t *timedTables) DeleteTable(ctx context.Context, key string) error {
 	return t.Store.(store.TableDeleter).DeleteTable(ctx, key)
-}
-
-// median returns the median of v (the mean of the middle two when len(v)
-// is even), 0 for none.
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Sorted(slices.Values(v))
-	if n := len(s); n%2 == 0 {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-	return s[len(s)/2]
 }
